@@ -1,0 +1,105 @@
+// smem-latency: shared-memory load-to-use latency by a dependent pointer chase.
+//
+// One thread follows a chain whose every word holds the shared address of the next, so each
+// load waits for the one before. Several chase lengths are timed with clock64(); the slope of
+// cycles against length is the latency, and the intercept is the fixed cost (clock reads,
+// loop entry, the last load still in flight) that the slope leaves out. Both are reported.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "probes/smem_chain.hpp"
+#include "probes/smem_latency_kernels.hpp"
+#include "src/device_buffer.hpp"
+#include "src/probe.hpp"
+
+namespace tkprobe {
+namespace {
+
+namespace sl = smem_latency;
+constexpr double kMaxResidual = 0.02;  // cycles must be linear in chase length to within 2%
+
+class SmemLatency final : public Probe {
+ public:
+  std::string name() const override { return "smem-latency"; }
+  std::string summary() const override {
+    return "Shared-memory load-to-use latency by dependent pointer chase (cycles and ns; expect ~30 cycles)";
+  }
+  void add_options(CLI::App& cmd) override {
+    cmd.add_option("--stride", strides_, "Chain strides in bytes, multiples of 4 below the footprint (default 4 128 1028)");
+    cmd.add_option("--footprint", footprint_kib_, "Chain footprint in KiB of shared memory, 1..200 (default 16)")
+        ->check(CLI::Range(1, 200));
+  }
+  void validate() const override {
+    for (int s : strides_) {
+      if (s <= 0 || s % 4 != 0 || s >= footprint_kib_ * 1024) {
+        throw UsageError(fmt::format("--stride {}: give a multiple of 4 bytes from 4 to {} (below the {} KiB footprint)",
+                                     s, footprint_kib_ * 1024 - 4, footprint_kib_));
+      }
+    }
+  }
+
+  void run(ProbeContext& ctx) override {
+    const auto words = static_cast<std::uint32_t>(footprint_kib_ * 1024 / 4);
+    if (footprint_kib_ * 1024 > ctx.device.smem_per_block_optin) {
+      throw UsageError(fmt::format("--footprint {} KiB exceeds this GPU's {} KiB of shared memory per block",
+                                   footprint_kib_, ctx.device.smem_per_block_optin / 1024));
+    }
+    for (int stride : strides_) {
+      chase(ctx, smem_chain::strided(words, static_cast<std::uint32_t>(stride / 4)),
+            {{"chain", "stride"}, {"stride_bytes", stride}, {"footprint_bytes", words * 4}});
+    }
+    chase(ctx, smem_chain::random_cycle(words, ctx.rng), {{"chain", "random"}, {"footprint_bytes", words * 4}});
+  }
+
+ private:
+  std::vector<int> strides_{4, 128, 1028};
+  int footprint_kib_ = 16;
+
+  void chase(ProbeContext& ctx, const std::vector<std::uint32_t>& next, Json params) {
+    const std::vector<int> lengths = ctx.options.quick ? std::vector<int>{256, 512, 1024, 2048}
+                                                       : std::vector<int>{256, 512, 1024, 2048, 4096, 8192};
+    DeviceBuffer<std::uint32_t> d_next(next.size()), sink(1);
+    DeviceBuffer<int> d_lengths(lengths.size());
+    DeviceBuffer<std::uint64_t> cycles(lengths.size());
+    DeviceBuffer<ClockWindow> clock(1);
+    d_next.upload(next);
+    d_lengths.upload(lengths);
+    const sl::Chase chase{d_next.get(), static_cast<int>(next.size()), d_lengths.get(), static_cast<int>(lengths.size())};
+    const std::vector<double> x(lengths.begin(), lengths.end());
+
+    std::vector<double> intercepts, residuals;
+    const Measurement m = ctx.harness.measure(fmt::format("smem-latency {}", params.dump()), [&] {
+      cycles.poison();
+      sl::launch_chase(chase, {cycles.get(), sink.get(), clock.get()}, ctx.harness.stream());
+      TK_CUDA(cudaStreamSynchronize(ctx.harness.stream()));
+      const auto c = cycles.download();
+      const auto line = smem_chain::fit_line(x, std::vector<double>(c.begin(), c.end()));
+      intercepts.push_back(line.intercept);
+      residuals.push_back(line.max_rel_residual);
+      const ClockWindow w = clock.download()[0];
+      return Sample{line.slope, window_mhz(w), (w.end.ns - w.begin.ns) * 1e-9};
+    });
+
+    Result r(name(), std::move(params));
+    r.metric("latency_cycles", m.stats, "cycles", Better::lower);
+    r.value("latency_ns", m.stats.median / m.sm_clock_mhz * 1e3);
+    r.value("overhead_cycles", summarize(intercepts).median);
+    r.value("chase_loads", fmt::format("{}..{} ({} lengths)", lengths.front(), lengths.back(), lengths.size()));
+    r.value("sm_clock_mhz", m.sm_clock_mhz);
+    const double residual = summarize(residuals).max;
+    r.checked({{"what", "cycles linear in chase length"}, {"max_rel_residual", residual}, {"max", kMaxResidual}},
+              residual <= kMaxResidual);
+    r.telemetry = m.telemetry;
+    ctx.finding(name(), fmt::format("{}: {:.1f} cycles ({:.1f} ns at {:.0f} MHz) per dependent load; fixed cost "
+                                    "{:.0f} cycles subtracted via the slope over chases of {}..{} loads",
+                                    r.params.dump(), m.stats.median, m.stats.median / m.sm_clock_mhz * 1e3,
+                                    m.sm_clock_mhz, summarize(intercepts).median, lengths.front(), lengths.back()));
+    ctx.add(std::move(r));
+  }
+};
+
+}  // namespace
+
+TKPROBE_REGISTER_PROBE(SmemLatency);
+
+}  // namespace tkprobe

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# One batch on a GPU machine: build, run every test (GPU ones included), regenerate the H200
+# baselines under $OUT. Usage: OUT=dir scripts/gpu-run.sh COMMIT_SHA
+set -uo pipefail
+cd "$(dirname "$0")/.."
+sha="${1:-unknown}"
+export TKPROBE_NO_INSTALL=1
+{ cmake --preset default -DTKPROBE_GIT_SHA="$sha" >/dev/null && cmake --build build; } > "$OUT/build.log" 2>&1 \
+  || { tail -50 "$OUT/build.log"; exit 1; }
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv > "$OUT/run.log" 2>&1
+ctest --test-dir build --output-on-failure -V -L gpu > "$OUT/ctest-gpu.log" 2>&1; echo "gpu ctest rc=$?" >> "$OUT/run.log"
+ctest --test-dir build -LE gpu >> "$OUT/run.log" 2>&1; echo "host ctest rc=$?" >> "$OUT/run.log"
+for probe in info smem-latency smem-banks; do
+  ./build/tkprobe "$probe" --json "$OUT/$probe.json" >> "$OUT/run.log" 2>&1
+  echo "$probe rc=$?" >> "$OUT/run.log"
+done
+tail -c 6000 "$OUT/ctest-gpu.log"
+grep -E "rc=|Tests|passed|failed" "$OUT/run.log"

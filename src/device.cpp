@@ -1,0 +1,99 @@
+#include "src/device.hpp"
+
+#include <cmath>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "src/errors.hpp"
+#include "src/nvml.hpp"
+
+namespace tkprobe {
+
+int cuda_device_count() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    throw NoDeviceError(fmt::format("no CUDA device: {} ({})", cudaGetErrorString(status), cudaGetErrorName(status)));
+  }
+  if (count == 0) throw NoDeviceError("no CUDA device: the driver reports 0 devices");
+  return count;
+}
+
+static int attribute(cudaDeviceAttr attr, int index) {
+  int value = 0;
+  TK_CUDA(cudaDeviceGetAttribute(&value, attr, index));
+  return value;
+}
+
+DeviceInfo query_device(int index) {
+  const int count = cuda_device_count();
+  if (index < 0 || index >= count) {
+    throw NoDeviceError(fmt::format("device {} not present: this machine has {} CUDA device(s) (valid: --device 0{})",
+                                    index, count, count > 1 ? fmt::format("..{}", count - 1) : ""));
+  }
+  cudaDeviceProp p{};
+  TK_CUDA(cudaGetDeviceProperties(&p, index));
+  DeviceInfo d;
+  d.index = index;
+  d.name = p.name;
+  d.cc_major = p.major;
+  d.cc_minor = p.minor;
+  d.sms = p.multiProcessorCount;
+  d.l2_bytes = p.l2CacheSize;
+  d.smem_per_sm = static_cast<long long>(p.sharedMemPerMultiprocessor);
+  d.smem_per_block_optin = static_cast<long long>(p.sharedMemPerBlockOptin);
+  d.sm_clock_max_mhz = attribute(cudaDevAttrClockRate, index) / 1000;
+  d.mem_clock_mhz = attribute(cudaDevAttrMemoryClockRate, index) / 1000;
+  d.mem_bus_bits = p.memoryBusWidth;
+  char bus[32] = {};
+  TK_CUDA(cudaDeviceGetPCIBusId(bus, sizeof bus, index));
+  d.pci_bus_id = bus;
+  const auto& nvml = Nvml::instance();
+  d.driver = nvml.driver_version();
+  d.power_limit_w = nvml.power_limit_w(d.pci_bus_id);
+  TK_CUDA(cudaDriverGetVersion(&d.driver_api));
+  TK_CUDA(cudaRuntimeGetVersion(&d.runtime_api));
+  return d;
+}
+
+Json to_json(const DeviceInfo& d) {
+  Json power = std::isnan(d.power_limit_w) ? Json(nullptr) : Json(d.power_limit_w);
+  return {{"index", d.index},
+          {"name", d.name},
+          {"cc", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
+          {"sms", d.sms},
+          {"l2_bytes", d.l2_bytes},
+          {"smem_per_sm", d.smem_per_sm},
+          {"smem_per_block_optin", d.smem_per_block_optin},
+          {"sm_clock_max_mhz", d.sm_clock_max_mhz},
+          {"mem_clock_mhz", d.mem_clock_mhz},
+          {"mem_bus_bits", d.mem_bus_bits},
+          {"power_limit_w", power},
+          {"pci_bus_id", d.pci_bus_id}};
+}
+
+std::optional<DatasheetPeaks> datasheet_peaks(std::string_view name) {
+  // NVIDIA H100/H200 datasheets, dense (no sparsity). H100 SXM and H200 share the SM array
+  // and its 1830 MHz boost clock: 132 SMs x 4096 FLOP/clk x 1.83 GHz = 989.4 TFLOP/s bf16.
+  const auto has = [&](std::string_view s) { return name.find(s) != std::string_view::npos; };
+  if (has("H200") || (has("H100") && (has("SXM") || has("HBM3")))) {
+    return DatasheetPeaks{"H100/H200 SXM", 989.4, 989.4, 494.7, 1978.9, 1978.9};
+  }
+  if (has("H100") && has("PCIe")) return DatasheetPeaks{"H100 PCIe", 756.5, 756.5, 378.0, 1513.0, 1513.0};
+  if (has("H100 NVL")) return DatasheetPeaks{"H100 NVL", 835.5, 835.5, 417.5, 1671.0, 1671.0};
+  return std::nullopt;
+}
+
+int hopper_flop_per_clock_per_sm(std::string_view dtype) {
+  if (dtype == "bf16" || dtype == "fp16") return 4096;
+  if (dtype == "tf32") return 2048;
+  if (dtype == "fp8" || dtype == "e4m3" || dtype == "e5m2" || dtype == "s8" || dtype == "int8") return 8192;
+  throw UsageError(fmt::format("unknown dtype '{}' (valid: bf16, fp16, tf32, e4m3, e5m2, s8)", dtype));
+}
+
+double clock_peak_tflops(int sms, int flop_per_clock_per_sm, double sm_clock_mhz) {
+  return sms * static_cast<double>(flop_per_clock_per_sm) * sm_clock_mhz * 1e6 / 1e12;
+}
+
+}  // namespace tkprobe

@@ -1,0 +1,54 @@
+#pragma once
+// The GPU a run uses: its properties (CUDA runtime), its driver (NVML) and the peak rates
+// the tool judges kernels against.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "src/json.hpp"
+
+namespace tkprobe {
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sms = 0;
+  long long l2_bytes = 0;
+  long long smem_per_sm = 0;
+  long long smem_per_block_optin = 0;
+  int sm_clock_max_mhz = 0;  // the runtime's peak SM clock
+  int mem_clock_mhz = 0;
+  int mem_bus_bits = 0;
+  double power_limit_w = 0;  // NaN without NVML
+  std::string pci_bus_id;
+  std::string driver;        // NVML's driver version, or "unavailable"
+  int driver_api = 0;        // cudaDriverGetVersion
+  int runtime_api = 0;       // cudaRuntimeGetVersion
+
+  int cc() const { return cc_major * 10 + cc_minor; }
+};
+
+// Number of CUDA devices; throws NoDeviceError "no CUDA device: <CUDA error>" when there is none.
+int cuda_device_count();
+
+// Properties of device `index`; throws NoDeviceError naming the valid indices when absent.
+DeviceInfo query_device(int index);
+
+Json to_json(const DeviceInfo& d);
+
+// Datasheet dense tensor-core peaks in TFLOP/s (TOP/s for int8).
+struct DatasheetPeaks {
+  std::string part;  // which datasheet row matched
+  double bf16 = 0, fp16 = 0, tf32 = 0, fp8 = 0, int8 = 0;
+};
+// The datasheet row for a GPU name; empty when the tool has no row for it (use --peak).
+std::optional<DatasheetPeaks> datasheet_peaks(std::string_view device_name);
+
+// Dense tensor-core FLOP per clock per SM on Hopper, by input type.
+int hopper_flop_per_clock_per_sm(std::string_view dtype);
+
+// SMs x FLOP/clk/SM x clock, in TFLOP/s.
+double clock_peak_tflops(int sms, int flop_per_clock_per_sm, double sm_clock_mhz);
+
+}  // namespace tkprobe

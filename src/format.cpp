@@ -1,0 +1,194 @@
+#include "src/format.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "src/probe.hpp"
+
+namespace tkprobe {
+namespace {
+
+struct Column {
+  std::string key;
+  bool is_param;
+  std::string header;
+};
+
+using Grid = std::vector<std::vector<std::string>>;
+
+std::string cell(const Json& v) {
+  if (v.is_null()) return "-";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  if (v.is_number_integer()) return std::to_string(v.get<long long>());
+  if (v.is_number()) return fmt::format("{:.4g}", v.get<double>());
+  if (v.is_object() && v.contains("median")) return cell(v["median"]);
+  return v.dump();
+}
+
+bool is_stats(const Json& v) { return v.is_object() && v.contains("median"); }
+
+void add_unique(std::vector<std::string>& keys, const std::string& key) {
+  if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+}
+
+// Columns for one probe's rows: its params, a status column if any row is not ok, its metrics
+// (a stats metric shows its median; the primary one is followed by its CV).
+std::vector<Column> columns_for(const std::vector<const Json*>& rows) {
+  std::vector<std::string> params, metrics;
+  std::string primary;
+  bool any_not_ok = false;
+  for (const Json* r : rows) {
+    for (const auto& [k, _] : (*r)["params"].items()) add_unique(params, k);
+    for (const auto& [k, _] : (*r)["metrics"].items()) add_unique(metrics, k);
+    if (primary.empty()) primary = r->value("primary", "");
+    any_not_ok |= r->value("status", "ok") != "ok";
+  }
+  std::vector<Column> cols;
+  for (const auto& k : params) cols.push_back({k, true, k});
+  if (any_not_ok) cols.push_back({"status", false, "status"});
+  for (const auto& k : metrics) {
+    std::string unit;
+    for (const Json* r : rows) {
+      const auto& m = (*r)["metrics"];
+      if (m.contains(k) && is_stats(m[k])) unit = m[k].value("unit", "");
+    }
+    cols.push_back({k, false, unit.empty() ? k : fmt::format("{} [{}]", k, unit)});
+    if (k == primary) cols.push_back({"cv%", false, "cv %"});
+  }
+  return cols;
+}
+
+std::string value_of(const Json& r, const Column& c, const std::string& primary) {
+  if (c.is_param) return r["params"].contains(c.key) ? cell(r["params"][c.key]) : "-";
+  if (c.key == "status") return r.value("status", "ok");
+  const auto& m = r["metrics"];
+  if (c.key == "cv%") return m.contains(primary) && is_stats(m[primary]) ? fmt::format("{:.2f}", 100 * m[primary].value("cv", 0.0)) : "-";
+  return m.contains(c.key) ? cell(m[c.key]) : "-";
+}
+
+Grid grid_for(const std::vector<const Json*>& rows, const std::vector<Column>& cols) {
+  Grid g;
+  std::vector<std::string> header;
+  for (const auto& c : cols) header.push_back(c.header);
+  g.push_back(header);
+  for (const Json* r : rows) {
+    std::vector<std::string> line;
+    for (const auto& c : cols) line.push_back(value_of(*r, c, r->value("primary", "")));
+    g.push_back(line);
+  }
+  return g;
+}
+
+void print_aligned(std::ostream& out, const Grid& g) {
+  std::vector<std::size_t> width(g[0].size(), 0);
+  for (const auto& line : g)
+    for (std::size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
+  for (std::size_t row = 0; row < g.size(); ++row) {
+    std::string text;
+    for (std::size_t i = 0; i < g[row].size(); ++i) text += fmt::format("{:>{}}  ", g[row][i], width[i]);
+    out << text.substr(0, text.find_last_not_of(' ') + 1) << '\n';
+    if (row == 0) {
+      std::size_t total = 0;
+      for (auto w : width) total += w + 2;
+      out << std::string(total - 2, '-') << '\n';
+    }
+  }
+}
+
+void print_markdown(std::ostream& out, const Grid& g) {
+  for (std::size_t row = 0; row < g.size(); ++row) {
+    std::string text = "|";
+    for (const auto& c : g[row]) text += " " + c + " |";
+    out << text << '\n';
+    if (row == 0) {
+      std::string rule = "|";
+      for (std::size_t i = 0; i < g[row].size(); ++i) rule += "---|";
+      out << rule << '\n';
+    }
+  }
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string quoted = "\"";
+  for (char ch : s) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return quoted + "\"";
+}
+
+// CSV keeps every statistic: metric, metric_min, metric_max, metric_cv, metric_n.
+void print_csv(std::ostream& out, const std::vector<const Json*>& rows) {
+  std::vector<std::string> params, metrics;
+  for (const Json* r : rows) {
+    for (const auto& [k, _] : (*r)["params"].items()) add_unique(params, k);
+    for (const auto& [k, _] : (*r)["metrics"].items()) add_unique(metrics, k);
+  }
+  std::vector<std::string> header{"probe"};
+  header.insert(header.end(), params.begin(), params.end());
+  header.push_back("status");
+  for (const auto& m : metrics) {
+    header.push_back(m);
+    for (const char* s : {"_min", "_max", "_cv", "_n"}) header.push_back(m + s);
+  }
+  std::string line;
+  for (const auto& h : header) line += (line.empty() ? "" : ",") + csv_field(h);
+  out << line << '\n';
+  for (const Json* r : rows) {
+    std::vector<std::string> f{(*r)["probe"].get<std::string>()};
+    for (const auto& p : params) f.push_back((*r)["params"].contains(p) ? cell((*r)["params"][p]) : "");
+    f.push_back(r->value("status", "ok"));
+    for (const auto& m : metrics) {
+      const Json v = (*r)["metrics"].contains(m) ? (*r)["metrics"][m] : Json();
+      f.push_back(v.is_null() ? "" : is_stats(v) ? fmt::format("{}", v["median"].get<double>()) : cell(v));
+      for (const char* s : {"min", "max", "cv", "n"}) f.push_back(is_stats(v) ? cell(v[s]) : "");
+    }
+    line.clear();
+    for (std::size_t i = 0; i < f.size(); ++i) line += (i ? "," : "") + csv_field(f[i]);
+    out << line << '\n';
+  }
+}
+
+std::string device_line(const Json& report) {
+  const auto& d = report["device"];
+  const auto& t = report["tool"];
+  if (!d.is_object()) return fmt::format("tkprobe {} ({})", t.value("version", "?"), t.value("git_sha", "?"));
+  return fmt::format("{} · cc {} · {} SMs · driver {} · CUDA runtime {} · tkprobe {} ({})", d.value("name", "?"),
+                     d.value("cc", "?"), d.value("sms", 0), report["host"].value("driver", "?"),
+                     report["host"].value("cuda_runtime", "?"), t.value("version", "?"), t.value("git_sha", "?"));
+}
+
+}  // namespace
+
+void print_report(std::ostream& out, const Json& report, Format format) {
+  if (format == Format::json) {
+    out << report.dump(2) << '\n';
+    return;
+  }
+  std::vector<std::string> probes;
+  for (const auto& r : report["results"]) add_unique(probes, r["probe"].get<std::string>());
+  if (format != Format::csv) out << (format == Format::markdown ? "_" : "") << device_line(report)
+                                 << (format == Format::markdown ? "_" : "") << "\n";
+  for (const auto& probe : probes) {
+    std::vector<const Json*> rows;
+    for (const auto& r : report["results"])
+      if (r["probe"] == probe) rows.push_back(&r);
+    if (format == Format::csv) {
+      print_csv(out, rows);
+      continue;
+    }
+    out << '\n' << (format == Format::markdown ? "### " : "== ") << probe << (format == Format::markdown ? "" : " ==") << "\n";
+    const Grid g = grid_for(rows, columns_for(rows));
+    format == Format::markdown ? print_markdown(out, g) : print_aligned(out, g);
+    for (const Json* r : rows) {
+      if (r->contains("reason")) out << "  " << r->value("status", "") << ": " << (*r)["reason"].get<std::string>() << '\n';
+    }
+    for (const auto& f : report["findings"]) {
+      if (f["probe"] == probe) out << (format == Format::markdown ? "- " : "  * ") << f["text"].get<std::string>() << '\n';
+    }
+  }
+}
+
+}  // namespace tkprobe

@@ -1,0 +1,99 @@
+#include "src/harness.hpp"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "src/errors.hpp"
+#include "src/nvml.hpp"
+
+namespace tkprobe {
+
+bool sampling_done(const TimingConfig& c, const Stats& s, double elapsed_s, bool* converged) {
+  *converged = static_cast<int>(s.n) >= c.min_samples && elapsed_s >= c.min_time_s && s.cv <= c.max_noise;
+  const bool out_of_budget = (elapsed_s >= c.timeout_s && static_cast<int>(s.n) >= 2) ||
+                             static_cast<int>(s.n) >= c.max_samples;
+  return *converged || out_of_budget;
+}
+
+Harness::Harness(TimingConfig config, const DeviceInfo& device, Progress& progress)
+    : config_(config), device_(device), progress_(progress) {
+  TK_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  TK_CUDA(cudaEventCreate(&start_));
+  TK_CUDA(cudaEventCreate(&stop_));
+}
+
+Harness::~Harness() {
+  if (l2_scrub_) cudaFree(l2_scrub_);
+  cudaEventDestroy(start_);
+  cudaEventDestroy(stop_);
+  cudaStreamDestroy(stream_);
+}
+
+void Harness::flush_l2() {
+  // Writing twice the L2's size of other data evicts whatever the previous sample left there.
+  const auto bytes = static_cast<std::size_t>(2 * device_.l2_bytes);
+  if (!l2_scrub_) TK_CUDA(cudaMalloc(&l2_scrub_, bytes));
+  TK_CUDA(cudaMemsetAsync(l2_scrub_, static_cast<int>(++scrub_value_ & 0xff), bytes, stream_));
+}
+
+Measurement Harness::measure(std::string_view label, const std::function<Sample()>& take) {
+  using clock = std::chrono::steady_clock;
+  for (int i = 0; i < config_.warmup; ++i) take();
+
+  const auto& nvml = Nvml::instance();
+  const NvmlSample before = nvml.sample(device_.pci_bus_id);
+  std::vector<double> values, clocks;
+  double measured_s = 0;
+  const auto start = clock::now();
+  Measurement m;
+  for (;;) {
+    const Sample s = take();
+    values.push_back(s.value);
+    if (!std::isnan(s.sm_clock_mhz)) clocks.push_back(s.sm_clock_mhz);
+    measured_s += s.seconds;
+    m.stats = summarize(values);
+    const double wall_s = std::chrono::duration<double>(clock::now() - start).count();
+    progress_.update(fmt::format("{}: {} samples, cv {:.2f}%", label, m.stats.n, 100 * m.stats.cv));
+    if (sampling_done(config_, m.stats, std::max(measured_s, wall_s), &m.converged)) break;
+  }
+  const NvmlSample after = nvml.sample(device_.pci_bus_id);
+
+  if (!clocks.empty()) m.sm_clock_mhz = summarize(clocks).median;
+  m.telemetry = telemetry_json(before, after, m.sm_clock_mhz);
+  m.telemetry["samples_converged"] = m.converged;
+  progress_.clear();
+  if (!m.converged) {
+    fmt::print(stderr, "warning: {}: noise {:.2f}% still above --max-noise {:.2f}% after {} samples\n", label,
+               100 * m.stats.cv, 100 * config_.max_noise, m.stats.n);
+  }
+  if (m.telemetry.value("throttled", false)) {
+    fmt::print(stderr, "warning: {}: the GPU reported clock throttling ({})\n", label, m.telemetry["reasons"].dump());
+  }
+  return m;
+}
+
+Measurement Harness::time_kernel_ms(std::string_view label, const std::function<void(cudaStream_t)>& launch,
+                                    const ClockWindow* device_clock) {
+  return measure(label, [&]() {
+    if (config_.flush_l2) flush_l2();
+    TK_CUDA(cudaEventRecord(start_, stream_));
+    launch(stream_);
+    TK_CUDA(cudaGetLastError());
+    TK_CUDA(cudaEventRecord(stop_, stream_));
+    TK_CUDA(cudaEventSynchronize(stop_));
+    float ms = 0;
+    TK_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
+    Sample s{ms, std::nan(""), ms / 1e3};
+    if (device_clock) {
+      ClockWindow w{};
+      TK_CUDA(cudaMemcpy(&w, device_clock, sizeof w, cudaMemcpyDeviceToHost));
+      s.sm_clock_mhz = window_mhz(w);
+    }
+    return s;
+  });
+}
+
+}  // namespace tkprobe

@@ -1,0 +1,76 @@
+#pragma once
+// The measurement harness every probe and kernel uses: warm-up, repeat until the noise is
+// under a target or the time budget ends, summarise, and record the device's state around it.
+#include <cmath>
+#include <functional>
+#include <string_view>
+
+#include <cuda_runtime_api.h>
+
+#include "src/device.hpp"
+#include "src/json.hpp"
+#include "src/kernel_clock.cuh"
+#include "src/progress.hpp"
+#include "src/stats.hpp"
+
+namespace tkprobe {
+
+struct TimingConfig {
+  double min_time_s = 0.02;  // --min-time: least measured time per measurement
+  double max_noise = 0.01;   // --max-noise (as a fraction): stop once the CV is under it
+  double timeout_s = 2.0;    // stop here even when still noisy (and say so)
+  int warmup = 3;
+  int min_samples = 10;
+  int max_samples = 100000;
+  bool flush_l2 = false;     // --flush-l2: evict L2 before each sample
+};
+
+// One sample: its value, the SM clock the kernel measured while producing it (NaN if none),
+// and how many seconds of device time it represents (for --min-time).
+struct Sample {
+  double value = 0;
+  double sm_clock_mhz = std::nan("");
+  double seconds = 0;
+};
+
+struct Measurement {
+  Stats stats;
+  double sm_clock_mhz = std::nan("");  // median of the in-kernel clock readings
+  bool converged = false;
+  Json telemetry;  // NVML before/after, in-kernel clock, throttle flag, convergence
+};
+
+// Whether sampling may stop: enough samples, enough time, and quiet enough; or out of budget.
+bool sampling_done(const TimingConfig& c, const Stats& s, double elapsed_s, bool* converged);
+
+class Harness {
+ public:
+  Harness(TimingConfig config, const DeviceInfo& device, Progress& progress);
+  ~Harness();
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
+
+  const TimingConfig& config() const { return config_; }
+  cudaStream_t stream() const { return stream_; }
+
+  // Repeats `take` (after warm-up) until sampling_done; for probes that time themselves
+  // inside the kernel (clock64 cycles), or any other per-run figure.
+  Measurement measure(std::string_view label, const std::function<Sample()>& take);
+
+  // Milliseconds per launch of `launch` on stream(), by CUDA events. If the kernel stamps
+  // `device_clock` (a device pointer), each sample carries the SM clock it ran at.
+  Measurement time_kernel_ms(std::string_view label, const std::function<void(cudaStream_t)>& launch,
+                             const ClockWindow* device_clock = nullptr);
+
+ private:
+  void flush_l2();
+  TimingConfig config_;
+  const DeviceInfo& device_;
+  Progress& progress_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  void* l2_scrub_ = nullptr;
+  unsigned scrub_value_ = 0;
+};
+
+}  // namespace tkprobe

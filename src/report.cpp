@@ -1,0 +1,148 @@
+#include "src/report.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <cuda_runtime_api.h>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "src/errors.hpp"
+
+namespace tkprobe {
+
+const char* tool_version();
+const char* git_sha();
+
+std::string_view to_string(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::skipped: return "skipped";
+    case Status::failed: return "failed";
+  }
+  return "failed";
+}
+
+Json stats_json(const Stats& s, std::string_view unit, Better better) {
+  return Json{{"median", s.median}, {"min", s.min},   {"max", s.max},
+              {"q1", s.q1},         {"q3", s.q3},     {"cv", s.cv},
+              {"n", s.n},           {"unit", unit},   {"better", better == Better::higher ? "higher" : "lower"}};
+}
+
+Result& Result::metric(const std::string& name, const Stats& s, std::string_view unit, Better better) {
+  metrics[name] = stats_json(s, unit, better);
+  if (primary.empty()) primary = name;
+  return *this;
+}
+
+Result& Result::checked(Json check_fields, bool passed) {
+  check = std::move(check_fields);
+  check["passed"] = passed;
+  if (!passed && status == Status::ok) status = Status::failed;
+  return *this;
+}
+
+static Json result_json(const Result& r) {
+  Json j{{"probe", r.probe}, {"params", r.params}, {"status", to_string(r.status)}};
+  if (!r.reason.empty()) j["reason"] = r.reason;
+  j["metrics"] = r.metrics;
+  if (!r.primary.empty()) j["primary"] = r.primary;
+  if (!r.check.is_null()) j["check"] = r.check;
+  if (!r.telemetry.is_null()) j["telemetry"] = r.telemetry;
+  return j;
+}
+
+Json to_json(const Report& report) {
+  Json j{{"schema", kReportSchema}, {"tool", report.tool}, {"host", report.host}, {"device", report.device}};
+  Json results = Json::array();
+  for (const auto& r : report.results) results.push_back(result_json(r));
+  j["results"] = std::move(results);
+  Json findings = Json::array();
+  for (const auto& f : report.findings) findings.push_back({{"probe", f.probe}, {"text", f.text}});
+  j["findings"] = std::move(findings);
+  return j;
+}
+
+Json tool_section(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const auto& a : argv) line += (line.empty() ? "" : " ") + a;
+  const auto now = std::chrono::system_clock::now();
+  return {{"version", tool_version()},
+          {"git_sha", git_sha()},
+          {"command_line", line},
+          {"started_at", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(now)))}};
+}
+
+Json host_section(std::string_view driver) {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  return {{"hostname", name},
+          {"driver", driver},
+          {"cuda_runtime", fmt::format("{}.{}", runtime / 1000, runtime % 1000 / 10)}};
+}
+
+void require_writable_target(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw UsageError(fmt::format("--json {}: folder '{}' does not exist (give a path in an existing folder, or - for stdout)",
+                                 path.string(), dir.string()));
+  }
+  if (access(dir.c_str(), W_OK) != 0) {
+    throw UsageError(fmt::format("--json {}: folder '{}' is not writable", path.string(), dir.string()));
+  }
+  if (fs::is_directory(path, ec)) {
+    throw UsageError(fmt::format("--json {}: is a folder; give a file name", path.string()));
+  }
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view text) {
+  const auto tmp = path.string() + fmt::format(".tmp.{}", getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw std::runtime_error("cannot write " + tmp);
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot rename " + tmp + " to " + path.string());
+  }
+}
+
+Json read_report(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(fmt::format("{}: cannot open the file", path.string()));
+  Json j;
+  try {
+    j = Json::parse(in);
+  } catch (const Json::parse_error&) {
+    throw UsageError(fmt::format("{}: not JSON, so not a tkprobe report (expected schema '{}')", path.string(),
+                                 kReportSchema));
+  }
+  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string()) {
+    throw UsageError(fmt::format("{}: not a tkprobe report: no \"schema\" field (expected '{}')", path.string(),
+                                 kReportSchema));
+  }
+  const auto schema = j["schema"].get<std::string>();
+  if (schema != kReportSchema) {
+    throw UsageError(fmt::format("{}: report schema '{}' is not supported (valid: '{}')", path.string(), schema,
+                                 kReportSchema));
+  }
+  if (!j.contains("results") || !j["results"].is_array()) {
+    throw UsageError(fmt::format("{}: report has no \"results\" array", path.string()));
+  }
+  return j;
+}
+
+}  // namespace tkprobe

@@ -1,0 +1,65 @@
+#pragma once
+// Constructed reports and in-process CLI runs, for host and GPU tests.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "src/cli.hpp"
+#include "src/report.hpp"
+
+namespace fixtures {
+
+inline tkprobe::Result timed_result(const std::string& probe, tkprobe::Json params, double median, double cv,
+                                    tkprobe::Better better = tkprobe::Better::lower) {
+  tkprobe::Stats s;
+  s.median = s.min = s.max = s.q1 = s.q3 = s.mean = median;
+  s.cv = cv;
+  s.n = 20;
+  tkprobe::Result r(probe, std::move(params));
+  r.metric("cycles", s, "cycles", better);
+  return r;
+}
+
+inline tkprobe::Json report(const std::vector<tkprobe::Result>& results, const std::string& gpu = "NVIDIA H200") {
+  tkprobe::Report rep;
+  rep.tool = tkprobe::tool_section({"tkprobe", "test"});
+  rep.tool["seed"] = 1;
+  rep.host = {{"hostname", "test"}, {"driver", "0"}, {"cuda_runtime", "13.0"}};
+  rep.device = {{"index", 0},           {"name", gpu},          {"cc", "9.0"},
+                {"sms", 132},           {"l2_bytes", 62914560}, {"smem_per_sm", 233472},
+                {"smem_per_block_optin", 232448}, {"sm_clock_max_mhz", 1980}, {"mem_clock_mhz", 3201},
+                {"power_limit_w", 700.0}};
+  rep.results = results;
+  return tkprobe::to_json(rep);
+}
+
+// A fresh, empty folder for one test's files.
+inline std::filesystem::path temp_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("tkprobe-test-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline std::filesystem::path write(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+  return path;
+}
+
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+
+inline CliRun run(std::vector<std::string> args) {
+  args.insert(args.begin(), "tkprobe");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int code = tkprobe::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+}  // namespace fixtures

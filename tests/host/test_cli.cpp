@@ -1,0 +1,99 @@
+// The command line's contract, in-process: every bad input gets one line naming what is wrong
+// and what is valid, the documented exit code, and leaves no report file behind.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include "tests/fixtures.hpp"
+
+using fixtures::run;
+
+namespace {
+
+bool has_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+bool mentions(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+}  // namespace
+
+TEST(Cli, HelpAndListSucceed) {
+  const auto help = run({"--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_TRUE(mentions(help.out, "smem-banks"));
+  const auto list = run({"list"});
+  EXPECT_EQ(list.code, 0);
+  for (const char* probe : {"info", "smem-latency", "smem-banks", "compare", "all"}) {
+    EXPECT_TRUE(mentions(list.out, probe)) << probe;
+  }
+}
+
+TEST(Cli, UnknownProbeListsTheValidOnes) {
+  const auto r = run({"smem-bogus"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(mentions(r.err, "unknown probe or command 'smem-bogus'"));
+  EXPECT_TRUE(mentions(r.err, "valid: info, smem-banks, smem-latency"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+TEST(Cli, UnknownOptionPointsAtHelp) {
+  const auto r = run({"smem-banks", "--bogus"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(mentions(r.err, "--bogus"));
+  EXPECT_TRUE(mentions(r.err, "tkprobe smem-banks --help"));
+}
+
+TEST(Cli, StrideZeroIsRefusedByBothProbes) {
+  const auto banks = run({"smem-banks", "--stride", "0"});
+  EXPECT_EQ(banks.code, 2);
+  EXPECT_TRUE(mentions(banks.err, "1 to 64")) << banks.err;
+  const auto latency = run({"smem-latency", "--stride", "0"});
+  EXPECT_EQ(latency.code, 2);
+  EXPECT_TRUE(mentions(latency.err, "multiple of 4")) << latency.err;
+  EXPECT_EQ(run({"smem-latency", "--stride", "6"}).code, 2);
+}
+
+TEST(Cli, BadCommonOptionValues) {
+  EXPECT_EQ(run({"smem-banks", "--format", "xml"}).code, 2);
+  EXPECT_EQ(run({"smem-banks", "--width", "3"}).code, 2);
+  EXPECT_EQ(run({"smem-banks", "--min-time", "0"}).code, 2);
+  EXPECT_EQ(run({"smem-banks", "--device", "-1"}).code, 2);
+  EXPECT_EQ(run({}).code, 2);
+}
+
+TEST(Cli, JsonIntoMissingFolderIsRefusedBeforeAnyWork) {
+  const auto r = run({"smem-banks", "--json", "/nonexistent-tkprobe-dir/out.json"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(mentions(r.err, "does not exist"));
+  EXPECT_FALSE(std::filesystem::exists("/nonexistent-tkprobe-dir"));
+}
+
+TEST(Cli, AbsentDeviceExitsThreeAndWritesNoReport) {
+  const auto dir = fixtures::temp_dir("cli-device");
+  const auto out = dir / "r.json";
+  const auto r = run({"smem-banks", "--device", "7", "--json", out.string()});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(mentions(r.err, has_gpu() ? "device 7 not present" : "no CUDA device")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 0) << "no temporary file left";
+}
+
+TEST(Cli, InfoWithoutGpuExitsThreeWithTheCudaError) {
+  const auto r = run({"info"});
+  if (has_gpu()) {
+    EXPECT_EQ(r.code, 0);
+    EXPECT_TRUE(mentions(r.out, "sms"));
+  } else {
+    EXPECT_EQ(r.code, 3);
+    EXPECT_TRUE(mentions(r.err, "no CUDA device: "));
+    EXPECT_TRUE(mentions(r.err, "cudaError")) << "carries the CUDA error name: " << r.err;
+  }
+}
+
+TEST(Cli, CompareNeedsTwoFiles) {
+  const auto r = run({"compare", "only-one.json"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(mentions(r.err, "new is required")) << r.err;
+}

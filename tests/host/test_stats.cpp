@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "src/harness.hpp"
+#include "src/stats.hpp"
+
+using tkprobe::summarize;
+
+TEST(Stats, OddCountMedianAndQuartiles) {
+  const std::vector<double> x{5, 1, 3, 2, 4};
+  const auto s = summarize(x);
+  EXPECT_EQ(s.n, 5u);
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_DOUBLE_EQ(s.q1, 2);
+  EXPECT_DOUBLE_EQ(s.q3, 4);
+  EXPECT_DOUBLE_EQ(s.mean, 3);
+}
+
+TEST(Stats, EvenCountInterpolates) {
+  const std::vector<double> x{1, 2, 3, 4};
+  const auto s = summarize(x);
+  EXPECT_DOUBLE_EQ(s.median, 2.5);
+  EXPECT_DOUBLE_EQ(s.q1, 1.75);
+  EXPECT_DOUBLE_EQ(s.q3, 3.25);
+}
+
+TEST(Stats, CoefficientOfVariationUsesSampleStdev) {
+  const std::vector<double> x{9, 11};
+  const auto s = summarize(x);
+  EXPECT_NEAR(s.stdev, 1.41421356, 1e-6);
+  EXPECT_NEAR(s.cv, 0.141421356, 1e-7);
+}
+
+TEST(Stats, SingleSampleHasNoSpread) {
+  const std::vector<double> x{7};
+  const auto s = summarize(x);
+  EXPECT_DOUBLE_EQ(s.median, 7);
+  EXPECT_DOUBLE_EQ(s.cv, 0);
+}
+
+TEST(Stats, EmptyThrows) { EXPECT_THROW(summarize(std::vector<double>{}), std::invalid_argument); }
+
+TEST(Sampling, StopsWhenQuietAndLongEnough) {
+  tkprobe::TimingConfig c;
+  c.min_samples = 10;
+  c.min_time_s = 0.1;
+  c.max_noise = 0.01;
+  c.timeout_s = 5;
+  tkprobe::Stats quiet;
+  quiet.n = 10;
+  quiet.cv = 0.005;
+  bool converged = false;
+  EXPECT_FALSE(tkprobe::sampling_done(c, quiet, 0.05, &converged));  // not enough time yet
+  EXPECT_TRUE(tkprobe::sampling_done(c, quiet, 0.2, &converged));
+  EXPECT_TRUE(converged);
+  tkprobe::Stats noisy = quiet;
+  noisy.cv = 0.05;
+  EXPECT_FALSE(tkprobe::sampling_done(c, noisy, 1.0, &converged));
+  EXPECT_TRUE(tkprobe::sampling_done(c, noisy, 6.0, &converged));  // out of budget
+  EXPECT_FALSE(converged);
+}
