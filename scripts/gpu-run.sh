@@ -14,5 +14,7 @@ for probe in info smem-latency smem-banks; do
   ./build/tkprobe "$probe" --json "$OUT/$probe.json" >> "$OUT/run.log" 2>&1
   echo "$probe rc=$?" >> "$OUT/run.log"
 done
+cuobjdump --dump-sass -arch sm_90a build/tkprobe > "$OUT/sass.txt" 2>&1
+ncu --query-metrics 2>&1 | grep -E "shared|ldsm" > "$OUT/ncu-metrics.txt"
 tail -c 6000 "$OUT/ctest-gpu.log"
 grep -E "rc=|Tests|passed|failed" "$OUT/run.log"
