@@ -21,6 +21,7 @@ namespace {
 using tk::layout::Swizzle;
 namespace sb = smem_banks;
 
+constexpr int kMaxStride = 64;             // lane 31 of a 16-byte access then ends at 31.7 KiB
 constexpr double kMinSlowdown32Way = 16;    // physically ~32x; under 16x the probe measures nothing
 constexpr double kMinSlowdownLdmatrix = 4;  // the model says 8-way
 
@@ -32,9 +33,17 @@ class SmemBanks final : public Probe {
   }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--width", widths_, "Access widths in bytes (4, 8, 16; default all)")->check(CLI::IsMember({4, 8, 16}));
-    cmd.add_option("--stride", strides_, "Strides in elements of the access width, 1..64 (default all)")
-        ->check(CLI::Range(1, 64));
+    cmd.add_option("--stride", strides_, "Strides in elements of the access width, 1..64 (default all)");
     cmd.add_option("--warps", warps_, "Warps per SM, 1..32 (default 32: pipe-bound)")->check(CLI::Range(1, 32));
+  }
+
+  void validate() const override {
+    for (int s : strides_) {
+      if (s < 1 || s > kMaxStride) {
+        throw UsageError(fmt::format("--stride {}: give strides from 1 to {} (in elements of the access width)", s,
+                                     kMaxStride));
+      }
+    }
   }
 
   void run(ProbeContext& ctx) override {
@@ -64,7 +73,7 @@ class SmemBanks final : public Probe {
   std::vector<int> strides(bool quick) const {
     if (!strides_.empty()) return strides_;
     if (quick) return {1, 2, 3, 4, 8, 16, 17, 32, 64};
-    std::vector<int> all(64);
+    std::vector<int> all(kMaxStride);
     std::iota(all.begin(), all.end(), 1);
     return all;
   }

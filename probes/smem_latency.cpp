@@ -4,6 +4,8 @@
 // load waits for the one before. Several chase lengths are timed with clock64(); the slope of
 // cycles against length is the latency, and the intercept is the fixed cost (clock reads,
 // loop entry, the last load still in flight) that the slope leaves out. Both are reported.
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -44,33 +46,50 @@ class SmemLatency final : public Probe {
       throw UsageError(fmt::format("--footprint {} KiB exceeds this GPU's {} KiB of shared memory per block",
                                    footprint_kib_, ctx.device.smem_per_block_optin / 1024));
     }
-    for (int stride : strides_) {
-      chase(ctx, smem_chain::strided(words, static_cast<std::uint32_t>(stride / 4)),
-            {{"chain", "stride"}, {"stride_bytes", stride}, {"footprint_bytes", words * 4}});
+    for (const auto addressing : {sl::Addressing::precomputed, sl::Addressing::indexed}) {
+      std::vector<double> latencies, overheads;
+      const auto note = [&](const Result& r) {
+        latencies.push_back(r.metrics["latency_cycles"]["median"].get<double>());
+        overheads.push_back(r.metrics["overhead_cycles"].get<double>());
+      };
+      for (int stride : strides_) {
+        note(chase(ctx, addressing, smem_chain::strided(words, static_cast<std::uint32_t>(stride / 4)),
+                   {{"chain", "stride"}, {"stride_bytes", stride}, {"footprint_bytes", words * 4}}));
+      }
+      note(chase(ctx, addressing, smem_chain::random_cycle(words, ctx.rng),
+                 {{"chain", "random"}, {"footprint_bytes", words * 4}}));
+      const auto lat = summarize(latencies), over = summarize(overheads);
+      ctx.finding(name(), fmt::format("{} address: {:.1f}..{:.1f} cycles per dependent load over {} chains (strides and "
+                                      "a random cycle alike: shared memory has no locality to exploit); a fixed "
+                                      "{:.0f}..{:.0f} cycles per timed chase was left out through the slope",
+                                      to_string(addressing), lat.min, lat.max, lat.n, over.min, over.max));
     }
-    chase(ctx, smem_chain::random_cycle(words, ctx.rng), {{"chain", "random"}, {"footprint_bytes", words * 4}});
   }
 
  private:
   std::vector<int> strides_{4, 128, 1028};
   int footprint_kib_ = 16;
 
-  void chase(ProbeContext& ctx, const std::vector<std::uint32_t>& next, Json params) {
+  static const char* to_string(sl::Addressing a) {
+    return a == sl::Addressing::precomputed ? "precomputed" : "indexed";
+  }
+
+  const Result& chase(ProbeContext& ctx, sl::Addressing addressing, const std::vector<std::uint32_t>& next, Json params) {
+    params["address"] = to_string(addressing);
     const std::vector<int> lengths = ctx.options.quick ? std::vector<int>{256, 512, 1024, 2048}
                                                        : std::vector<int>{256, 512, 1024, 2048, 4096, 8192};
     DeviceBuffer<std::uint32_t> d_next(next.size()), sink(1);
-    DeviceBuffer<int> d_lengths(lengths.size());
     DeviceBuffer<std::uint64_t> cycles(lengths.size());
     DeviceBuffer<ClockWindow> clock(1);
     d_next.upload(next);
-    d_lengths.upload(lengths);
-    const sl::Chase chase{d_next.get(), static_cast<int>(next.size()), d_lengths.get(), static_cast<int>(lengths.size())};
+    sl::Chase chase{d_next.get(), static_cast<int>(next.size()), {}, static_cast<int>(lengths.size())};
+    std::copy(lengths.begin(), lengths.end(), chase.lengths);
     const std::vector<double> x(lengths.begin(), lengths.end());
 
     std::vector<double> intercepts, residuals;
     const Measurement m = ctx.harness.measure(fmt::format("smem-latency {}", params.dump()), [&] {
       cycles.poison();
-      sl::launch_chase(chase, {cycles.get(), sink.get(), clock.get()}, ctx.harness.stream());
+      sl::launch_chase(addressing, chase, {cycles.get(), sink.get(), clock.get()}, ctx.harness.stream());
       TK_CUDA(cudaStreamSynchronize(ctx.harness.stream()));
       const auto c = cycles.download();
       const auto line = smem_chain::fit_line(x, std::vector<double>(c.begin(), c.end()));
@@ -90,11 +109,7 @@ class SmemLatency final : public Probe {
     r.checked({{"what", "cycles linear in chase length"}, {"max_rel_residual", residual}, {"max", kMaxResidual}},
               residual <= kMaxResidual);
     r.telemetry = m.telemetry;
-    ctx.finding(name(), fmt::format("{}: {:.1f} cycles ({:.1f} ns at {:.0f} MHz) per dependent load; fixed cost "
-                                    "{:.0f} cycles subtracted via the slope over chases of {}..{} loads",
-                                    r.params.dump(), m.stats.median, m.stats.median / m.sm_clock_mhz * 1e3,
-                                    m.sm_clock_mhz, summarize(intercepts).median, lengths.front(), lengths.back()));
-    ctx.add(std::move(r));
+    return ctx.add(std::move(r));
   }
 };
 

@@ -5,43 +5,71 @@
 namespace tkprobe::smem_latency {
 namespace {
 
-// One dependent load: the loaded word is the shared address of the next one, so no address
-// arithmetic sits between loads and every load waits for the one before (load-to-use latency).
-__device__ __forceinline__ std::uint32_t chase_step(std::uint32_t addr) {
-  std::uint32_t next;
-  asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(next) : "r"(addr));
-  return next;
+__device__ __forceinline__ std::uint32_t load_shared(std::uint32_t addr) {
+  std::uint32_t value;
+  asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(value) : "r"(addr));
+  return value;
 }
 
+// One dependent step. Precomputed: the loaded word is the next shared address, so every load
+// waits only for the one before. Indexed: the word is an index that must be scaled and added
+// to the base first, as in `j = a[j]`.
+template <Addressing Mode>
+__device__ __forceinline__ std::uint32_t chase_step(std::uint32_t at, std::uint32_t base) {
+  if constexpr (Mode == Addressing::precomputed) {
+    return load_shared(at);
+  } else {
+    return load_shared(base + 4u * at);
+  }
+}
+
+template <Addressing Mode>
+__device__ __forceinline__ std::uint32_t chase_loads(std::uint32_t at, std::uint32_t base, int loads) {
+  for (int i = 0; i < loads; i += kUnroll) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) at = chase_step<Mode>(at, base);
+  }
+  return at;
+}
+
+template <Addressing Mode>
 __global__ void chase_kernel(Chase chase, Outputs out) {
   extern __shared__ std::uint32_t chain[];
   const auto base = static_cast<std::uint32_t>(__cvta_generic_to_shared(chain));
-  for (int i = threadIdx.x; i < chase.words; i += blockDim.x) chain[i] = base + 4u * chase.next[i];
+  for (int i = threadIdx.x; i < chase.words; i += blockDim.x) {
+    chain[i] = Mode == Addressing::precomputed ? base + 4u * chase.next[i] : chase.next[i];
+  }
   __syncthreads();
   if (threadIdx.x != 0) return;
 
-  std::uint32_t addr = base;
+  std::uint32_t at = Mode == Addressing::precomputed ? base : 0u;
+  at = chase_loads<Mode>(at, base, chase.lengths[0]);  // warm-up: loop code into the i-cache
   const ClockStamp begin = clock_stamp();
   for (int l = 0; l < chase.n_lengths; ++l) {
-    const int loads = chase.lengths[l];  // read before the clock starts
     const std::uint64_t start = sm_cycles();
-    for (int i = 0; i < loads; i += kUnroll) {
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) addr = chase_step(addr);
-    }
+    at = chase_loads<Mode>(at, base, chase.lengths[l]);
     out.cycles[l] = sm_cycles() - start;
   }
   *out.clock = ClockWindow{begin, clock_stamp()};
-  *out.sink = addr;
+  *out.sink = at;
+}
+
+template <Addressing Mode>
+void launch(const Chase& chase, const Outputs& out, cudaStream_t stream) {
+  const int smem = chase.words * 4;
+  TK_CUDA(cudaFuncSetAttribute(chase_kernel<Mode>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  chase_kernel<Mode><<<1, 128, smem, stream>>>(chase, out);
+  TK_CUDA(cudaGetLastError());
 }
 
 }  // namespace
 
-void launch_chase(const Chase& chase, const Outputs& out, cudaStream_t stream) {
-  const int smem = chase.words * 4;
-  TK_CUDA(cudaFuncSetAttribute(chase_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  chase_kernel<<<1, 128, smem, stream>>>(chase, out);
-  TK_CUDA(cudaGetLastError());
+void launch_chase(Addressing addressing, const Chase& chase, const Outputs& out, cudaStream_t stream) {
+  if (addressing == Addressing::precomputed) {
+    launch<Addressing::precomputed>(chase, out, stream);
+  } else {
+    launch<Addressing::indexed>(chase, out, stream);
+  }
 }
 
 }  // namespace tkprobe::smem_latency

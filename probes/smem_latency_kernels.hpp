@@ -8,12 +8,21 @@
 
 namespace tkprobe::smem_latency {
 
-inline constexpr int kUnroll = 16;  // dependent loads per loop trip; chase lengths are multiples
+inline constexpr int kUnroll = 16;     // dependent loads per loop trip; chase lengths are multiples
+inline constexpr int kMaxLengths = 8;  // chase lengths per launch
 
+// How the chase finds its next address.
+enum class Addressing {
+  precomputed,  // each word holds the next word's shared address: load-to-use alone
+  indexed,      // each word holds the next word's index, as `j = a[j]` code does: adds address math
+};
+
+// Passed by value, so the lengths sit in the constant bank and no global load lands inside
+// a timed chase.
 struct Chase {
   const std::uint32_t* next;  // [words] next word index, as smem_chain builds it
   int words;                  // the chain's footprint in 4-byte words
-  const int* lengths;         // [n_lengths] loads per timed chase, each a multiple of kUnroll
+  int lengths[kMaxLengths];   // loads per timed chase, each a multiple of kUnroll
   int n_lengths;
 };
 
@@ -23,7 +32,8 @@ struct Outputs {
   ClockWindow* clock;     // stamps around all chases
 };
 
-// One thread chases the chain through shared memory, timing each length in turn.
-void launch_chase(const Chase& chase, const Outputs& out, cudaStream_t stream);
+// One thread chases the chain through shared memory, timing each length in turn after an
+// untimed warm-up chase (instruction cache).
+void launch_chase(Addressing addressing, const Chase& chase, const Outputs& out, cudaStream_t stream);
 
 }  // namespace tkprobe::smem_latency

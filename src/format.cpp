@@ -99,6 +99,15 @@ void print_aligned(std::ostream& out, const Grid& g) {
   }
 }
 
+// One result with many figures (info) reads better as "name  value" lines than as one wide row.
+Grid transpose(const Grid& g) {
+  Grid t{{"field", "value"}};
+  for (std::size_t i = 0; i < g[0].size(); ++i) t.push_back({g[0][i], g[1][i]});
+  return t;
+}
+
+constexpr std::size_t kMaxColumnsInARow = 8;
+
 void print_markdown(std::ostream& out, const Grid& g) {
   for (std::size_t row = 0; row < g.size(); ++row) {
     std::string text = "|";
@@ -119,6 +128,15 @@ std::string csv_field(const std::string& s) {
   return quoted + "\"";
 }
 
+std::string csv_line(const std::vector<std::string>& fields) {
+  std::string line;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i) line += ',';
+    line += csv_field(fields[i]);
+  }
+  return line;
+}
+
 // CSV keeps every statistic: metric, metric_min, metric_max, metric_cv, metric_n.
 void print_csv(std::ostream& out, const std::vector<const Json*>& rows) {
   std::vector<std::string> params, metrics;
@@ -133,9 +151,7 @@ void print_csv(std::ostream& out, const std::vector<const Json*>& rows) {
     header.push_back(m);
     for (const char* s : {"_min", "_max", "_cv", "_n"}) header.push_back(m + s);
   }
-  std::string line;
-  for (const auto& h : header) line += (line.empty() ? "" : ",") + csv_field(h);
-  out << line << '\n';
+  out << csv_line(header) << '\n';
   for (const Json* r : rows) {
     std::vector<std::string> f{(*r)["probe"].get<std::string>()};
     for (const auto& p : params) f.push_back((*r)["params"].contains(p) ? cell((*r)["params"][p]) : "");
@@ -145,9 +161,7 @@ void print_csv(std::ostream& out, const std::vector<const Json*>& rows) {
       f.push_back(v.is_null() ? "" : is_stats(v) ? fmt::format("{}", v["median"].get<double>()) : cell(v));
       for (const char* s : {"min", "max", "cv", "n"}) f.push_back(is_stats(v) ? cell(v[s]) : "");
     }
-    line.clear();
-    for (std::size_t i = 0; i < f.size(); ++i) line += (i ? "," : "") + csv_field(f[i]);
-    out << line << '\n';
+    out << csv_line(f) << '\n';
   }
 }
 
@@ -180,7 +194,8 @@ void print_report(std::ostream& out, const Json& report, Format format) {
       continue;
     }
     out << '\n' << (format == Format::markdown ? "### " : "== ") << probe << (format == Format::markdown ? "" : " ==") << "\n";
-    const Grid g = grid_for(rows, columns_for(rows));
+    Grid g = grid_for(rows, columns_for(rows));
+    if (rows.size() == 1 && g[0].size() > kMaxColumnsInARow) g = transpose(g);
     format == Format::markdown ? print_markdown(out, g) : print_aligned(out, g);
     for (const Json* r : rows) {
       if (r->contains("reason")) out << "  " << r->value("status", "") << ": " << (*r)["reason"].get<std::string>() << '\n';

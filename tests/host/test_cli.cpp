@@ -48,7 +48,7 @@ TEST(Cli, UnknownOptionPointsAtHelp) {
 TEST(Cli, StrideZeroIsRefusedByBothProbes) {
   const auto banks = run({"smem-banks", "--stride", "0"});
   EXPECT_EQ(banks.code, 2);
-  EXPECT_TRUE(mentions(banks.err, "1 to 64")) << banks.err;
+  EXPECT_TRUE(mentions(banks.err, "--stride 0: give strides from 1 to 64")) << banks.err;
   const auto latency = run({"smem-latency", "--stride", "0"});
   EXPECT_EQ(latency.code, 2);
   EXPECT_TRUE(mentions(latency.err, "multiple of 4")) << latency.err;
