@@ -79,24 +79,27 @@ class SmemLatency final : public Probe {
     const std::vector<int> lengths = ctx.options.quick ? std::vector<int>{256, 512, 1024, 2048}
                                                        : std::vector<int>{256, 512, 1024, 2048, 4096, 8192};
     DeviceBuffer<std::uint32_t> d_next(next.size()), sink(1);
-    DeviceBuffer<std::uint64_t> cycles(lengths.size());
+    DeviceBuffer<std::uint64_t> cycles(1);
     DeviceBuffer<ClockWindow> clock(1);
     d_next.upload(next);
-    sl::Chase chase{d_next.get(), static_cast<int>(next.size()), {}, static_cast<int>(lengths.size())};
-    std::copy(lengths.begin(), lengths.end(), chase.lengths);
     const std::vector<double> x(lengths.begin(), lengths.end());
 
+    // One sample: a chase of every length, then the line through their cycles.
     std::vector<double> intercepts, residuals;
     const Measurement m = ctx.harness.measure(fmt::format("smem-latency {}", params.dump()), [&] {
-      cycles.poison();
-      sl::launch_chase(addressing, chase, {cycles.get(), sink.get(), clock.get()}, ctx.harness.stream());
-      TK_CUDA(cudaStreamSynchronize(ctx.harness.stream()));
-      const auto c = cycles.download();
-      const auto line = smem_chain::fit_line(x, std::vector<double>(c.begin(), c.end()));
+      std::vector<double> y;
+      ClockWindow longest{};
+      for (int loads : lengths) {
+        cycles.poison();
+        sl::launch_chase(addressing, {d_next.get(), static_cast<int>(next.size()), loads},
+                         {cycles.get(), sink.get(), clock.get()}, ctx.harness.stream());
+        y.push_back(static_cast<double>(cycles.download()[0]));  // synchronous copy: waits for the kernel
+        longest = clock.download()[0];
+      }
+      const auto line = smem_chain::fit_line(x, y);
       intercepts.push_back(line.intercept);
       residuals.push_back(line.max_rel_residual);
-      const ClockWindow w = clock.download()[0];
-      return Sample{line.slope, window_mhz(w), (w.end.ns - w.begin.ns) * 1e-9};
+      return Sample{line.slope, window_mhz(longest), (longest.end.ns - longest.begin.ns) * 1e-9};
     });
 
     Result r(name(), std::move(params));

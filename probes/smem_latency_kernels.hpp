@@ -8,8 +8,7 @@
 
 namespace tkprobe::smem_latency {
 
-inline constexpr int kUnroll = 16;     // dependent loads per loop trip; chase lengths are multiples
-inline constexpr int kMaxLengths = 8;  // chase lengths per launch
+inline constexpr int kUnroll = 16;  // dependent loads per loop trip; chase lengths are multiples
 
 // How the chase finds its next address.
 enum class Addressing {
@@ -17,23 +16,20 @@ enum class Addressing {
   indexed,      // each word holds the next word's index, as `j = a[j]` code does: adds address math
 };
 
-// Passed by value, so the lengths sit in the constant bank and no global load lands inside
-// a timed chase.
 struct Chase {
   const std::uint32_t* next;  // [words] next word index, as smem_chain builds it
   int words;                  // the chain's footprint in 4-byte words
-  int lengths[kMaxLengths];   // loads per timed chase, each a multiple of kUnroll
-  int n_lengths;
+  int loads;                  // loads in the timed chase, a multiple of kUnroll
 };
 
 struct Outputs {
-  std::uint64_t* cycles;  // [n_lengths] clock64 cycles of each timed chase
+  std::uint64_t* cycles;  // clock64 cycles of the timed chase
   std::uint32_t* sink;    // where the chase ended, so no load is dead
-  ClockWindow* clock;     // stamps around all chases
+  ClockWindow* clock;     // stamps around the timed chase
 };
 
-// One thread chases the chain through shared memory, timing each length in turn after an
-// untimed warm-up chase (instruction cache).
+// One thread chases the chain through shared memory: an untimed warm-up chase (instruction
+// cache), then the timed one.
 void launch_chase(Addressing addressing, const Chase& chase, const Outputs& out, cudaStream_t stream);
 
 }  // namespace tkprobe::smem_latency

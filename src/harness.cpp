@@ -20,7 +20,8 @@ bool sampling_done(const TimingConfig& c, const Stats& s, double elapsed_s, bool
 
 Harness::Harness(TimingConfig config, const DeviceInfo& device, Progress& progress)
     : config_(config), device_(device), progress_(progress) {
-  TK_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  // A blocking stream: ordered with the legacy default stream that DeviceBuffer copies use.
+  TK_CUDA(cudaStreamCreate(&stream_));
   TK_CUDA(cudaEventCreate(&start_));
   TK_CUDA(cudaEventCreate(&stop_));
 }

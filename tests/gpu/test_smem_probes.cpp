@@ -53,7 +53,9 @@ TEST(SmemBanks, ConflictsCostWhatTheBankModelSays) {
     if (p["access"] == "ld.shared" && p["width_bytes"] == 4) {
       const double model = r["metrics"]["model_ways"], measured = r["metrics"]["measured_ways"];
       EXPECT_NEAR(measured / model, 1.0, 0.25) << p.dump();
-      if (p["stride"] == 1) EXPECT_LE(cycles, 2.5) << "a conflict-free warp access is pipe-bound";
+      if (p["stride"] == 1) {
+        EXPECT_LE(cycles, 2.5) << "a conflict-free warp access is pipe-bound";
+      }
       if (model == 32) {
         saw_32_way = true;
         EXPECT_GE(measured, 16) << p.dump();
