@@ -10,11 +10,15 @@ export TKPROBE_NO_INSTALL=1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv > "$OUT/run.log" 2>&1
 ctest --test-dir build --output-on-failure -V -L gpu > "$OUT/ctest-gpu.log" 2>&1; echo "gpu ctest rc=$?" >> "$OUT/run.log"
 ctest --test-dir build -LE gpu >> "$OUT/run.log" 2>&1; echo "host ctest rc=$?" >> "$OUT/run.log"
-for probe in info smem-latency smem-banks; do
+for probe in info smem-latency smem-banks all; do
   ./build/tkprobe "$probe" --json "$OUT/$probe.json" >> "$OUT/run.log" 2>&1
   echo "$probe rc=$?" >> "$OUT/run.log"
 done
-cuobjdump --dump-sass -arch sm_90a build/tkprobe > "$OUT/sass.txt" 2>&1
-ncu --query-metrics 2>&1 | grep -E "shared|ldsm" > "$OUT/ncu-metrics.txt"
 tail -c 6000 "$OUT/ctest-gpu.log"
-grep -E "rc=|Tests|passed|failed" "$OUT/run.log"
+
+# Run-to-run stability: the suite's smem rows against the separate runs above.
+./build/tkprobe compare "$OUT/smem-banks.json" "$OUT/all.json" > "$OUT/compare.md" 2>&1; echo "compare rc=$?" >> "$OUT/run.log"
+./build/tkprobe compare "$OUT/smem-latency.json" "$OUT/all.json" >> "$OUT/compare.md" 2>&1; echo "compare rc=$?" >> "$OUT/run.log"
+scripts/tkprobe list >> "$OUT/run.log" 2>&1; echo "scripts/tkprobe list rc=$?" >> "$OUT/run.log"
+grep -E "rows:" "$OUT/compare.md"
+grep -E "rc=|tests passed" "$OUT/run.log"
