@@ -1,7 +1,7 @@
 // info: the device in front of the user, and the peak rates every other probe is judged by.
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "src/nvml.hpp"
 #include "src/probe.hpp"
@@ -45,7 +45,7 @@ class Info final : public Probe {
   void add_peaks(ProbeContext& ctx, Result& r) const {
     const DeviceInfo& d = ctx.device;
     const auto peaks = datasheet_peaks(d.name);
-    r.value("datasheet", peaks ? Json(peaks->part) : Json("unknown GPU: pass --peak to tensor probes"));
+    r.value("datasheet", peaks ? Json(peaks->part) : Json("no datasheet row for this GPU"));
     if (peaks) {
       const double values[] = {peaks->bf16, peaks->fp16, peaks->tf32, peaks->fp8, peaks->int8};
       for (int i = 0; i < 5; ++i) r.value(fmt::format("peak_{}_tflops", kDtypes[i]), values[i]);

@@ -1,5 +1,4 @@
 #include "probes/smem_banks_kernels.hpp"
-
 #include "src/errors.hpp"
 
 namespace tkprobe::smem_banks {
@@ -24,9 +23,7 @@ __device__ __forceinline__ std::uint32_t load_volatile(std::uint32_t addr) {
     asm volatile("ld.volatile.shared.v2.u32 {%0, %1}, [%2];" : "=r"(a), "=r"(b) : "r"(addr));
     return a ^ b;
   } else {
-    asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
-                 : "r"(addr));
+    asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr));
     return a ^ b ^ c ^ d;
   }
 }
@@ -95,10 +92,17 @@ dim3 block_of(const Launch& l) { return dim3(32 * l.warps_per_block); }
 void launch_strided(int width, int stride, const Launch& l, const Outputs& out, cudaStream_t stream) {
   const int smem = strided_smem_bytes(width, stride);
   switch (width) {
-    case 4: strided_kernel<4><<<l.blocks, block_of(l), smem, stream>>>(stride, l.trips, out); break;
-    case 8: strided_kernel<8><<<l.blocks, block_of(l), smem, stream>>>(stride, l.trips, out); break;
-    case 16: strided_kernel<16><<<l.blocks, block_of(l), smem, stream>>>(stride, l.trips, out); break;
-    default: throw UsageError("access width must be 4, 8 or 16 bytes");
+    case 4:
+      strided_kernel<4><<<l.blocks, block_of(l), smem, stream>>>(stride, l.trips, out);
+      break;
+    case 8:
+      strided_kernel<8><<<l.blocks, block_of(l), smem, stream>>>(stride, l.trips, out);
+      break;
+    case 16:
+      strided_kernel<16><<<l.blocks, block_of(l), smem, stream>>>(stride, l.trips, out);
+      break;
+    default:
+      throw UsageError("access width must be 4, 8 or 16 bytes");
   }
   TK_CUDA(cudaGetLastError());
 }

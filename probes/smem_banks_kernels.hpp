@@ -1,20 +1,20 @@
 #pragma once
 // Launchers for smem-banks' kernels (probes/smem_banks_kernels.cu). Every block is one SM's
 // worth of warps hammering shared memory; thread 0 times the block with clock64().
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 #include "kernels/tk/layout/swizzle.hpp"
 #include "src/kernel_clock.cuh"
 
 namespace tkprobe::smem_banks {
 
-inline constexpr int kUnroll = 16;  // loads per loop trip (the SASS test expects this many)
-inline constexpr int kTileRows = 8;            // ldmatrix case: eight rows...
-inline constexpr int kTileRowBytes = 128;      // ...of 128 bytes (64 bf16), as a wgmma tile has
+inline constexpr int kUnroll = 16;         // loads per loop trip (the SASS test expects this many)
+inline constexpr int kTileRows = 8;        // ldmatrix case: eight rows...
+inline constexpr int kTileRowBytes = 128;  // ...of 128 bytes (64 bf16), as a wgmma tile has
 inline constexpr int kTileBytes = kTileRows * kTileRowBytes;
-inline constexpr int kTileCopies = kUnroll;    // one tile per unrolled load, so no two loads are alike
+inline constexpr int kTileCopies = kUnroll;  // one tile per unrolled load, so no two loads are alike
 
 struct Launch {
   int blocks;           // one per SM

@@ -4,10 +4,10 @@
 // load waits for the one before. Several chase lengths are timed with clock64(); the slope of
 // cycles against length is the latency, and the intercept is the fixed cost (clock reads,
 // loop entry, the last load still in flight) that the slope leaves out. Both are reported.
-#include <algorithm>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <algorithm>
 
 #include "probes/smem_chain.hpp"
 #include "probes/smem_latency_kernels.hpp"
@@ -27,15 +27,17 @@ class SmemLatency final : public Probe {
     return "Shared-memory load-to-use latency by dependent pointer chase (cycles and ns; expect ~30 cycles)";
   }
   void add_options(CLI::App& cmd) override {
-    cmd.add_option("--stride", strides_, "Chain strides in bytes, multiples of 4 below the footprint (default 4 128 1028)");
+    cmd.add_option("--stride", strides_,
+                   "Chain strides in bytes, multiples of 4 below the footprint (default 4 128 1028)");
     cmd.add_option("--footprint", footprint_kib_, "Chain footprint in KiB of shared memory, 1..200 (default 16)")
         ->check(CLI::Range(1, 200));
   }
   void validate() const override {
     for (int s : strides_) {
       if (s <= 0 || s % 4 != 0 || s >= footprint_kib_ * 1024) {
-        throw UsageError(fmt::format("--stride {}: give a multiple of 4 bytes from 4 to {} (below the {} KiB footprint)",
-                                     s, footprint_kib_ * 1024 - 4, footprint_kib_));
+        throw UsageError(
+            fmt::format("--stride {}: give a multiple of 4 bytes from 4 to {} (below the {} KiB footprint)", s,
+                        footprint_kib_ * 1024 - 4, footprint_kib_));
       }
     }
   }
@@ -59,10 +61,10 @@ class SmemLatency final : public Probe {
       note(chase(ctx, addressing, smem_chain::random_cycle(words, ctx.rng),
                  {{"chain", "random"}, {"footprint_bytes", words * 4}}));
       const auto lat = summarize(latencies), over = summarize(overheads);
-      ctx.finding(name(), fmt::format("{} address: {:.1f}..{:.1f} cycles per dependent load over {} chains (strides and "
-                                      "a random cycle alike: shared memory has no locality to exploit); a fixed "
-                                      "{:.0f}..{:.0f} cycles per timed chase was left out through the slope",
-                                      to_string(addressing), lat.min, lat.max, lat.n, over.min, over.max));
+      ctx.finding(name(), fmt::format("{} address: {} cycles per dependent load over {} chains (strides and a random "
+                                      "cycle alike: shared memory has no locality to exploit); a fixed {} cycles per "
+                                      "timed chase was left out through the slope",
+                                      to_string(addressing), span_text(lat, 1), lat.n, span_text(over, 0)));
     }
   }
 
@@ -70,14 +72,21 @@ class SmemLatency final : public Probe {
   std::vector<int> strides_{4, 128, 1028};
   int footprint_kib_ = 16;
 
+  // "23.0" when every chain agrees to the shown precision, "22.9..23.1" otherwise.
+  static std::string span_text(const Stats& s, int decimals) {
+    const auto lo = fmt::format("{:.{}f}", s.min, decimals), hi = fmt::format("{:.{}f}", s.max, decimals);
+    return lo == hi ? lo : lo + ".." + hi;
+  }
+
   static const char* to_string(sl::Addressing a) {
     return a == sl::Addressing::precomputed ? "precomputed" : "indexed";
   }
 
-  const Result& chase(ProbeContext& ctx, sl::Addressing addressing, const std::vector<std::uint32_t>& next, Json params) {
+  const Result& chase(ProbeContext& ctx, sl::Addressing addressing, const std::vector<std::uint32_t>& next,
+                      Json params) {
     params["address"] = to_string(addressing);
-    const std::vector<int> lengths = ctx.options.quick ? std::vector<int>{256, 512, 1024, 2048}
-                                                       : std::vector<int>{256, 512, 1024, 2048, 4096, 8192};
+    const std::vector<int> lengths =
+        ctx.options.quick ? std::vector<int>{256, 512, 1024, 2048} : std::vector<int>{256, 512, 1024, 2048, 4096, 8192};
     DeviceBuffer<std::uint32_t> d_next(next.size()), sink(1);
     DeviceBuffer<std::uint64_t> cycles(1);
     DeviceBuffer<ClockWindow> clock(1);

@@ -1,5 +1,4 @@
 #include "probes/smem_latency_kernels.hpp"
-
 #include "src/errors.hpp"
 
 namespace tkprobe::smem_latency {

@@ -1,8 +1,8 @@
 #pragma once
 // Launcher for smem-latency's pointer chase (probes/smem_latency_kernels.cu).
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 #include "src/kernel_clock.cuh"
 

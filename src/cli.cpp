@@ -1,14 +1,14 @@
 #include "src/cli.hpp"
 
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <map>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "src/compare.hpp"
 #include "src/errors.hpp"
@@ -64,9 +64,15 @@ int run_compare(const CompareArgs& args, std::ostream& out) {
   if (args.format == "json") {
     Json rows = Json::array();
     for (const auto& r : c.rows) {
-      rows.push_back({{"probe", r.probe}, {"params", r.params}, {"metric", r.metric}, {"base", r.base},
-                      {"new", r.now}, {"delta_pct", r.delta_pct}, {"noise_pct", r.noise_pct},
-                      {"verdict", to_string(r.verdict)}, {"fails", r.fails}});
+      rows.push_back({{"probe", r.probe},
+                      {"params", r.params},
+                      {"metric", r.metric},
+                      {"base", r.base},
+                      {"new", r.now},
+                      {"delta_pct", r.delta_pct},
+                      {"noise_pct", r.noise_pct},
+                      {"verdict", to_string(r.verdict)},
+                      {"fails", r.fails}});
     }
     out << Json{{"threshold_pct", c.threshold_pct}, {"failed", c.failed()}, {"rows", rows}}.dump(2) << '\n';
   } else {
@@ -75,9 +81,10 @@ int run_compare(const CompareArgs& args, std::ostream& out) {
   return static_cast<int>(c.failed() ? Exit::check_failed : Exit::ok);
 }
 
-Result skipped(const Probe& p, std::string reason) {
+// A result that carries no figures: a probe that could not run, and why.
+Result without_figures(const Probe& p, Status status, std::string reason) {
   Result r(p.name());
-  r.status = Status::skipped;
+  r.status = status;
   r.reason = std::move(reason);
   return r;
 }
@@ -104,18 +111,17 @@ int run_probes(const std::vector<Probe*>& probes, CommonOptions& o, const std::v
   for (Probe* p : probes) {
     if (device.cc() < p->min_cc()) {
       lacked_device = true;
-      context.add(skipped(*p, fmt::format("needs compute capability {}.{} or newer; device {} ({}) is {}.{}",
-                                          p->min_cc() / 10, p->min_cc() % 10, device.index, device.name,
-                                          device.cc_major, device.cc_minor)));
+      context.add(without_figures(
+          *p, Status::skipped,
+          fmt::format("needs compute capability {}.{} or newer; device {} ({}) is {}.{}", p->min_cc() / 10,
+                      p->min_cc() % 10, device.index, device.name, device.cc_major, device.cc_minor)));
       continue;
     }
     try {
       p->run(context);
     } catch (const CudaError& e) {
       runtime_error = true;
-      Result r = skipped(*p, e.what());
-      r.status = Status::failed;
-      context.add(std::move(r));
+      context.add(without_figures(*p, Status::failed, e.what()));
       err << "tkprobe: " << p->name() << ": " << e.what() << '\n';
     }
   }
@@ -142,8 +148,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   CLI::App app{"tkprobe: how close code gets to a Hopper GPU's tensor-core peak, and why.", "tkprobe"};
   app.require_subcommand(1, 1);
-  app.footer("Exit codes: 0 ok, 1 a check or regression failed, 2 usage error, 3 no suitable device, "
-             "4 CUDA/runtime error.\n");
+  app.footer(
+      "Exit codes: 0 ok, 1 a check or regression failed, 2 usage error, 3 no suitable device, "
+      "4 CUDA/runtime error.\n");
   app.add_subcommand("list", "List every probe with a one-line description");
   auto* all = app.add_subcommand("all", "Run every probe (the suite)");
   add_common_options(*all, common, format);

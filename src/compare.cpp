@@ -1,9 +1,9 @@
 #include "src/compare.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "src/errors.hpp"
 
@@ -80,21 +80,27 @@ void judge(CompareRow& row, const Json& base, const Json& now, double threshold_
 
 std::string_view to_string(Verdict v) {
   switch (v) {
-    case Verdict::faster: return "faster";
-    case Verdict::slower: return "slower";
-    case Verdict::same: return "same";
-    case Verdict::missing: return "missing";
-    case Verdict::added: return "new";
-    case Verdict::failed: return "failed";
-    case Verdict::skipped: return "skipped";
-    case Verdict::not_comparable: return "n/a";
+    case Verdict::faster:
+      return "faster";
+    case Verdict::slower:
+      return "slower";
+    case Verdict::same:
+      return "same";
+    case Verdict::missing:
+      return "missing";
+    case Verdict::added:
+      return "new";
+    case Verdict::failed:
+      return "failed";
+    case Verdict::skipped:
+      return "skipped";
+    case Verdict::not_comparable:
+      return "n/a";
   }
   return "?";
 }
 
-double noise_band_pct(double cv_base, double cv_now) {
-  return 200.0 * std::sqrt(cv_base * cv_base + cv_now * cv_now);
-}
+double noise_band_pct(double cv_base, double cv_now) { return 200.0 * std::sqrt(cv_base * cv_base + cv_now * cv_now); }
 
 bool Comparison::failed() const {
   for (const auto& r : rows)
@@ -105,9 +111,10 @@ bool Comparison::failed() const {
 Comparison compare_reports(const Json& base, const Json& now, const CompareOptions& options) {
   const auto base_gpu = device_name(base), now_gpu = device_name(now);
   if (base_gpu != now_gpu && !options.allow_device_mismatch) {
-    throw UsageError(fmt::format("the reports come from different GPUs ('{}' vs '{}'); "
-                                 "pass --allow-device-mismatch to compare them anyway",
-                                 base_gpu, now_gpu));
+    throw UsageError(
+        fmt::format("the reports come from different GPUs ('{}' vs '{}'); "
+                    "pass --allow-device-mismatch to compare them anyway",
+                    base_gpu, now_gpu));
   }
   std::map<std::string, const Json*> now_by_key;
   for (const auto& r : now["results"]) now_by_key[result_key(r)] = &r;
@@ -136,8 +143,9 @@ Comparison compare_reports(const Json& base, const Json& now, const CompareOptio
 }
 
 std::string to_markdown(const Comparison& c) {
-  std::string md = "| probe | params | metric | base | new | change | noise | verdict |\n"
-                   "|---|---|---|---:|---:|---:|---:|---|\n";
+  std::string md =
+      "| probe | params | metric | base | new | change | noise | verdict |\n"
+      "|---|---|---|---:|---:|---:|---:|---|\n";
   std::map<Verdict, int> counts;
   int failing = 0;
   for (const auto& r : c.rows) {
@@ -145,10 +153,10 @@ std::string to_markdown(const Comparison& c) {
     failing += r.fails;
     const bool numbers = r.verdict == Verdict::same || r.verdict == Verdict::faster || r.verdict == Verdict::slower;
     const auto num = [&](double x) { return numbers ? fmt::format("{:.4g} {}", x, r.unit) : std::string("-"); };
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {}{} |\n", r.probe, r.params, r.metric.empty() ? "-" : r.metric,
-                      num(r.base), num(r.now), numbers ? fmt::format("{:+.2f}%", r.delta_pct) : "-",
-                      numbers ? fmt::format("±{:.2f}%", r.noise_pct) : "-", to_string(r.verdict),
-                      r.fails ? " **FAIL**" : "");
+    md += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} | {}{} |\n", r.probe, r.params, r.metric.empty() ? "-" : r.metric,
+        num(r.base), num(r.now), numbers ? fmt::format("{:+.2f}%", r.delta_pct) : "-",
+        numbers ? fmt::format("±{:.2f}%", r.noise_pct) : "-", to_string(r.verdict), r.fails ? " **FAIL**" : "");
   }
   std::string summary;
   for (const auto& [v, n] : counts) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, to_string(v));

@@ -1,9 +1,9 @@
 #include "src/device.hpp"
 
-#include <cmath>
-
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "src/errors.hpp"
 #include "src/nvml.hpp"

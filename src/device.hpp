@@ -22,9 +22,9 @@ struct DeviceInfo {
   int mem_bus_bits = 0;
   double power_limit_w = 0;  // NaN without NVML
   std::string pci_bus_id;
-  std::string driver;        // NVML's driver version, or "unavailable"
-  int driver_api = 0;        // cudaDriverGetVersion
-  int runtime_api = 0;       // cudaRuntimeGetVersion
+  std::string driver;   // NVML's driver version, or "unavailable"
+  int driver_api = 0;   // cudaDriverGetVersion
+  int runtime_api = 0;  // cudaRuntimeGetVersion
 
   int cc() const { return cc_major * 10 + cc_minor; }
 };

@@ -1,9 +1,9 @@
 #pragma once
 // An owning device allocation of `count` elements of T (plain cudaMalloc, never managed).
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "src/errors.hpp"
 

@@ -28,8 +28,7 @@ struct CudaError : std::runtime_error {
 
 inline void cuda_check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
-    throw CudaError(std::string(what) + ": " + cudaGetErrorName(status) + " (" +
-                    cudaGetErrorString(status) + ")");
+    throw CudaError(std::string(what) + ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
   }
 }
 

@@ -1,10 +1,10 @@
 #include "src/format.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "src/probe.hpp"
 
@@ -66,7 +66,8 @@ std::string value_of(const Json& r, const Column& c, const std::string& primary)
   if (c.is_param) return r["params"].contains(c.key) ? cell(r["params"][c.key]) : "-";
   if (c.key == "status") return r.value("status", "ok");
   const auto& m = r["metrics"];
-  if (c.key == "cv%") return m.contains(primary) && is_stats(m[primary]) ? fmt::format("{:.2f}", 100 * m[primary].value("cv", 0.0)) : "-";
+  if (c.key == "cv%")
+    return m.contains(primary) && is_stats(m[primary]) ? fmt::format("{:.2f}", 100 * m[primary].value("cv", 0.0)) : "-";
   return m.contains(c.key) ? cell(m[c.key]) : "-";
 }
 
@@ -183,8 +184,9 @@ void print_report(std::ostream& out, const Json& report, Format format) {
   }
   std::vector<std::string> probes;
   for (const auto& r : report["results"]) add_unique(probes, r["probe"].get<std::string>());
-  if (format != Format::csv) out << (format == Format::markdown ? "_" : "") << device_line(report)
-                                 << (format == Format::markdown ? "_" : "") << "\n";
+  if (format != Format::csv)
+    out << (format == Format::markdown ? "_" : "") << device_line(report) << (format == Format::markdown ? "_" : "")
+        << "\n";
   for (const auto& probe : probes) {
     std::vector<const Json*> rows;
     for (const auto& r : report["results"])
@@ -193,15 +195,18 @@ void print_report(std::ostream& out, const Json& report, Format format) {
       print_csv(out, rows);
       continue;
     }
-    out << '\n' << (format == Format::markdown ? "### " : "== ") << probe << (format == Format::markdown ? "" : " ==") << "\n";
+    out << '\n'
+        << (format == Format::markdown ? "### " : "== ") << probe << (format == Format::markdown ? "" : " ==") << "\n";
     Grid g = grid_for(rows, columns_for(rows));
     if (rows.size() == 1 && g[0].size() > kMaxColumnsInARow) g = transpose(g);
     format == Format::markdown ? print_markdown(out, g) : print_aligned(out, g);
     for (const Json* r : rows) {
-      if (r->contains("reason")) out << "  " << r->value("status", "") << ": " << (*r)["reason"].get<std::string>() << '\n';
+      if (r->contains("reason"))
+        out << "  " << r->value("status", "") << ": " << (*r)["reason"].get<std::string>() << '\n';
     }
     for (const auto& f : report["findings"]) {
-      if (f["probe"] == probe) out << (format == Format::markdown ? "- " : "  * ") << f["text"].get<std::string>() << '\n';
+      if (f["probe"] == probe)
+        out << (format == Format::markdown ? "- " : "  * ") << f["text"].get<std::string>() << '\n';
     }
   }
 }

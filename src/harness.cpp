@@ -1,20 +1,20 @@
 #include "src/harness.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "src/errors.hpp"
 #include "src/nvml.hpp"
 
 namespace tkprobe {
 
-bool sampling_done(const TimingConfig& c, const Stats& s, double elapsed_s, bool* converged) {
-  *converged = static_cast<int>(s.n) >= c.min_samples && elapsed_s >= c.min_time_s && s.cv <= c.max_noise;
-  const bool out_of_budget = (elapsed_s >= c.timeout_s && static_cast<int>(s.n) >= 2) ||
-                             static_cast<int>(s.n) >= c.max_samples;
+bool sampling_done(const TimingConfig& c, const Stats& s, double measured_s, double wall_s, bool* converged) {
+  *converged = static_cast<int>(s.n) >= c.min_samples && measured_s >= c.min_time_s && s.cv <= c.max_noise;
+  const bool out_of_budget =
+      (wall_s >= c.timeout_s && static_cast<int>(s.n) >= 2) || static_cast<int>(s.n) >= c.max_samples;
   return *converged || out_of_budget;
 }
 
@@ -58,7 +58,9 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
     m.stats = summarize(values);
     const double wall_s = std::chrono::duration<double>(clock::now() - start).count();
     progress_.update(fmt::format("{}: {} samples, cv {:.2f}%", label, m.stats.n, 100 * m.stats.cv));
-    if (sampling_done(config_, m.stats, std::max(measured_s, wall_s), &m.converged)) break;
+    // Samples that do not say how much device time they took count by the wall clock.
+    const double counted_s = measured_s > 0 ? measured_s : wall_s;
+    if (sampling_done(config_, m.stats, counted_s, wall_s, &m.converged)) break;
   }
   const NvmlSample after = nvml.sample(device_.pci_bus_id);
 

@@ -1,11 +1,11 @@
 #pragma once
 // The measurement harness every probe and kernel uses: warm-up, repeat until the noise is
 // under a target or the time budget ends, summarise, and record the device's state around it.
+#include <cuda_runtime_api.h>
+
 #include <cmath>
 #include <functional>
 #include <string_view>
-
-#include <cuda_runtime_api.h>
 
 #include "src/device.hpp"
 #include "src/json.hpp"
@@ -22,7 +22,7 @@ struct TimingConfig {
   int warmup = 3;
   int min_samples = 10;
   int max_samples = 100000;
-  bool flush_l2 = false;     // --flush-l2: evict L2 before each sample
+  bool flush_l2 = false;  // --flush-l2: evict L2 before each sample
 };
 
 // One sample: its value, the SM clock the kernel measured while producing it (NaN if none),
@@ -40,8 +40,9 @@ struct Measurement {
   Json telemetry;  // NVML before/after, in-kernel clock, throttle flag, convergence
 };
 
-// Whether sampling may stop: enough samples, enough time, and quiet enough; or out of budget.
-bool sampling_done(const TimingConfig& c, const Stats& s, double elapsed_s, bool* converged);
+// Whether sampling may stop: enough samples, enough measured time and quiet enough (converged);
+// or out of budget: the wall-clock timeout passed, or the sample cap was reached.
+bool sampling_done(const TimingConfig& c, const Stats& s, double measured_s, double wall_s, bool* converged);
 
 class Harness {
  public:

@@ -11,14 +11,20 @@ namespace {
 
 // The NVML C ABI (nvml.h): every call returns nvmlReturn_t, 0 on success.
 using nvmlDevice = void*;
-constexpr int kClockSm = 1;    // NVML_CLOCK_SM
-constexpr int kClockMem = 2;   // NVML_CLOCK_MEM
-constexpr int kTempGpu = 0;    // NVML_TEMPERATURE_GPU
+constexpr int kClockSm = 1;   // NVML_CLOCK_SM
+constexpr int kClockMem = 2;  // NVML_CLOCK_MEM
+constexpr int kTempGpu = 0;   // NVML_TEMPERATURE_GPU
 
 constexpr std::pair<std::uint64_t, const char*> kReasons[] = {
-    {0x1, "gpu_idle"},           {0x2, "applications_clocks_setting"}, {0x4, "sw_power_cap"},
-    {0x8, "hw_slowdown"},        {0x10, "sync_boost"},                 {0x20, "sw_thermal_slowdown"},
-    {0x40, "hw_thermal_slowdown"}, {0x80, "hw_power_brake_slowdown"},  {0x100, "display_clock_setting"},
+    {0x1, "gpu_idle"},
+    {0x2, "applications_clocks_setting"},
+    {0x4, "sw_power_cap"},
+    {0x8, "hw_slowdown"},
+    {0x10, "sync_boost"},
+    {0x20, "sw_thermal_slowdown"},
+    {0x40, "hw_thermal_slowdown"},
+    {0x80, "hw_power_brake_slowdown"},
+    {0x100, "display_clock_setting"},
 };
 constexpr std::uint64_t kThrottleMask = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
 

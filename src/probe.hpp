@@ -26,8 +26,8 @@ struct CommonOptions {
   int device = 0;
   std::string json_path;  // "" none, "-" stdout
   Format format = Format::table;
-  bool quick = false;            // CI-sized: fewer configurations and samples
-  std::uint64_t seed = 0;        // set from --seed, else drawn fresh and recorded
+  bool quick = false;      // CI-sized: fewer configurations and samples
+  std::uint64_t seed = 0;  // set from --seed, else drawn fresh and recorded
   bool seed_given = false;
   double min_time_s = 0.02;
   double max_noise_pct = 1.0;
@@ -70,5 +70,7 @@ struct RegisterProbe {
 
 }  // namespace tkprobe
 
-#define TKPROBE_REGISTER_PROBE(Type) \
-  static const ::tkprobe::RegisterProbe tkprobe_registered_##Type{[] { return std::make_unique<Type>(); }}
+#define TKPROBE_REGISTER_PROBE(Type)                                \
+  static const ::tkprobe::RegisterProbe tkprobe_registered_##Type { \
+    [] { return std::make_unique<Type>(); }                         \
+  }

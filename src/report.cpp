@@ -1,15 +1,14 @@
 #include "src/report.hpp"
 
+#include <cuda_runtime_api.h>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-
-#include <cuda_runtime_api.h>
-#include <fmt/chrono.h>
-#include <fmt/format.h>
 
 #include "src/errors.hpp"
 
@@ -20,17 +19,20 @@ const char* git_sha();
 
 std::string_view to_string(Status s) {
   switch (s) {
-    case Status::ok: return "ok";
-    case Status::skipped: return "skipped";
-    case Status::failed: return "failed";
+    case Status::ok:
+      return "ok";
+    case Status::skipped:
+      return "skipped";
+    case Status::failed:
+      return "failed";
   }
   return "failed";
 }
 
 Json stats_json(const Stats& s, std::string_view unit, Better better) {
-  return Json{{"median", s.median}, {"min", s.min},   {"max", s.max},
-              {"q1", s.q1},         {"q3", s.q3},     {"cv", s.cv},
-              {"n", s.n},           {"unit", unit},   {"better", better == Better::higher ? "higher" : "lower"}};
+  return Json{{"median", s.median}, {"min", s.min}, {"max", s.max},
+              {"q1", s.q1},         {"q3", s.q3},   {"cv", s.cv},
+              {"n", s.n},           {"unit", unit}, {"better", better == Better::higher ? "higher" : "lower"}};
 }
 
 Result& Result::metric(const std::string& name, const Stats& s, std::string_view unit, Better better) {
@@ -92,8 +94,9 @@ void require_writable_target(const std::filesystem::path& path) {
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    throw UsageError(fmt::format("--json {}: folder '{}' does not exist (give a path in an existing folder, or - for stdout)",
-                                 path.string(), dir.string()));
+    throw UsageError(
+        fmt::format("--json {}: folder '{}' does not exist (give a path in an existing folder, or - for stdout)",
+                    path.string(), dir.string()));
   }
   if (access(dir.c_str(), W_OK) != 0) {
     throw UsageError(fmt::format("--json {}: folder '{}' is not writable", path.string(), dir.string()));
@@ -127,17 +130,17 @@ Json read_report(const std::filesystem::path& path) {
   try {
     j = Json::parse(in);
   } catch (const Json::parse_error&) {
-    throw UsageError(fmt::format("{}: not JSON, so not a tkprobe report (expected schema '{}')", path.string(),
-                                 kReportSchema));
+    throw UsageError(
+        fmt::format("{}: not JSON, so not a tkprobe report (expected schema '{}')", path.string(), kReportSchema));
   }
   if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string()) {
-    throw UsageError(fmt::format("{}: not a tkprobe report: no \"schema\" field (expected '{}')", path.string(),
-                                 kReportSchema));
+    throw UsageError(
+        fmt::format("{}: not a tkprobe report: no \"schema\" field (expected '{}')", path.string(), kReportSchema));
   }
   const auto schema = j["schema"].get<std::string>();
   if (schema != kReportSchema) {
-    throw UsageError(fmt::format("{}: report schema '{}' is not supported (valid: '{}')", path.string(), schema,
-                                 kReportSchema));
+    throw UsageError(
+        fmt::format("{}: report schema '{}' is not supported (valid: '{}')", path.string(), schema, kReportSchema));
   }
   if (!j.contains("results") || !j["results"].is_array()) {
     throw UsageError(fmt::format("{}: report has no \"results\" array", path.string()));

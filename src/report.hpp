@@ -26,9 +26,9 @@ struct Result {
   Status status = Status::ok;
   std::string reason;  // why skipped or failed
   Json metrics = Json::object();
-  std::string primary;          // the metric compare judges this row by
-  Json check = nullptr;         // {"passed": bool, ...} or null
-  Json telemetry = nullptr;     // from the harness, or null
+  std::string primary;       // the metric compare judges this row by
+  Json check = nullptr;      // {"passed": bool, ...} or null
+  Json telemetry = nullptr;  // from the harness, or null
 
   Result(std::string probe_name, Json parameters = Json::object())
       : probe(std::move(probe_name)), params(std::move(parameters)) {}

@@ -1,17 +1,17 @@
 #include "src/schema.hpp"
 
+#include <fmt/format.h>
+
 #include <set>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace tkprobe {
 namespace {
 
 const std::set<std::string> kAnnotations = {"$schema", "$id", "$defs", "title", "description", "$comment"};
-const std::set<std::string> kKeywords = {"type",     "properties", "required", "additionalProperties",
-                                         "items",    "enum",       "const",    "minimum",
-                                         "maximum",  "minItems",   "maxItems", "anyOf",
+const std::set<std::string> kKeywords = {"type",    "properties", "required", "additionalProperties",
+                                         "items",   "enum",       "const",    "minimum",
+                                         "maximum", "minItems",   "maxItems", "anyOf",
                                          "$ref"};
 
 bool has_type(const Json& v, const std::string& type) {
@@ -19,7 +19,8 @@ bool has_type(const Json& v, const std::string& type) {
   if (type == "array") return v.is_array();
   if (type == "string") return v.is_string();
   if (type == "number") return v.is_number();
-  if (type == "integer") return v.is_number_integer() || (v.is_number_float() && v.get<double>() == static_cast<long long>(v.get<double>()));
+  if (type == "integer")
+    return v.is_number_integer() || (v.is_number_float() && v.get<double>() == static_cast<long long>(v.get<double>()));
   if (type == "boolean") return v.is_boolean();
   if (type == "null") return v.is_null();
   throw std::invalid_argument("schema: unknown type '" + type + "'");
@@ -70,7 +71,8 @@ class Validator {
     const std::string prefix = "#/$defs/";
     if (ref.rfind(prefix, 0) != 0) throw std::invalid_argument("schema: only local #/$defs/ references: " + ref);
     const auto name = ref.substr(prefix.size());
-    if (!root_.contains("$defs") || !root_["$defs"].contains(name)) throw std::invalid_argument("schema: no $defs/" + name);
+    if (!root_.contains("$defs") || !root_["$defs"].contains(name))
+      throw std::invalid_argument("schema: no $defs/" + name);
     return root_["$defs"][name];
   }
 
@@ -96,7 +98,8 @@ class Validator {
   void check_object(const Json& schema, const Json& v, const std::string& at) {
     if (schema.contains("required")) {
       for (const auto& name : schema["required"]) {
-        if (!v.contains(name.get<std::string>())) fail(at, fmt::format("required property '{}' is missing", name.get<std::string>()));
+        if (!v.contains(name.get<std::string>()))
+          fail(at, fmt::format("required property '{}' is missing", name.get<std::string>()));
       }
     }
     const Json* props = schema.contains("properties") ? &schema["properties"] : nullptr;

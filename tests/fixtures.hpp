@@ -27,9 +27,15 @@ inline tkprobe::Json report(const std::vector<tkprobe::Result>& results, const s
   rep.tool = tkprobe::tool_section({"tkprobe", "test"});
   rep.tool["seed"] = 1;
   rep.host = {{"hostname", "test"}, {"driver", "0"}, {"cuda_runtime", "13.0"}};
-  rep.device = {{"index", 0},           {"name", gpu},          {"cc", "9.0"},
-                {"sms", 132},           {"l2_bytes", 62914560}, {"smem_per_sm", 233472},
-                {"smem_per_block_optin", 232448}, {"sm_clock_max_mhz", 1980}, {"mem_clock_mhz", 3201},
+  rep.device = {{"index", 0},
+                {"name", gpu},
+                {"cc", "9.0"},
+                {"sms", 132},
+                {"l2_bytes", 62914560},
+                {"smem_per_sm", 233472},
+                {"smem_per_block_optin", 232448},
+                {"sm_clock_max_mhz", 1980},
+                {"mem_clock_mhz", 3201},
                 {"power_limit_w", 700.0}};
   rep.results = results;
   return tkprobe::to_json(rep);

@@ -1,8 +1,8 @@
 // GPU tests' main: without a GPU, exit 77 (ctest: skipped) and say why.
-#include <cstdio>
-
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+
+#include <cstdio>
 
 int main(int argc, char** argv) {
   int count = 0;

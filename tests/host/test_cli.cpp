@@ -1,8 +1,7 @@
 // The command line's contract, in-process: every bad input gets one line naming what is wrong
 // and what is valid, the documented exit code, and leaves no report file behind.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include "tests/fixtures.hpp"
 

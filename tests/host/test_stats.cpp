@@ -54,12 +54,17 @@ TEST(Sampling, StopsWhenQuietAndLongEnough) {
   quiet.n = 10;
   quiet.cv = 0.005;
   bool converged = false;
-  EXPECT_FALSE(tkprobe::sampling_done(c, quiet, 0.05, &converged));  // not enough time yet
-  EXPECT_TRUE(tkprobe::sampling_done(c, quiet, 0.2, &converged));
+  EXPECT_FALSE(tkprobe::sampling_done(c, quiet, 0.05, 1.0, &converged));  // not enough measured time yet
+  EXPECT_TRUE(tkprobe::sampling_done(c, quiet, 0.2, 1.0, &converged));
   EXPECT_TRUE(converged);
+  tkprobe::Stats few = quiet;
+  few.n = 9;
+  EXPECT_FALSE(tkprobe::sampling_done(c, few, 0.2, 1.0, &converged));  // too few samples
   tkprobe::Stats noisy = quiet;
   noisy.cv = 0.05;
-  EXPECT_FALSE(tkprobe::sampling_done(c, noisy, 1.0, &converged));
-  EXPECT_TRUE(tkprobe::sampling_done(c, noisy, 6.0, &converged));  // out of budget
+  EXPECT_FALSE(tkprobe::sampling_done(c, noisy, 1.0, 1.0, &converged));
+  EXPECT_TRUE(tkprobe::sampling_done(c, noisy, 1.0, 6.0, &converged));  // past the timeout
   EXPECT_FALSE(converged);
+  c.max_samples = 10;
+  EXPECT_TRUE(tkprobe::sampling_done(c, noisy, 1.0, 1.0, &converged));  // at the sample cap
 }

@@ -13,10 +13,14 @@ enum class Swizzle : std::uint32_t { none = 0, b32 = 32, b64 = 64, b128 = 128 };
 // Number of chunk-index bits a mode permutes: 0, 1, 2 or 3.
 constexpr std::uint32_t swizzle_bits(Swizzle mode) {
   switch (mode) {
-    case Swizzle::b32: return 1;
-    case Swizzle::b64: return 2;
-    case Swizzle::b128: return 3;
-    default: return 0;
+    case Swizzle::b32:
+      return 1;
+    case Swizzle::b64:
+      return 2;
+    case Swizzle::b128:
+      return 3;
+    default:
+      return 0;
   }
 }
 
