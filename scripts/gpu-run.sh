@@ -19,7 +19,7 @@ tail -c 6000 "$OUT/ctest-gpu.log"
 # Memory errors in the probes' kernels (small configurations: memcheck is slow).
 { compute-sanitizer --tool memcheck --error-exitcode 9 ./build/tkprobe smem-latency --quick --stride 4 &&
   compute-sanitizer --tool memcheck --error-exitcode 9 ./build/tkprobe smem-banks --quick --stride 1 64; } \
-  > "$OUT/sanitizer.log" 2>&1; echo "compute-sanitizer rc=$?" >> "$OUT/run.log"
+  >> "$OUT/run.log" 2>&1; echo "compute-sanitizer rc=$?" >> "$OUT/run.log"
 # Run-to-run stability: the suite's smem rows against the separate runs above.
 ./build/tkprobe compare "$OUT/smem-banks.json" "$OUT/all.json" > "$OUT/compare.md" 2>&1; echo "compare rc=$?" >> "$OUT/run.log"
 ./build/tkprobe compare "$OUT/smem-latency.json" "$OUT/all.json" >> "$OUT/compare.md" 2>&1; echo "compare rc=$?" >> "$OUT/run.log"
