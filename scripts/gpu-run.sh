@@ -16,13 +16,16 @@ for probe in info smem-latency smem-banks all; do
 done
 tail -c 6000 "$OUT/ctest-gpu.log"
 
-# Memory errors in the probes' kernels (small configurations: memcheck is slow).
-{ compute-sanitizer --tool memcheck --error-exitcode 9 ./build/tkprobe smem-latency --quick --stride 4 &&
-  compute-sanitizer --tool memcheck --error-exitcode 9 ./build/tkprobe smem-banks --quick --stride 1 64; } \
-  >> "$OUT/run.log" 2>&1; echo "compute-sanitizer rc=$?" >> "$OUT/run.log"
+# Memory errors in the probes' kernels (small configurations: memcheck is slow; under it the
+# timings are meaningless, so the probes' own checks may fail: only the error summary counts).
+for args in "smem-latency --quick --stride 4" "smem-banks --quick --stride 1 64"; do
+  compute-sanitizer --tool memcheck ./build/tkprobe $args > "$OUT/sanitizer.tmp" 2>&1
+  echo "compute-sanitizer $args: $(grep 'ERROR SUMMARY' "$OUT/sanitizer.tmp")" >> "$OUT/run.log"
+done
+rm -f "$OUT/sanitizer.tmp"
 # Run-to-run stability: the suite's smem rows against the separate runs above.
 ./build/tkprobe compare "$OUT/smem-banks.json" "$OUT/all.json" > "$OUT/compare.md" 2>&1; echo "compare rc=$?" >> "$OUT/run.log"
 ./build/tkprobe compare "$OUT/smem-latency.json" "$OUT/all.json" >> "$OUT/compare.md" 2>&1; echo "compare rc=$?" >> "$OUT/run.log"
 scripts/tkprobe list >> "$OUT/run.log" 2>&1; echo "scripts/tkprobe list rc=$?" >> "$OUT/run.log"
 grep -E "rows:" "$OUT/compare.md"
-grep -E "rc=|tests passed" "$OUT/run.log"
+grep -E "rc=|tests passed|ERROR SUMMARY" "$OUT/run.log"

@@ -18,6 +18,20 @@ bool sampling_done(const TimingConfig& c, const Stats& s, double measured_s, dou
   return *converged || out_of_budget;
 }
 
+void Harness::warn_unconverged(std::string_view label, const Stats& s, double counted_s) const {
+  std::string why;
+  if (s.cv > config_.max_noise)
+    why = fmt::format("noise {:.2f}% above --max-noise {:.2f}%", 100 * s.cv, 100 * config_.max_noise);
+  if (counted_s < config_.min_time_s) {
+    why += fmt::format("{}{:.3f} s measured, under --min-time {:.3f} s", why.empty() ? "" : "; ", counted_s,
+                       config_.min_time_s);
+  }
+  if (static_cast<int>(s.n) < config_.min_samples) {
+    why += fmt::format("{}{} samples, under the {} wanted", why.empty() ? "" : "; ", s.n, config_.min_samples);
+  }
+  fmt::print(stderr, "warning: {}: stopped by the time budget after {} samples: {}\n", label, s.n, why);
+}
+
 Harness::Harness(TimingConfig config, const DeviceInfo& device, Progress& progress)
     : config_(config), device_(device), progress_(progress) {
   // A blocking stream: ordered with the legacy default stream that DeviceBuffer copies use.
@@ -50,6 +64,7 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
   double measured_s = 0;
   const auto start = clock::now();
   Measurement m;
+  double counted_s = 0;
   for (;;) {
     const Sample s = take();
     values.push_back(s.value);
@@ -59,7 +74,7 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
     const double wall_s = std::chrono::duration<double>(clock::now() - start).count();
     progress_.update(fmt::format("{}: {} samples, cv {:.2f}%", label, m.stats.n, 100 * m.stats.cv));
     // Samples that do not say how much device time they took count by the wall clock.
-    const double counted_s = measured_s > 0 ? measured_s : wall_s;
+    counted_s = measured_s > 0 ? measured_s : wall_s;
     if (sampling_done(config_, m.stats, counted_s, wall_s, &m.converged)) break;
   }
   const NvmlSample after = nvml.sample(device_.pci_bus_id);
@@ -68,10 +83,7 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
   m.telemetry = telemetry_json(before, after, m.sm_clock_mhz);
   m.telemetry["samples_converged"] = m.converged;
   progress_.clear();
-  if (!m.converged) {
-    fmt::print(stderr, "warning: {}: noise {:.2f}% still above --max-noise {:.2f}% after {} samples\n", label,
-               100 * m.stats.cv, 100 * config_.max_noise, m.stats.n);
-  }
+  if (!m.converged) warn_unconverged(label, m.stats, counted_s);
   if (m.telemetry.value("throttled", false)) {
     fmt::print(stderr, "warning: {}: the GPU reported clock throttling ({})\n", label, m.telemetry["reasons"].dump());
   }

@@ -65,6 +65,7 @@ class Harness {
 
  private:
   void flush_l2();
+  void warn_unconverged(std::string_view label, const Stats& s, double counted_s) const;
   TimingConfig config_;
   const DeviceInfo& device_;
   Progress& progress_;

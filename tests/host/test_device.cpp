@@ -1,0 +1,49 @@
+#include <gtest/gtest.h>
+
+#include "src/device.hpp"
+#include "src/errors.hpp"
+#include "src/nvml.hpp"
+
+TEST(Peaks, DatasheetRowsByName) {
+  const auto h200 = tkprobe::datasheet_peaks("NVIDIA H200");
+  ASSERT_TRUE(h200);
+  EXPECT_DOUBLE_EQ(h200->bf16, 989.4);
+  EXPECT_DOUBLE_EQ(h200->fp8, 1978.9);
+  EXPECT_TRUE(tkprobe::datasheet_peaks("NVIDIA H100 80GB HBM3"));
+  EXPECT_DOUBLE_EQ(tkprobe::datasheet_peaks("NVIDIA H100 PCIe")->bf16, 756.5);
+  EXPECT_FALSE(tkprobe::datasheet_peaks("NVIDIA GeForce RTX 4090"));
+}
+
+TEST(Peaks, ClockPeakIsSmsTimesFlopPerClockTimesClock) {
+  // The datasheet's bf16 figure is the clock peak at 1830 MHz on 132 SMs.
+  EXPECT_NEAR(tkprobe::clock_peak_tflops(132, tkprobe::hopper_flop_per_clock_per_sm("bf16"), 1830), 989.4, 0.05);
+  EXPECT_EQ(tkprobe::hopper_flop_per_clock_per_sm("tf32"), 2048);
+  EXPECT_EQ(tkprobe::hopper_flop_per_clock_per_sm("e4m3"), 8192);
+  EXPECT_THROW(tkprobe::hopper_flop_per_clock_per_sm("fp64"), tkprobe::UsageError);
+}
+
+TEST(Telemetry, ThrottleReasonsByName) {
+  EXPECT_EQ(tkprobe::clock_event_reason_names(0x4 | 0x40),
+            (std::vector<std::string>{"sw_power_cap", "hw_thermal_slowdown"}));
+  EXPECT_TRUE(tkprobe::is_throttle(0x4));
+  EXPECT_FALSE(tkprobe::is_throttle(0x1));  // idle is not throttling
+  EXPECT_FALSE(tkprobe::is_throttle(0x2));  // nor an applications-clock setting
+}
+
+TEST(Telemetry, RangesAndFlagFromTwoReadings) {
+  tkprobe::NvmlSample before{true, 1980, 3201, 300, 40, 0x0};
+  tkprobe::NvmlSample after{true, 1755, 3201, 690, 55, 0x4};
+  const auto t = tkprobe::telemetry_json(before, after, 1700);
+  EXPECT_EQ(t["sm_clock_mhz"], tkprobe::Json::array({1755.0, 1980.0}));
+  EXPECT_EQ(t["power_w"], tkprobe::Json::array({300.0, 690.0}));
+  EXPECT_EQ(t["kernel_sm_clock_mhz"], 1700);
+  EXPECT_TRUE(t["throttled"]);
+  EXPECT_EQ(t["reasons"], tkprobe::Json::array({"sw_power_cap"}));
+}
+
+TEST(Telemetry, WithoutNvmlSaysSo) {
+  const auto t = tkprobe::telemetry_json({}, {}, std::nan(""));
+  EXPECT_EQ(t["nvml"], "unavailable");
+  EXPECT_FALSE(t["throttled"]);
+  EXPECT_FALSE(t.contains("kernel_sm_clock_mhz"));
+}

@@ -1,0 +1,51 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "src/format.hpp"
+#include "src/probe.hpp"
+#include "tests/fixtures.hpp"
+
+using tkprobe::Format;
+
+namespace {
+
+std::string render(Format format) {
+  auto row = fixtures::timed_result("p", {{"stride", 2}}, 30, 0.01);
+  row.value("model_ways", 2);
+  const auto report = fixtures::report({fixtures::timed_result("p", {{"stride", 1}}, 15, 0.02), row});
+  std::ostringstream out;
+  tkprobe::print_report(out, report, format);
+  return out.str();
+}
+
+}  // namespace
+
+TEST(Format, TableShowsParamsMedianUnitAndSpread) {
+  const auto text = render(Format::table);
+  EXPECT_NE(text.find("== p =="), std::string::npos);
+  EXPECT_NE(text.find("cycles [cycles]"), std::string::npos);
+  EXPECT_NE(text.find("cv %"), std::string::npos);
+  EXPECT_NE(text.find("NVIDIA H200"), std::string::npos) << "names the device";
+  EXPECT_NE(text.find("2.00"), std::string::npos) << "the second row's cv";
+}
+
+TEST(Format, MarkdownIsAPipeTable) {
+  const auto text = render(Format::markdown);
+  EXPECT_NE(text.find("### p"), std::string::npos);
+  EXPECT_NE(text.find("| stride | cycles [cycles] | cv % | model_ways |"), std::string::npos) << text;
+  EXPECT_NE(text.find("|---|---|---|---|"), std::string::npos);
+}
+
+TEST(Format, CsvKeepsEveryStatistic) {
+  const auto text = render(Format::csv);
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "probe,stride,status,cycles,cycles_min,cycles_max,cycles_cv,cycles_n,model_ways,model_ways_min,"
+            "model_ways_max,model_ways_cv,model_ways_n");
+  EXPECT_NE(text.find("p,1,ok,15,"), std::string::npos) << text;
+}
+
+TEST(Format, JsonIsTheReport) {
+  const auto text = render(Format::json);
+  EXPECT_EQ(tkprobe::Json::parse(text)["schema"], "tkprobe.report/1");
+}
