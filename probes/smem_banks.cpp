@@ -117,8 +117,12 @@ class SmemBanks final : public Probe {
                    [&](cudaStream_t s) { sb::launch_strided(width, stride, kit.launch, kit.outputs(), s); });
   }
 
-  static Json strided_params(int width, int stride, int warps) {
-    return {{"access", "ld.shared"}, {"width_bytes", width}, {"stride", stride}, {"warps", warps}};
+  // A strided row: the model's ways and the bytes a clock the warps' loads delivered.
+  static Result strided_row(int width, int stride, int warps, const Measurement& m, double baseline) {
+    Result r = row({{"access", "ld.shared"}, {"width_bytes", width}, {"stride", stride}, {"warps", warps}}, m, baseline,
+                   banks::strided_ways(width, stride));
+    r.value("bytes_per_clock", banks::kWarpSize * width / m.stats.median);
+    return r;
   }
 
   void run_width(ProbeContext& ctx, Kit& kit, int width) {
@@ -128,8 +132,7 @@ class SmemBanks final : public Probe {
     for (int stride : strides(ctx.options.quick)) {
       const Measurement m = stride == 1 ? conflict_free : measure_strided(ctx, kit, width, stride);
       const double model = banks::strided_ways(width, stride);
-      Result r = row(strided_params(width, stride, warps_), m, baseline, model);
-      r.value("bytes_per_clock", banks::kWarpSize * width / m.stats.median);
+      Result r = strided_row(width, stride, warps_, m, baseline);
       const double measured = m.stats.median / baseline;
       agree += std::abs(measured / model - 1) <= 0.25;
       ++total;
@@ -177,8 +180,8 @@ class SmemBanks final : public Probe {
     const double pipe = measure_strided(ctx, full, 4, 1).stats.median;
     const Measurement free = measure_strided(ctx, one, 4, 1);
     const Measurement conflicted = measure_strided(ctx, one, 4, banks::kBanks);
-    ctx.add(row(strided_params(4, 1, 1), free, free.stats.median, 1));
-    ctx.add(row(strided_params(4, banks::kBanks, 1), conflicted, free.stats.median, banks::kBanks));
+    ctx.add(strided_row(4, 1, 1, free, free.stats.median));
+    ctx.add(strided_row(4, banks::kBanks, 1, conflicted, free.stats.median));
     ctx.finding(name(),
                 fmt::format("one warp alone: {:.2f} cycles per conflict-free access where the pipe needs {:.2f}, "
                             "and {:.2f} for a 32-way conflict, so the conflict shows as {:.1f}x instead of {}x",
