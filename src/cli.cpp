@@ -89,19 +89,30 @@ Result without_figures(const Probe& p, Status status, std::string reason) {
   return r;
 }
 
+std::uint64_t fresh_seed() {
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) | rd();
+}
+
+Report new_report(const std::vector<std::string>& args, std::uint64_t seed, const DeviceInfo& device) {
+  Report report;
+  report.tool = tool_section(args);
+  report.tool["seed"] = seed;
+  report.host = host_section(device.driver);
+  report.device = to_json(device);
+  return report;
+}
+
+// Usage errors first (before any device work), then the device, then every probe.
 int run_probes(const std::vector<Probe*>& probes, CommonOptions& o, const std::vector<std::string>& args,
                std::ostream& out, std::ostream& err) {
   if (!o.json_path.empty() && o.json_path != "-") require_writable_target(o.json_path);
   for (const Probe* p : probes) p->validate();
-  if (!o.seed_given) o.seed = std::random_device{}() * 0x100000001ull ^ std::random_device{}();
+  if (!o.seed_given) o.seed = fresh_seed();
 
   const DeviceInfo device = query_device(o.device);
   TK_CUDA(cudaSetDevice(device.index));
-  Report report;
-  report.tool = tool_section(args);
-  report.tool["seed"] = o.seed;
-  report.host = host_section(device.driver);
-  report.device = to_json(device);
+  Report report = new_report(args, o.seed, device);
 
   Progress progress;
   Harness harness(timing_config(o), device, progress);

@@ -11,10 +11,10 @@
 
 namespace tkprobe {
 
-bool sampling_done(const TimingConfig& c, const Stats& s, double measured_s, double wall_s, bool* converged) {
-  *converged = static_cast<int>(s.n) >= c.min_samples && measured_s >= c.min_time_s && s.cv <= c.max_noise;
-  const bool out_of_budget =
-      (wall_s >= c.timeout_s && static_cast<int>(s.n) >= 2) || static_cast<int>(s.n) >= c.max_samples;
+bool sampling_done(const TimingConfig& c, std::size_t n, double cv, double measured_s, double wall_s, bool* converged) {
+  const auto samples = static_cast<int>(n);
+  *converged = samples >= c.min_samples && measured_s >= c.min_time_s && cv <= c.max_noise;
+  const bool out_of_budget = (wall_s >= c.timeout_s && samples >= 2) || samples >= c.max_samples;
   return *converged || out_of_budget;
 }
 
@@ -61,23 +61,24 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
   const auto& nvml = Nvml::instance();
   const NvmlSample before = nvml.sample(device_.pci_bus_id);
   std::vector<double> values, clocks;
-  double measured_s = 0;
+  RunningStats running;
+  double measured_s = 0, counted_s = 0;
   const auto start = clock::now();
   Measurement m;
-  double counted_s = 0;
   for (;;) {
     const Sample s = take();
     values.push_back(s.value);
+    running.add(s.value);
     if (!std::isnan(s.sm_clock_mhz)) clocks.push_back(s.sm_clock_mhz);
     measured_s += s.seconds;
-    m.stats = summarize(values);
     const double wall_s = std::chrono::duration<double>(clock::now() - start).count();
-    progress_.update(fmt::format("{}: {} samples, cv {:.2f}%", label, m.stats.n, 100 * m.stats.cv));
+    progress_.update(fmt::format("{}: {} samples, cv {:.2f}%", label, running.n(), 100 * running.cv()));
     // Samples that do not say how much device time they took count by the wall clock.
     counted_s = measured_s > 0 ? measured_s : wall_s;
-    if (sampling_done(config_, m.stats, counted_s, wall_s, &m.converged)) break;
+    if (sampling_done(config_, running.n(), running.cv(), counted_s, wall_s, &m.converged)) break;
   }
   const NvmlSample after = nvml.sample(device_.pci_bus_id);
+  m.stats = summarize(values);
 
   if (!clocks.empty()) m.sm_clock_mhz = summarize(clocks).median;
   m.telemetry = telemetry_json(before, after, m.sm_clock_mhz);

@@ -42,7 +42,7 @@ struct Measurement {
 
 // Whether sampling may stop: enough samples, enough measured time and quiet enough (converged);
 // or out of budget: the wall-clock timeout passed, or the sample cap was reached.
-bool sampling_done(const TimingConfig& c, const Stats& s, double measured_s, double wall_s, bool* converged);
+bool sampling_done(const TimingConfig& c, std::size_t n, double cv, double measured_s, double wall_s, bool* converged);
 
 class Harness {
  public:

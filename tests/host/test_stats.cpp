@@ -42,6 +42,14 @@ TEST(Stats, SingleSampleHasNoSpread) {
   EXPECT_DOUBLE_EQ(s.cv, 0);
 }
 
+TEST(Stats, RunningCvMatchesTheBatchOne) {
+  const std::vector<double> x{3, 9, 4, 11, 7, 7.5};
+  tkprobe::RunningStats running;
+  for (double v : x) running.add(v);
+  EXPECT_EQ(running.n(), x.size());
+  EXPECT_NEAR(running.cv(), summarize(x).cv, 1e-12);
+}
+
 TEST(Stats, EmptyThrows) { EXPECT_THROW(summarize(std::vector<double>{}), std::invalid_argument); }
 
 TEST(Sampling, StopsWhenQuietAndLongEnough) {
@@ -50,21 +58,14 @@ TEST(Sampling, StopsWhenQuietAndLongEnough) {
   c.min_time_s = 0.1;
   c.max_noise = 0.01;
   c.timeout_s = 5;
-  tkprobe::Stats quiet;
-  quiet.n = 10;
-  quiet.cv = 0.005;
   bool converged = false;
-  EXPECT_FALSE(tkprobe::sampling_done(c, quiet, 0.05, 1.0, &converged));  // not enough measured time yet
-  EXPECT_TRUE(tkprobe::sampling_done(c, quiet, 0.2, 1.0, &converged));
+  EXPECT_FALSE(tkprobe::sampling_done(c, 10, 0.005, 0.05, 1.0, &converged));  // not enough measured time yet
+  EXPECT_TRUE(tkprobe::sampling_done(c, 10, 0.005, 0.2, 1.0, &converged));
   EXPECT_TRUE(converged);
-  tkprobe::Stats few = quiet;
-  few.n = 9;
-  EXPECT_FALSE(tkprobe::sampling_done(c, few, 0.2, 1.0, &converged));  // too few samples
-  tkprobe::Stats noisy = quiet;
-  noisy.cv = 0.05;
-  EXPECT_FALSE(tkprobe::sampling_done(c, noisy, 1.0, 1.0, &converged));
-  EXPECT_TRUE(tkprobe::sampling_done(c, noisy, 1.0, 6.0, &converged));  // past the timeout
+  EXPECT_FALSE(tkprobe::sampling_done(c, 9, 0.005, 0.2, 1.0, &converged));  // too few samples
+  EXPECT_FALSE(tkprobe::sampling_done(c, 10, 0.05, 1.0, 1.0, &converged));  // noisy
+  EXPECT_TRUE(tkprobe::sampling_done(c, 10, 0.05, 1.0, 6.0, &converged));   // past the timeout
   EXPECT_FALSE(converged);
   c.max_samples = 10;
-  EXPECT_TRUE(tkprobe::sampling_done(c, noisy, 1.0, 1.0, &converged));  // at the sample cap
+  EXPECT_TRUE(tkprobe::sampling_done(c, 10, 0.05, 1.0, 1.0, &converged));  // at the sample cap
 }
