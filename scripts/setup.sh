@@ -42,7 +42,7 @@ find_cuda() {
       return 0
     fi
   done
-  log "error: nvcc not found; install the CUDA Toolkit (12.4 or newer) and put nvcc on PATH"
+  log "error: nvcc not found; install the CUDA Toolkit (12.0 or newer) and put nvcc on PATH"
   exit 2
 }
 
