@@ -21,17 +21,34 @@ namespace {
 const std::map<std::string, Format> kFormats = {
     {"table", Format::table}, {"json", Format::json}, {"markdown", Format::markdown}, {"csv", Format::csv}};
 
+// The harness's sampling rule from the command line; --quick trades samples for time.
+TimingConfig timing_config(const CommonOptions& o) {
+  TimingConfig c;
+  c.min_time_s = o.min_time_s;
+  c.max_noise = o.max_noise_pct / 100.0;
+  c.timeout_s = o.timeout_s;
+  c.flush_l2 = o.flush_l2;
+  if (o.quick) {
+    c.min_samples = 5;
+    c.warmup = 1;
+    c.timeout_s = std::min(c.timeout_s, 0.5);
+  }
+  return c;
+}
+
 struct CompareArgs {
   std::string base, now;
   CompareOptions options;
   std::string format = "markdown";
 };
 
-void add_common_options(CLI::App& cmd, CommonOptions& o, std::string& format) {
+void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--device", o.device, "CUDA device index")->check(CLI::NonNegativeNumber);
   cmd.add_option("--json", o.json_path, "Write the JSON report to FILE ('-' for stdout)");
-  cmd.add_option("--format", format, "Output format: table, json, markdown or csv")
-      ->check(CLI::IsMember({"table", "json", "markdown", "csv"}));
+  cmd.add_option_function<std::string>(
+         "--format", [&o](const std::string& name) { o.format = kFormats.at(name); },
+         "Output format: table, json, markdown or csv")
+      ->check(CLI::IsMember(kFormats));
   cmd.add_flag("--quick", o.quick, "CI-sized run: fewer configurations and samples");
   cmd.add_option("--seed", o.seed, "Seed for random inputs (default: fresh each run, recorded in the report)");
   cmd.add_option("--min-time", o.min_time_s, "Least measured seconds per measurement")->check(CLI::PositiveNumber);
@@ -154,7 +171,6 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   const std::vector<std::string> args(argv, argv + argc);
   auto probes = make_probes();
   CommonOptions common;
-  std::string format = "table";
   CompareArgs compare;
 
   CLI::App app{"tkprobe: how close code gets to a Hopper GPU's tensor-core peak, and why.", "tkprobe"};
@@ -164,11 +180,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       "4 CUDA/runtime error.\n");
   app.add_subcommand("list", "List every probe with a one-line description");
   auto* all = app.add_subcommand("all", "Run every probe (the suite)");
-  add_common_options(*all, common, format);
+  add_common_options(*all, common);
   std::map<CLI::App*, Probe*> by_command;
   for (auto& p : probes) {
     auto* cmd = app.add_subcommand(p->name(), p->summary());
-    add_common_options(*cmd, common, format);
+    add_common_options(*cmd, common);
     p->add_options(*cmd);
     by_command[cmd] = p.get();
   }
@@ -197,7 +213,6 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     err << fmt::format("tkprobe{}: {} (see 'tkprobe{} --help')\n", cmd, e.what(), cmd);
     return static_cast<int>(Exit::usage);
   }
-  common.format = kFormats.at(format);
 
   try {
     CLI::App* chosen = app.get_subcommands().front();

@@ -51,7 +51,6 @@ class Harness {
   Harness(const Harness&) = delete;
   Harness& operator=(const Harness&) = delete;
 
-  const TimingConfig& config() const { return config_; }
   cudaStream_t stream() const { return stream_; }
 
   // Repeats `take` (after warm-up) until sampling_done; for probes that time themselves

@@ -39,7 +39,6 @@ struct Nvml::Api {
   int (*init)();
   int (*by_pci)(const char*, nvmlDevice*);
   int (*clock)(nvmlDevice, int, unsigned*);
-  int (*max_clock)(nvmlDevice, int, unsigned*);
   int (*power)(nvmlDevice, unsigned*);
   int (*power_limit)(nvmlDevice, unsigned*);
   int (*temperature)(nvmlDevice, int, unsigned*);
@@ -71,7 +70,6 @@ Nvml::Nvml() {
       load<int (*)()>(lib, "nvmlInit_v2"),
       load<int (*)(const char*, nvmlDevice*)>(lib, "nvmlDeviceGetHandleByPciBusId_v2"),
       load<int (*)(nvmlDevice, int, unsigned*)>(lib, "nvmlDeviceGetClockInfo"),
-      load<int (*)(nvmlDevice, int, unsigned*)>(lib, "nvmlDeviceGetMaxClockInfo"),
       load<int (*)(nvmlDevice, unsigned*)>(lib, "nvmlDeviceGetPowerUsage"),
       load<int (*)(nvmlDevice, unsigned*)>(lib, "nvmlDeviceGetEnforcedPowerLimit"),
       load<int (*)(nvmlDevice, int, unsigned*)>(lib, "nvmlDeviceGetTemperature"),
@@ -81,8 +79,8 @@ Nvml::Nvml() {
   if (!api->reasons) {  // drivers before 535 know only the older name
     api->reasons = load<int (*)(nvmlDevice, unsigned long long*)>(lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
   }
-  if (!api->init || !api->by_pci || !api->clock || !api->max_clock || !api->power || !api->power_limit ||
-      !api->temperature || !api->reasons || !api->driver) {
+  if (!api->init || !api->by_pci || !api->clock || !api->power || !api->power_limit || !api->temperature ||
+      !api->reasons || !api->driver) {
     why_ = "libnvidia-ml.so.1 lacks an expected entry point";
     delete api;
     return;
@@ -129,12 +127,6 @@ double Nvml::power_limit_w(const std::string& pci_bus_id) const {
   nvmlDevice dev = device(pci_bus_id);
   unsigned mw = 0;
   return dev && api_->power_limit(dev, &mw) == 0 ? mw / 1000.0 : std::nan("");
-}
-
-double Nvml::max_sm_clock_mhz(const std::string& pci_bus_id) const {
-  nvmlDevice dev = device(pci_bus_id);
-  unsigned mhz = 0;
-  return dev && api_->max_clock(dev, kClockSm, &mhz) == 0 ? mhz : std::nan("");
 }
 
 Json telemetry_json(const NvmlSample& before, const NvmlSample& after, double kernel_sm_clock_mhz) {

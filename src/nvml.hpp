@@ -30,7 +30,6 @@ class Nvml {
   // Readings for the GPU with this PCI bus id ("0000:3B:00.0", as cudaDeviceGetPCIBusId gives).
   NvmlSample sample(const std::string& pci_bus_id) const;
   double power_limit_w(const std::string& pci_bus_id) const;  // NaN when unknown
-  double max_sm_clock_mhz(const std::string& pci_bus_id) const;
 
  private:
   Nvml();

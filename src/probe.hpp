@@ -35,8 +35,6 @@ struct CommonOptions {
   bool flush_l2 = false;
 };
 
-TimingConfig timing_config(const CommonOptions& options);
-
 struct ProbeContext {
   const CommonOptions& options;
   const DeviceInfo& device;

@@ -18,18 +18,4 @@ std::vector<std::unique_ptr<Probe>> make_probes() {
   return probes;
 }
 
-TimingConfig timing_config(const CommonOptions& o) {
-  TimingConfig c;
-  c.min_time_s = o.min_time_s;
-  c.max_noise = o.max_noise_pct / 100.0;
-  c.timeout_s = o.timeout_s;
-  c.flush_l2 = o.flush_l2;
-  if (o.quick) {
-    c.min_samples = 5;
-    c.warmup = 1;
-    c.timeout_s = std::min(c.timeout_s, 0.5);
-  }
-  return c;
-}
-
 }  // namespace tkprobe

@@ -40,10 +40,6 @@ struct Result {
     metrics[name] = std::move(v);
     return *this;
   }
-  Result& mark_primary(const std::string& name) {
-    primary = name;
-    return *this;
-  }
   // Records a pass/fail check; a failing check makes the result `failed`.
   Result& checked(Json check_fields, bool passed);
 };

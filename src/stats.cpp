@@ -8,6 +8,9 @@
 
 namespace tkprobe {
 
+namespace {
+
+// The q-quantile (0 <= q <= 1) of an ascending-sorted, non-empty range.
 double quantile_sorted(std::span<const double> sorted, double q) {
   const double pos = q * static_cast<double>(sorted.size() - 1);
   const auto lo = static_cast<std::size_t>(std::floor(pos));
@@ -15,6 +18,8 @@ double quantile_sorted(std::span<const double> sorted, double q) {
   const double frac = pos - static_cast<double>(lo);
   return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
 }
+
+}  // namespace
 
 Stats summarize(std::span<const double> samples) {
   if (samples.empty()) throw std::invalid_argument("summarize: no samples");

@@ -37,7 +37,4 @@ class RunningStats {
 // Throws std::invalid_argument on an empty sample set.
 Stats summarize(std::span<const double> samples);
 
-// The q-quantile (0 <= q <= 1) of an ascending-sorted, non-empty range.
-double quantile_sorted(std::span<const double> sorted, double q);
-
 }  // namespace tkprobe

@@ -55,7 +55,10 @@ TEST(Cli, StrideZeroIsRefusedByBothProbes) {
 }
 
 TEST(Cli, BadCommonOptionValues) {
-  EXPECT_EQ(run({"smem-banks", "--format", "xml"}).code, 2);
+  const auto format = run({"smem-banks", "--format", "xml"});
+  EXPECT_EQ(format.code, 2);
+  EXPECT_TRUE(mentions(format.err, "--format")) << format.err;
+  EXPECT_TRUE(mentions(format.err, "csv,json,markdown,table")) << "lists the valid formats: " << format.err;
   EXPECT_EQ(run({"smem-banks", "--width", "3"}).code, 2);
   EXPECT_EQ(run({"smem-banks", "--min-time", "0"}).code, 2);
   EXPECT_EQ(run({"smem-banks", "--device", "-1"}).code, 2);
