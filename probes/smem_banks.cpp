@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "probes/bank_model.hpp"
 #include "probes/smem_banks_kernels.hpp"
@@ -53,9 +54,15 @@ class SmemBanks final : public Probe {
 
   void run(ProbeContext& ctx) override {
     Kit kit(ctx, warps_);
-    for (int width : widths_) run_width(ctx, kit, width);
+    std::optional<double> four_byte_pipe;  // conflict-free 4-byte cycles with the SM full
+    for (int width : widths_) {
+      const double conflict_free = run_width(ctx, kit, width);
+      if (width == 4) four_byte_pipe = conflict_free;
+    }
     run_ldmatrix(ctx, kit);
-    if (warps_ == kPipeBoundWarps) run_single_warp(ctx, kit);
+    if (warps_ == kPipeBoundWarps) {
+      run_single_warp(ctx, four_byte_pipe ? *four_byte_pipe : measure_strided(ctx, kit, 4, 1).stats.median);
+    }
   }
 
  private:
@@ -125,7 +132,8 @@ class SmemBanks final : public Probe {
     return r;
   }
 
-  void run_width(ProbeContext& ctx, Kit& kit, int width) {
+  // Returns the conflict-free cycles per access, the baseline every stride is judged against.
+  double run_width(ProbeContext& ctx, Kit& kit, int width) {
     const Measurement conflict_free = measure_strided(ctx, kit, width, 1);
     const double baseline = conflict_free.stats.median;
     int agree = 0, total = 0;
@@ -145,6 +153,7 @@ class SmemBanks final : public Probe {
     ctx.finding(name(), fmt::format("{}-byte loads: conflict-free {:.2f} cycles per warp access ({:.0f} B/clk/SM); "
                                     "the bank model's ways match the measured slowdown within 25% for {} of {} strides",
                                     width, baseline, banks::kWarpSize * width / baseline, agree, total));
+    return baseline;
   }
 
   void run_ldmatrix(ProbeContext& ctx, Kit& kit) {
@@ -175,9 +184,8 @@ class SmemBanks final : public Probe {
 
   // Why the probe fills the SM: one warp cannot keep the pipe busy, so its conflict-free time
   // is inflated and the ratio understates what a conflict costs.
-  void run_single_warp(ProbeContext& ctx, Kit& full) {
+  void run_single_warp(ProbeContext& ctx, double pipe) {
     Kit one(ctx, 1);
-    const double pipe = measure_strided(ctx, full, 4, 1).stats.median;
     const Measurement free = measure_strided(ctx, one, 4, 1);
     const Measurement conflicted = measure_strided(ctx, one, 4, banks::kBanks);
     ctx.add(strided_row(4, 1, 1, free, free.stats.median));

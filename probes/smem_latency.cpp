@@ -97,14 +97,13 @@ class SmemLatency final : public Probe {
     std::vector<double> intercepts, residuals;
     const Measurement m = ctx.harness.measure(fmt::format("smem-latency {}", params.dump()), [&] {
       std::vector<double> y;
-      ClockWindow longest{};
       for (int loads : lengths) {
         cycles.poison();
         sl::launch_chase(addressing, {d_next.get(), static_cast<int>(next.size()), loads},
                          {cycles.get(), sink.get(), clock.get()}, ctx.harness.stream());
         y.push_back(static_cast<double>(cycles.download()[0]));  // synchronous copy: waits for the kernel
-        longest = clock.download()[0];
       }
+      const ClockWindow longest = clock.download()[0];  // lengths ascend: the last chase is the longest
       const auto line = smem_chain::fit_line(x, y);
       intercepts.push_back(line.intercept);
       residuals.push_back(line.max_rel_residual);
