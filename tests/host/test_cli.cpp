@@ -60,6 +60,10 @@ TEST(Cli, BadCommonOptionValues) {
   EXPECT_TRUE(mentions(format.err, "--format")) << format.err;
   EXPECT_TRUE(mentions(format.err, "csv,json,markdown,table")) << "lists the valid formats: " << format.err;
   EXPECT_EQ(run({"smem-banks", "--width", "3"}).code, 2);
+  EXPECT_EQ(run({"smem-banks", "--warps", "0"}).code, 2);
+  EXPECT_EQ(run({"smem-banks", "--warps", "33"}).code, 2);
+  EXPECT_EQ(run({"smem-latency", "--footprint", "0"}).code, 2);
+  EXPECT_EQ(run({"smem-latency", "--footprint", "201"}).code, 2);
   EXPECT_EQ(run({"smem-banks", "--min-time", "0"}).code, 2);
   EXPECT_EQ(run({"smem-banks", "--device", "-1"}).code, 2);
   EXPECT_EQ(run({}).code, 2);
