@@ -106,6 +106,16 @@ Result without_figures(const Probe& p, Status status, std::string reason) {
   return r;
 }
 
+std::string unsupported_device(const Probe& p, const DeviceInfo& device) {
+  const std::string cc = fmt::format("{}.{}", p.min_cc() / 10, p.min_cc() % 10);
+  const std::string needs = p.max_cc() == p.min_cc()
+                                ? fmt::format("compute capability {} exactly (its sm_{}a code runs nowhere else)", cc,
+                                              p.min_cc())
+                                : fmt::format("compute capability {} or newer", cc);
+  return fmt::format("needs {}; device {} ({}) is {}.{}", needs, device.index, device.name, device.cc_major,
+                     device.cc_minor);
+}
+
 std::uint64_t fresh_seed() {
   std::random_device rd;
   return (static_cast<std::uint64_t>(rd()) << 32) | rd();
@@ -137,12 +147,9 @@ int run_probes(const std::vector<Probe*>& probes, CommonOptions& o, const std::v
   ProbeContext context{o, device, harness, rng, report};
   bool lacked_device = false, runtime_error = false;
   for (Probe* p : probes) {
-    if (device.cc() < p->min_cc()) {
+    if (device.cc() < p->min_cc() || device.cc() > p->max_cc()) {
       lacked_device = true;
-      context.add(without_figures(
-          *p, Status::skipped,
-          fmt::format("needs compute capability {}.{} or newer; device {} ({}) is {}.{}", p->min_cc() / 10,
-                      p->min_cc() % 10, device.index, device.name, device.cc_major, device.cc_minor)));
+      context.add(without_figures(*p, Status::skipped, unsupported_device(*p, device)));
       continue;
     }
     try {

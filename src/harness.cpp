@@ -93,6 +93,16 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
 
 Measurement Harness::time_kernel_ms(std::string_view label, const std::function<void(cudaStream_t)>& launch,
                                     const ClockWindow* device_clock) {
+  return time_kernel(label, launch, device_clock, [](double ms) { return ms; });
+}
+
+Measurement Harness::time_kernel_rate(std::string_view label, const std::function<void(cudaStream_t)>& launch,
+                                      double work, const ClockWindow* device_clock) {
+  return time_kernel(label, launch, device_clock, [work](double ms) { return work / (ms * 1e-3); });
+}
+
+Measurement Harness::time_kernel(std::string_view label, const std::function<void(cudaStream_t)>& launch,
+                                 const ClockWindow* device_clock, const std::function<double(double)>& value_of_ms) {
   return measure(label, [&]() {
     if (config_.flush_l2) flush_l2();
     TK_CUDA(cudaEventRecord(start_, stream_));
@@ -102,7 +112,7 @@ Measurement Harness::time_kernel_ms(std::string_view label, const std::function<
     TK_CUDA(cudaEventSynchronize(stop_));
     float ms = 0;
     TK_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
-    Sample s{ms, std::nan(""), ms / 1e3};
+    Sample s{value_of_ms(ms), std::nan(""), ms / 1e3};
     if (device_clock) {
       ClockWindow w{};
       TK_CUDA(cudaMemcpy(&w, device_clock, sizeof w, cudaMemcpyDeviceToHost));

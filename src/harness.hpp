@@ -62,7 +62,14 @@ class Harness {
   Measurement time_kernel_ms(std::string_view label, const std::function<void(cudaStream_t)>& launch,
                              const ClockWindow* device_clock = nullptr);
 
+  // The same, sampled as a rate: `work` (FLOPs, bytes) per second of each launch, so the
+  // statistics (median, quartiles, noise) are those of the rate itself.
+  Measurement time_kernel_rate(std::string_view label, const std::function<void(cudaStream_t)>& launch, double work,
+                               const ClockWindow* device_clock = nullptr);
+
  private:
+  Measurement time_kernel(std::string_view label, const std::function<void(cudaStream_t)>& launch,
+                          const ClockWindow* device_clock, const std::function<double(double)>& value_of_ms);
   void flush_l2();
   void warn_unconverged(std::string_view label, const Stats& s, double counted_s) const;
   TimingConfig config_;

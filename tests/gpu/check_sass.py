@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks in the sm_90a SASS that each timed probe kernel really contains the instruction it
-claims to time, unrolled as written (ptxas deletes or hoists repeated non-volatile shared loads;
+claims to time (LDS, LDSM, HGMMA/QGMMA/IGMMA, HMMA/IMMA), unrolled as written (ptxas deletes or hoists repeated non-volatile shared loads;
 a probe whose loop lost them would time an empty loop). Exit 77 (skipped) without cuobjdump."""
 import re
 import shutil
@@ -8,15 +8,42 @@ import subprocess
 import sys
 
 UNROLL = 16  # kUnroll in probes/smem_*_kernels.hpp
+PAIR_UNROLL = 4  # kPairUnroll in probes/wgmma_kernels.hpp: the first pass + 4 unrolled pairs of passes
+WGMMA_PER_PASS = 4  # kKSlices
 
-# (substring of the mangled kernel name, opcode, least count, kernels expected)
+# (substring of the mangled kernel name, opcode pattern, least count, kernels expected)
 EXPECTED = [
-    ("chase_kernel", "LDS", 2 * UNROLL, 2),  # warm-up and timed chase, precomputed and indexed
-    ("strided_kernelILi4E", "LDS", UNROLL, 1),
-    ("strided_kernelILi8E", "LDS.64", UNROLL, 1),
-    ("strided_kernelILi16E", "LDS.128", UNROLL, 1),
-    ("ldmatrix_kernel", "LDSM.16.M88.4", UNROLL, 2),
+    ("chase_kernel", r"LDS", 2 * UNROLL, 2),  # warm-up and timed chase, precomputed and indexed
+    ("strided_kernelILi4E", r"LDS", UNROLL, 1),
+    ("strided_kernelILi8E", r"LDS\.64", UNROLL, 1),
+    ("strided_kernelILi16E", r"LDS\.128", UNROLL, 1),
+    ("ldmatrix_kernel", r"LDSM\.16\.M88\.4", UNROLL, 2),
 ]
+# wgmma: every N for both A sources. HGMMA for 16-bit and tf32 inputs, QGMMA for fp8, IGMMA for s8.
+WGMMA_LEAST = WGMMA_PER_PASS * (1 + 2 * PAIR_UNROLL)
+for tag, opcode, kernels in [
+    ("8bf16_f32", r"HGMMA\.64x\d+x16\.F32\.BF16", 64),
+    ("7f16_f32", r"HGMMA\.64x\d+x16\.F32", 64),
+    ("7f16_f16", r"HGMMA\.64x\d+x16\.F16", 64),
+    ("8tf32_f32", r"HGMMA\.64x\d+x8\.F32\.TF32", 64),
+    ("8e4m3_f32", r"QGMMA\.64x\d+x32\.F32\.E4M3\.E4M3", 64),
+    ("8e4m3_f16", r"QGMMA\.64x\d+x32\.F16\.E4M3\.E4M3", 64),
+    ("8e5m2_f32", r"QGMMA\.64x\d+x32\.F32\.E5M2\.E5M2", 64),
+    ("8e5m2_f16", r"QGMMA\.64x\d+x32\.F16\.E5M2\.E5M2", 64),
+    ("6s8_s32", r"IGMMA\.64x\d+x32\.S8\.S8", 36),
+]:
+    EXPECTED.append((f"wgmma_kernelIN2tk4arch{tag}E", opcode, WGMMA_LEAST, kernels))
+# mma.sync at each ILP: at least one pass of ILP instructions in the loop and the final pass.
+# e4m3 has no mma.sync unit on sm_90: ptxas lowers each to two f16 HMMA.16816 after converting.
+for tag, opcode, per_mma in [
+    ("8bf16_f32", r"HMMA\.16816\.F32\.BF16", 1),
+    ("7f16_f32", r"HMMA\.16816\.F32", 1),
+    ("8tf32_f32", r"HMMA\.1688\.F32\.TF32", 1),
+    ("8e4m3_f32", r"HMMA\.16816\.F32", 2),
+    ("6s8_s32", r"IMMA\.16832\.S8\.S8", 1),
+]:
+    for ilp in range(1, 9):
+        EXPECTED.append((f"mma_sync_kernelIN2tk4arch{tag}ELi{ilp}E", opcode, 3 * ilp * per_mma, 1))
 
 
 def functions(sass, arch):
@@ -33,7 +60,7 @@ def functions(sass, arch):
             if name:
                 out[name] = []
             continue
-        m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*)", line)
+        m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)([^;]*)", line)
         if name and m:
             out[name].append((m.group(1), m.group(2)))
     return out
@@ -57,16 +84,16 @@ def main():
             print(f"FAIL {needle}: expected {kernels} kernel(s), found {len(matched)}")
             failures += 1
             continue
+        counts, clocks = [], []
         for name, instructions in matched.items():
-            count = sum(opcode_base(op) == opcode for op, _ in instructions)
-            clock_reads = sum("SR_CLOCKLO" in text for _, text in instructions)
-            ok = count >= least and clock_reads >= 2  # the timed region's start and end
-            failures += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} {needle}: {count} x {opcode} (need >= {least}), "
-                  f"{clock_reads} clock64 reads (need >= 2)")
+            counts.append(sum(re.fullmatch(opcode, opcode_base(op)) is not None for op, _ in instructions))
+            clocks.append(sum("SR_CLOCKLO" in text for _, text in instructions))
+        ok = min(counts) >= least and min(clocks) >= 2  # the timed region's start and end
+        failures += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {needle} ({kernels} kernel(s)): least {min(counts)} x {opcode} "
+              f"(need >= {least}), least {min(clocks)} clock64 reads (need >= 2)")
     print(f"{len(EXPECTED) - failures} passed, {failures} failed")
     return 1 if failures else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -3,32 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 
-#include "src/schema.hpp"
-#include "tests/fixtures.hpp"
+#include "tests/gpu/gpu_fixtures.hpp"
 
 using tkprobe::Json;
 
-namespace {
-
-Json run_probe(const std::string& probe, std::vector<std::string> extra = {}) {
-  const auto path = fixtures::temp_dir("gpu-" + probe) / "report.json";
-  std::vector<std::string> args{probe, "--quick", "--json", path.string()};
-  args.insert(args.end(), extra.begin(), extra.end());
-  const auto r = fixtures::run(args);
-  EXPECT_EQ(r.code, 0) << r.err;
-  std::ifstream in(path);
-  const Json report = Json::parse(in);
-  std::ifstream schema_in(std::string(TKPROBE_SOURCE_DIR) + "/results/report.schema.json");
-  const auto errors = tkprobe::validate_schema(Json::parse(schema_in), report);
-  EXPECT_TRUE(errors.empty()) << errors.front();
-  return report;
-}
-
-double median(const Json& result, const std::string& metric) { return result["metrics"][metric]["median"]; }
-
-}  // namespace
+using gpu_fixtures::median;
+using gpu_fixtures::run_probe;
 
 TEST(SmemLatency, DependentLoadCostsAboutThirtyCycles) {
   const Json report = run_probe("smem-latency");

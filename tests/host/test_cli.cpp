@@ -33,7 +33,7 @@ TEST(Cli, UnknownProbeListsTheValidOnes) {
   const auto r = run({"smem-bogus"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(mentions(r.err, "unknown probe or command 'smem-bogus'"));
-  EXPECT_TRUE(mentions(r.err, "valid: info, smem-banks, smem-latency"));
+  EXPECT_TRUE(mentions(r.err, "valid: info, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, wgmma"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 

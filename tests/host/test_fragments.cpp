@@ -1,0 +1,76 @@
+// The register-fragment maps (kernels/tk/layout/fragments.hpp) and the wgmma descriptor: each
+// map places every element of its tile exactly once, and known entries sit where the PTX ISA's
+// figures put them. The tensor-core GPU tests then prove the same maps against the hardware.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "kernels/tk/layout/fragments.hpp"
+#include "kernels/tk/layout/wgmma_descriptor.hpp"
+
+using namespace tk::layout;
+
+namespace {
+
+template <class Map>
+std::set<std::pair<int, int>> covered(int lanes, int regs, int per_reg, Map map, int* count) {
+  std::set<std::pair<int, int>> seen;
+  *count = 0;
+  for (int lane = 0; lane < lanes; ++lane)
+    for (int r = 0; r < regs; ++r)
+      for (int j = 0; j < per_reg; ++j, ++*count) {
+        const Coord c = map(lane, r, j);
+        seen.insert({c.row, c.col});
+      }
+  return seen;
+}
+
+}  // namespace
+
+TEST(Fragments, AAndBCoverTheirTilesOnce) {
+  for (int bytes : {1, 2, 4}) {
+    const int k = kRowBytesPerK / bytes, per_reg = 4 / bytes;
+    int count = 0;
+    const auto a = covered(32, 4, per_reg, [&](int l, int r, int j) { return a_fragment(l, r, j, bytes); }, &count);
+    EXPECT_EQ(count, 16 * k);
+    EXPECT_EQ(a.size(), std::size_t(16 * k)) << bytes;
+    EXPECT_EQ(*a.rbegin(), (std::pair{15, k - 1}));
+    const auto b = covered(32, 2, per_reg, [&](int l, int r, int j) { return b_fragment(l, r, j, bytes); }, &count);
+    EXPECT_EQ(b.size(), std::size_t(8 * k)) << bytes;
+    EXPECT_EQ(*b.rbegin(), (std::pair{k - 1, 7}));
+  }
+}
+
+TEST(Fragments, KnownEntries) {
+  // m16n8k16 bf16 A: lane 5 (group 1, thread 1) register 3 holds row 9, columns 10-11.
+  EXPECT_EQ(a_fragment(5, 3, 0, 2), (Coord{9, 10}));
+  EXPECT_EQ(a_fragment(5, 3, 1, 2), (Coord{9, 11}));
+  // m16n8k8 tf32 A: register 2 holds row g, column t + 4.
+  EXPECT_EQ(a_fragment(6, 2, 0, 4), (Coord{1, 6}));
+  // m16n8k32 fp8 B: register 1 of lane 7 holds k = 16 + 12..15 of column 1.
+  EXPECT_EQ(b_fragment(7, 1, 0, 1), (Coord{28, 1}));
+  // Accumulators: lane 5 value 3 is (g + 8, 2t + 1); warp 1 starts at row 16; chunk 2 at column 16.
+  EXPECT_EQ(accumulator(5, 3), (Coord{9, 3}));
+  EXPECT_EQ(accumulator(32, 0), (Coord{16, 0}));
+  EXPECT_EQ(accumulator(0, 8), (Coord{0, 16}));
+}
+
+TEST(Fragments, WgmmaAccumulatorsCoverTheTileOnce) {
+  for (int n : {8, 64, 256}) {
+    int count = 0;
+    const auto d = covered(128, n / 2, 1, [](int t, int v, int) { return accumulator(t, v); }, &count);
+    EXPECT_EQ(d.size(), std::size_t(64 * n)) << n;
+    EXPECT_EQ(*d.rbegin(), (std::pair{63, n - 1}));
+  }
+}
+
+TEST(WgmmaDescriptor, FieldsSitWhereThePtxIsaPutsThem) {
+  const std::uint64_t d = wgmma_descriptor(0x1400, 16, 1024, Swizzle::b128);
+  EXPECT_EQ(d & 0x3fff, 0x140u);             // start address >> 4
+  EXPECT_EQ((d >> 16) & 0x3fff, 1u);         // leading byte offset >> 4
+  EXPECT_EQ((d >> 32) & 0x3fff, 64u);        // stride byte offset >> 4
+  EXPECT_EQ(d >> 62, 1u);                    // 128B swizzle
+  EXPECT_EQ(wgmma_descriptor(0, 0, 0, Swizzle::b32) >> 62, 3u);
+  EXPECT_EQ(wgmma_descriptor(0, 0, 0, Swizzle::b64) >> 62, 2u);
+  EXPECT_EQ(wgmma_descriptor(0x40000, 0, 0, Swizzle::none), 0u);  // 18-bit shared addresses only
+}
