@@ -38,6 +38,7 @@ __global__ void mma_sync_kernel(MmaSyncParams p) {
     for (int r = 0; r < kMmaAccRegs; ++r) live ^= reinterpret_cast<const std::uint32_t&>(d[i][r]);
   __syncwarp();
   const ClockStamp end = clock_stamp();
+  record_span(p.spans, start, end);
   if (blockIdx.x != 0 || threadIdx.x >= 32) {
     if (live == 0x9e3779b9u) p.out[0] = live;  // practically never; keeps `live` used
     return;

@@ -25,6 +25,7 @@ struct MmaSyncParams {
   long long pairs;                   // (A*B, -A*B) pairs before the final A*B
   std::uint32_t* out;                // warp 0 of block 0: [accumulator][lane][register]
   ClockWindow* clock;                // block 0's clock64 / globaltimer stamps
+  BlockSpan* spans;                  // [block]: where and when each block ran
 };
 
 // The compiled kernel; nullptr for a type mma.sync lacks or an ILP outside 1..kMaxIlp.

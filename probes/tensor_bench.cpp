@@ -82,6 +82,12 @@ std::optional<double> datasheet(const DeviceInfo& device, DType d) {
   }
 }
 
+struct LaunchArgs {
+  long long pairs;
+  std::size_t smem;
+  BlockSpan* spans;
+};
+
 // What both instructions share once the kernel, its residency and its launch are known:
 // check one product, time, check again, and relate the rate to the peaks.
 struct Bench {
@@ -91,7 +97,7 @@ struct Bench {
   std::size_t needed_smem;
   double flop_per_instruction;
   std::function<double(long long pairs)> instructions_per_sm;  // for a launch of `pairs`
-  std::function<void(long long pairs, std::size_t smem, cudaStream_t)> launch;
+  std::function<void(const LaunchArgs&, cudaStream_t)> launch;
   std::function<double()> check;  // relative error of the output just produced
 };
 
@@ -108,9 +114,10 @@ TensorRun measure(ProbeContext& ctx, const std::string& label, DType d, Acc acc,
     return run;
   }
   const int blocks = b.blocks_per_sm * ctx.device.sms;
+  DeviceBuffer<BlockSpan> spans(blocks);
   const auto launch_checked = [&](long long pairs) {
     out.poison();
-    b.launch(pairs, run.residency.dynamic_smem, ctx.harness.stream());
+    b.launch({pairs, run.residency.dynamic_smem, spans.get()}, ctx.harness.stream());
     TK_CUDA(cudaStreamSynchronize(ctx.harness.stream()));
     return b.check();
   };
@@ -125,8 +132,10 @@ TensorRun measure(ProbeContext& ctx, const std::string& label, DType d, Acc acc,
   const double tera_ops = run.instructions_per_sm * blocks / b.blocks_per_sm * b.flop_per_instruction / 1e12;
   out.poison();
   run.rate = ctx.harness.time_kernel_rate(
-      label, [&](cudaStream_t s) { b.launch(pairs, run.residency.dynamic_smem, s); }, tera_ops, clock.get());
+      label, [&](cudaStream_t s) { b.launch({pairs, run.residency.dynamic_smem, spans.get()}, s); }, tera_ops,
+      clock.get());
   run.rel_error = std::max(first, b.check());
+  run.concurrent_blocks_per_sm = concurrent_blocks_per_sm(spans.download());
   run.clock_peak = clock_peak_tflops(ctx.device.sms, hopper_flop_per_clock_per_sm(info(d).name),
                                      run.rate.sm_clock_mhz);
   run.datasheet_peak = datasheet(ctx.device, d);
@@ -201,9 +210,9 @@ TensorRun run_wgmma(ProbeContext& ctx, const WgmmaConfig& c) {
       static_cast<std::size_t>(wgmma_smem_bytes(c.n)),
       wgmma_flop(c.dtype, c.n),
       [&](long long pairs) { return double(c.warpgroups) * kKSlices * (2 * pairs + 1); },
-      [&](long long pairs, std::size_t smem, cudaStream_t s) {
-        WgmmaParams p{image_dev.get(), a_frags.get(), pairs, out.get(), clock.get()};
-        launch_kernel(kernel, c.warpgroups * ctx.device.sms, kWarpgroupThreads, smem, &p, s);
+      [&](const LaunchArgs& l, cudaStream_t s) {
+        WgmmaParams p{image_dev.get(), a_frags.get(), l.pairs, out.get(), clock.get(), l.spans};
+        launch_kernel(kernel, c.warpgroups * ctx.device.sms, kWarpgroupThreads, l.smem, &p, s);
       },
       [&] {
         return relative_error(unpack_accumulators(c.acc, out.download(), kWarpgroupThreads, regs, kM, c.n), want);
@@ -256,9 +265,9 @@ TensorRun run_mma_sync(ProbeContext& ctx, const MmaSyncConfig& c) {
       0,
       mma_sync_flop(c.dtype),
       [&](long long pairs) { return double(c.warps_per_sm) * c.ilp * (2 * pairs + 1); },
-      [&](long long pairs, std::size_t smem, cudaStream_t s) {
-        MmaSyncParams p{a_dev.get(), b_dev.get(), pairs, out.get(), clock.get()};
-        launch_kernel(kernel, c.warps_per_sm / block_warps * ctx.device.sms, 32 * block_warps, smem, &p, s);
+      [&](const LaunchArgs& l, cudaStream_t s) {
+        MmaSyncParams p{a_dev.get(), b_dev.get(), l.pairs, out.get(), clock.get(), l.spans};
+        launch_kernel(kernel, c.warps_per_sm / block_warps * ctx.device.sms, 32 * block_warps, l.smem, &p, s);
       },
       [&] {
         // Accumulator i of lane t, register r is out[(i * 32 + t) * 4 + r]: product i's 16x8 tile.
@@ -320,6 +329,7 @@ Result tensor_result(const std::string& probe, Json params, DType d, const Tenso
   r.value("registers_per_thread", run.residency.registers_per_thread);
   r.value("warps_per_sm", run.residency.warps_per_sm);
   r.value("occupancy_pct", 100 * run.residency.occupancy);
+  r.value("concurrent_blocks_per_sm", run.concurrent_blocks_per_sm);
   r.telemetry = run.rate.telemetry;
   r.checked({{"what", "relative error of the product vs the host's, before and after timing"},
              {"value", run.rel_error},

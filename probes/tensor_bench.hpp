@@ -35,6 +35,7 @@ struct TensorRun {
   Residency residency;
   double flop_per_instruction = 0;
   double instructions_per_sm = 0;  // per launch
+  int concurrent_blocks_per_sm = 0;  // measured: the most blocks that overlapped, least over SMs
   double rel_error = 0;            // the worse of the two checks
   double tolerance = 0;
   double clock_peak = 0;  // TFLOP/s at the clock measured inside the kernel

@@ -73,6 +73,7 @@ __global__ void __launch_bounds__(kWarpgroupThreads, 1) wgmma_kernel(WgmmaParams
   }
   tk::arch::wgmma_wait<0>();
   const ClockStamp end = clock_stamp();
+  record_span(p.spans, start, end);
   if (blockIdx.x != 0) return;
   if (threadIdx.x == 0) *p.clock = ClockWindow{start, end};
 #pragma unroll

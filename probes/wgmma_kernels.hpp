@@ -40,6 +40,7 @@ struct WgmmaParams {
   long long pairs;                   // (-A*B, A*B) pairs after the first A*B
   std::uint32_t* out;                // block 0's accumulator registers: [thread][register]
   ClockWindow* clock;                // block 0's clock64 / globaltimer stamps
+  BlockSpan* spans;                  // [block]: where and when each block ran
 };
 
 // The compiled kernel for a variant; nullptr when the variant is not one the ISA allows.

@@ -17,6 +17,14 @@ struct ClockWindow {
   ClockStamp end;
 };
 
+// Where and when one block ran: its SM and %globaltimer at the start and end of its timed region.
+// Blocks that were meant to share an SM but did not run at the same time show up here.
+struct BlockSpan {
+  std::uint32_t sm;
+  std::uint32_t unused;
+  std::uint64_t begin_ns, end_ns;
+};
+
 // MHz = cycles per microsecond. NaN when the window is empty or unwritten.
 inline double window_mhz(const ClockWindow& w) {
   const double ns = static_cast<double>(w.end.ns - w.begin.ns);
@@ -38,6 +46,17 @@ __device__ __forceinline__ std::uint64_t global_ns() {
 }
 
 __device__ __forceinline__ ClockStamp clock_stamp() { return {sm_cycles(), global_ns()}; }
+
+__device__ __forceinline__ std::uint32_t sm_id() {
+  std::uint32_t id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
+// Thread 0 records its block's span; `begin` is the stamp it took when the timed region started.
+__device__ __forceinline__ void record_span(BlockSpan* spans, ClockStamp begin, ClockStamp end) {
+  if (threadIdx.x == 0) spans[blockIdx.x] = BlockSpan{sm_id(), 0, begin.ns, end.ns};
+}
 #endif
 
 }  // namespace tkprobe

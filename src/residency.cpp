@@ -1,6 +1,8 @@
 #include "src/residency.hpp"
 
 #include <algorithm>
+#include <map>
+#include <vector>
 
 #include "src/errors.hpp"
 
@@ -28,6 +30,22 @@ Residency plan_residency(const void* kernel, int block_threads, int blocks_per_s
   TK_CUDA(cudaFuncGetAttributes(&attributes, kernel));
   r.registers_per_thread = attributes.numRegs;
   return r;
+}
+
+int concurrent_blocks_per_sm(std::span<const BlockSpan> spans) {
+  std::map<std::uint32_t, std::vector<std::pair<std::uint64_t, int>>> events;  // per SM: (time, +1 begin / -1 end)
+  for (const BlockSpan& s : spans) {
+    events[s.sm].push_back({s.begin_ns, +1});
+    events[s.sm].push_back({s.end_ns, -1});
+  }
+  int least = 0;
+  for (auto& [sm, e] : events) {
+    std::sort(e.begin(), e.end());  // at equal times an end (-1) sorts first: touching spans do not overlap
+    int running = 0, most = 0;
+    for (const auto& [t, step] : e) most = std::max(most, running += step);
+    least = least == 0 ? most : std::min(least, most);
+  }
+  return least;
 }
 
 void launch_kernel(const void* kernel, int blocks, int block_threads, std::size_t smem, void* params,

@@ -5,8 +5,10 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <span>
 
 #include "src/device.hpp"
+#include "src/kernel_clock.cuh"
 
 namespace tkprobe {
 
@@ -24,6 +26,10 @@ struct Residency {
 // registers or threads run out first).
 Residency plan_residency(const void* kernel, int block_threads, int blocks_per_sm, std::size_t needed_smem,
                          const DeviceInfo& device);
+
+// Blocks that truly ran at the same time on one SM: the most that overlapped on each SM, least
+// over the SMs used. Below what the occupancy API promised, the launch ran in more than one wave.
+int concurrent_blocks_per_sm(std::span<const BlockSpan> spans);
 
 // Launches a kernel whose one parameter is `params` (a struct passed by value).
 void launch_kernel(const void* kernel, int blocks, int block_threads, std::size_t smem, void* params,

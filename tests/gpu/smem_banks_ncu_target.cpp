@@ -1,5 +1,5 @@
 // Launches each smem-banks kernel once, small, for ncu to count shared-load instructions and
-// wavefronts (tests/gpu/check_ncu_banks.py). Prints, per launch in order, what the bank model
+// wavefronts (tests/gpu/check_ncu.py). Prints, per launch in order, what the bank model
 // predicts: wavefronts per warp-wide instruction.
 #include <cstdio>
 
@@ -9,6 +9,12 @@
 
 using namespace tkprobe;
 using tk::layout::Swizzle;
+
+// ncu's counters: shared-load wavefronts per warp-wide instruction, for ld.shared and ldmatrix.
+constexpr const char* kLdInstructions = "smsp__inst_executed_op_shared_ld.sum";
+constexpr const char* kLdWavefronts = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum";
+constexpr const char* kLdsmInstructions = "smsp__sass_inst_executed_op_ldsm.sum";
+constexpr const char* kLdsmWavefronts = "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum";
 
 int main() {
   int count = 0;
@@ -26,15 +32,16 @@ int main() {
   } strided[] = {{4, 1}, {4, 2}, {4, 3}, {4, 8}, {4, 32}, {4, 64}, {8, 1}, {8, 2}, {8, 16}, {16, 1}, {16, 2}, {16, 8}};
   for (const auto& c : strided) {
     smem_banks::launch_strided(c.width, c.stride, one_warp, out, nullptr);
-    std::printf("{\"op\": \"ld\", \"case\": \"width %d stride %d\", \"wavefronts\": %d}\n", c.width, c.stride,
-                banks::strided_wavefronts(c.width, c.stride));
+    std::printf("{\"case\": \"width %d stride %d\", \"value\": \"%s\", \"per\": \"%s\", \"expected\": %d}\n",
+                c.width, c.stride, kLdWavefronts, kLdInstructions, banks::strided_wavefronts(c.width, c.stride));
   }
   for (Swizzle mode : {Swizzle::none, Swizzle::b128}) {
     smem_banks::launch_ldmatrix(mode, one_warp, out, nullptr);
     std::uint32_t addresses[32];
     for (int lane = 0; lane < 32; ++lane) addresses[lane] = smem_banks::ldmatrix_lane_offset(lane, mode);
-    std::printf("{\"op\": \"ldsm\", \"case\": \"ldmatrix.x4 %s\", \"wavefronts\": %d}\n",
-                mode == Swizzle::none ? "unswizzled" : "128B swizzle", banks::wavefronts(addresses, 16));
+    std::printf("{\"case\": \"ldmatrix.x4 %s\", \"value\": \"%s\", \"per\": \"%s\", \"expected\": %d}\n",
+                mode == Swizzle::none ? "unswizzled" : "128B swizzle", kLdsmWavefronts, kLdsmInstructions,
+                banks::wavefronts(addresses, 16));
   }
   TK_CUDA(cudaDeviceSynchronize());
   return 0;
