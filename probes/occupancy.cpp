@@ -79,12 +79,14 @@ class Occupancy final : public Probe {
   void sweep(ProbeContext& ctx, const std::string& kernel, const std::string& config, RunAt run_at) const {
     const DType d = require_dtype(dtype_, "wgmma");
     std::vector<Point> points;
+    int in_waves = 0;  // rows whose blocks did not all run at once (measured)
     for (int blocks = 1; blocks <= kMaxBlocksSwept; ++blocks) {
       auto [params, run] = run_at(blocks);
       params["kernel"] = kernel;
       ctx.add(tensor_result(name(), params, d, run));
       if (!run.skipped.empty()) break;
       points.push_back({run.residency.warps_per_sm, run.tflops()});
+      in_waves += run.concurrent_blocks_per_sm < blocks;
     }
     if (points.empty()) return;
     const double best = std::max_element(points.begin(), points.end(), [](auto& a, auto& b) {
@@ -92,9 +94,10 @@ class Occupancy final : public Probe {
                         })->tflops;
     const Point& enough = *std::find_if(points.begin(), points.end(), [&](auto& p) { return p.tflops >= kNearBest * best; });
     ctx.finding(name(), fmt::format("{} {} {}: {} warps per SM reach {:.0f}% of the sweep's best {:.1f} TFLOP/s "
-                                    "(one block: {:.1f}; {} warps were the most that fit)",
+                                    "(one block: {:.1f}; {} warps were the most that fit; {} of {} rows ran with "
+                                    "fewer blocks at once than the occupancy API allows)",
                                     kernel, info(d).name, config, enough.warps, 100 * kNearBest, best,
-                                    points.front().tflops, points.back().warps));
+                                    points.front().tflops, points.back().warps, in_waves, points.size()));
   }
 };
 
