@@ -21,20 +21,22 @@ declare -A BASELINES=(
 
 { cmake --preset default -DTKPROBE_GIT_SHA="$sha" >/dev/null && cmake --build build; } > "$OUT/build.log" 2>&1 \
   || { tail -50 "$OUT/build.log"; exit 1; }
+rm "$OUT/build.log"  # few files come back from the GPU machine: keep the log only when the build fails
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv > "$OUT/run.log" 2>&1
 if [[ -z "${SKIP_TESTS:-}" ]]; then
   ctest --test-dir build --output-on-failure -V -L gpu > "$OUT/ctest-gpu.log" 2>&1; echo "gpu ctest rc=$?" >> "$OUT/run.log"
   grep -E "^(ok  |FAIL)|passed|failed|\[  FAILED|Test +#" "$OUT/ctest-gpu.log" | grep -v "^ok   mma_sync" | tail -60
 fi
 for probe in "$@"; do
-  ./build/tkprobe ${BASELINES[$probe]} --json "$OUT/$probe.json" > "$OUT/$probe.txt" 2>&1
+  echo "== $probe: ${BASELINES[$probe]}" >> "$OUT/probes.log"
+  ./build/tkprobe ${BASELINES[$probe]} --json "$OUT/$probe.json" >> "$OUT/probes.log" 2>&1
   echo "$probe rc=$?" >> "$OUT/run.log"
-  grep -E "^  \* " "$OUT/$probe.txt"
   if [[ -f "results/h200/$probe.json" ]]; then
-    ./build/tkprobe compare "results/h200/$probe.json" "$OUT/$probe.json" > "$OUT/$probe-compare.md" 2>&1
-    echo "compare $probe rc=$? $(grep -E 'rows:' "$OUT/$probe-compare.md")" >> "$OUT/run.log"
+    ./build/tkprobe compare "results/h200/$probe.json" "$OUT/$probe.json" >> "$OUT/compare.md" 2>&1
+    echo "compare $probe rc=$?" >> "$OUT/run.log"
   fi
 done
+grep -E "^  \* " "$OUT/probes.log"
 if [[ -z "${SKIP_TESTS:-}" ]]; then
   ctest --test-dir build -LE gpu >> "$OUT/run.log" 2>&1; echo "host ctest rc=$?" >> "$OUT/run.log"
   # Memory errors in the probes' kernels (small configurations: under memcheck the timings mean
