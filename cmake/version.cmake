@@ -3,8 +3,8 @@ execute_process(COMMAND git -C ${SRC} rev-parse --short=12 HEAD
                 OUTPUT_VARIABLE sha OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
 execute_process(COMMAND git -C ${SRC} status --porcelain --untracked-files=no
                 OUTPUT_VARIABLE dirty OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-if(NOT sha AND GIT_SHA)
-  set(sha "${GIT_SHA}")  # a copy of the tree without .git: the caller names the commit
+if(GIT_SHA)
+  set(sha "${GIT_SHA}")  # a copy of the tree (its .git absent or stale): the caller names the commit
 elseif(NOT sha)
   set(sha "unknown")
 elseif(dirty)
