@@ -1,6 +1,7 @@
 #include "src/format.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
@@ -51,12 +52,12 @@ std::vector<Column> columns_for(const std::vector<const Json*>& rows) {
   for (const auto& k : params) cols.push_back({k, true, k});
   if (any_not_ok) cols.push_back({"status", false, "status"});
   for (const auto& k : metrics) {
-    std::string unit;
+    std::vector<std::string> units;  // rows may differ (TFLOP/s for floats, TOP/s for s8)
     for (const Json* r : rows) {
       const auto& m = (*r)["metrics"];
-      if (m.contains(k) && is_stats(m[k])) unit = m[k].value("unit", "");
+      if (m.contains(k) && is_stats(m[k])) add_unique(units, m[k].value("unit", ""));
     }
-    cols.push_back({k, false, unit.empty() ? k : fmt::format("{} [{}]", k, unit)});
+    cols.push_back({k, false, units.empty() ? k : fmt::format("{} [{}]", k, fmt::join(units, ", "))});
     if (k == primary) cols.push_back({"cv%", false, "cv %"});
   }
   return cols;

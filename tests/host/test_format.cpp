@@ -49,3 +49,16 @@ TEST(Format, JsonIsTheReport) {
   const auto text = render(Format::json);
   EXPECT_EQ(tkprobe::Json::parse(text)["schema"], "tkprobe.report/1");
 }
+
+TEST(Format, AColumnWhoseRowsDifferInUnitNamesEachUnit) {
+  tkprobe::Stats s;
+  s.median = 900;
+  tkprobe::Result flop("t"), top("t");
+  flop.params = {{"dtype", "bf16"}};
+  top.params = {{"dtype", "s8"}};
+  flop.metric("tflops", s, "TFLOP/s", tkprobe::Better::higher);
+  top.metric("tflops", s, "TOP/s", tkprobe::Better::higher);
+  std::ostringstream out;
+  tkprobe::print_report(out, fixtures::report({flop, top}), Format::table);
+  EXPECT_NE(out.str().find("tflops [TFLOP/s, TOP/s]"), std::string::npos) << out.str();
+}
