@@ -1,13 +1,15 @@
 // occupancy: how many resident warps an instruction stream needs before it saturates its unit.
 //
-// The kernel is the same as the wgmma and mma-sync probes'; the sweep changes only how many of
-// its blocks may share an SM, by padding each block's dynamic shared memory, and reports the
-// occupancy the runtime's occupancy API then gives beside the throughput.
+// The kernels are the wgmma and mma-sync probes' and the bandwidth probe's HBM copy; the sweep
+// changes only how many of their blocks may share an SM, by padding each block's dynamic shared
+// memory, and reports the occupancy the runtime's occupancy API then gives beside the throughput.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 
+#include "probes/bandwidth_kernels.hpp"
 #include "probes/tensor_bench.hpp"
+#include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
 
@@ -21,7 +23,7 @@ constexpr double kNearBest = 0.9;    // "saturated": within 10% of the sweep's b
 
 struct Point {
   int warps;
-  double tflops;
+  double tflops;  // or TB/s for the stream kernel
 };
 
 class Occupancy final : public Probe {
@@ -33,8 +35,8 @@ class Occupancy final : public Probe {
   int min_cc() const override { return 90; }
   int max_cc() const override { return 90; }
   void add_options(CLI::App& cmd) override {
-    cmd.add_option("--kernel", kernels_, "Kernels to sweep: mma-sync, wgmma (default both)")
-        ->check(CLI::IsMember({"mma-sync", "wgmma"}))
+    cmd.add_option("--kernel", kernels_, "Kernels to sweep: mma-sync, wgmma, stream (default all)")
+        ->check(CLI::IsMember({"mma-sync", "wgmma", "stream"}))
         ->delimiter(',');
     cmd.add_option("--dtype", dtype_, "Input type (default bf16)");
     cmd.add_option("--shape", shape_, "wgmma shape MxN (default 64x256)");
@@ -64,15 +66,74 @@ class Occupancy final : public Probe {
         return std::pair{params_json(c), run_wgmma(ctx, c)};
       });
     }
+    if (has("stream")) sweep_stream(ctx);
   }
 
  private:
-  std::vector<std::string> kernels_{"mma-sync", "wgmma"};
+  std::vector<std::string> kernels_{"mma-sync", "wgmma", "stream"};
   std::string dtype_ = "bf16";
   std::string shape_ = "64x256";
   int ilp_ = 1;
 
   bool has(std::string_view k) const { return std::find(kernels_.begin(), kernels_.end(), k) != kernels_.end(); }
+
+  // The memory-bound kernel: HBM copy with 256-thread blocks, 1 to 8 of them per SM.
+  void sweep_stream(ProbeContext& ctx) const {
+    namespace bw = bandwidth;
+    const std::size_t bytes = std::size_t(ctx.options.quick ? 256 : 1024) << 20, count = bytes / sizeof(uint4);
+    const auto seed = static_cast<std::uint32_t>(ctx.rng());
+    DeviceBuffer<uint4> src(count), dst(count);
+    DeviceBuffer<unsigned long long> mismatches(1);
+    bw::fill(src.get(), count, seed, ctx.harness.stream());
+    const void* kernel = bw::stream_kernel(bw::Stream::copy);
+    std::vector<Point> points;
+    constexpr int kMaxBlocks = 2048 / bw::kThreads;
+    for (int blocks = 1; blocks <= kMaxBlocks; ++blocks) {
+      const Residency res = plan_residency(kernel, bw::kThreads, blocks, 0, ctx.device);
+      Result r(name(), {{"kernel", "stream"}, {"op", "hbm copy"}, {"bytes", bytes}, {"blocks_per_sm", blocks}});
+      if (res.blocks_per_sm != blocks) {
+        r.status = Status::skipped;
+        r.reason = fmt::format("{} blocks of {} threads fit per SM, not {}", res.blocks_per_sm, bw::kThreads, blocks);
+        ctx.add(std::move(r));
+        break;
+      }
+      dst.poison();
+      const Measurement m = ctx.harness.time_kernel_rate(
+          fmt::format("occupancy stream blocks={}", blocks),
+          [&](cudaStream_t s) {
+            bw::launch_stream(bw::Stream::copy, src.get(), dst.get(), count, seed, nullptr, blocks * ctx.device.sms,
+                              res.dynamic_smem, s);
+          },
+          2.0 * bytes / 1e12);
+      mismatches.poison(0);
+      bw::count_mismatches(dst.get(), count, seed, mismatches.get(), ctx.harness.stream());
+      const auto bad = mismatches.download()[0];
+      r.metric("tbps", m.stats, "TB/s", Better::higher);
+      r.value("warps_per_sm", res.warps_per_sm);
+      r.value("occupancy_pct", 100 * res.occupancy);
+      r.value("registers_per_thread", res.registers_per_thread);
+      r.checked({{"what", "words copied that differ from the source"}, {"value", bad}}, bad == 0);
+      r.telemetry = m.telemetry;
+      ctx.add(std::move(r));
+      points.push_back({res.warps_per_sm, m.stats.median});
+    }
+    report_saturation(ctx, "stream", "hbm copy", "TB/s", points, 0);
+  }
+
+  // "<kernel> <config>: W warps per SM reach 90% of the sweep's best ...".
+  void report_saturation(ProbeContext& ctx, const std::string& kernel, const std::string& config,
+                         const std::string& unit, const std::vector<Point>& points, int in_waves) const {
+    if (points.empty()) return;
+    const double best =
+        std::max_element(points.begin(), points.end(), [](auto& a, auto& b) { return a.tflops < b.tflops; })->tflops;
+    const Point& enough =
+        *std::find_if(points.begin(), points.end(), [&](auto& p) { return p.tflops >= kNearBest * best; });
+    ctx.finding(name(), fmt::format("{} {}: {} warps per SM reach {:.0f}% of the sweep's best {:.2f} {} (one block: "
+                                    "{:.2f}; {} warps were the most that fit; {} of {} rows ran with fewer blocks at "
+                                    "once than the occupancy API allows)",
+                                    kernel, config, enough.warps, 100 * kNearBest, best, unit, points.front().tflops,
+                                    points.back().warps, in_waves, points.size()));
+  }
 
   // One row per blocks-per-SM count until a count no longer fits (that row says why).
   template <class RunAt>
@@ -88,16 +149,7 @@ class Occupancy final : public Probe {
       points.push_back({run.residency.warps_per_sm, run.tflops()});
       in_waves += run.concurrent_blocks_per_sm < blocks;
     }
-    if (points.empty()) return;
-    const double best = std::max_element(points.begin(), points.end(), [](auto& a, auto& b) {
-                          return a.tflops < b.tflops;
-                        })->tflops;
-    const Point& enough = *std::find_if(points.begin(), points.end(), [&](auto& p) { return p.tflops >= kNearBest * best; });
-    ctx.finding(name(), fmt::format("{} {} {}: {} warps per SM reach {:.0f}% of the sweep's best {:.1f} TFLOP/s "
-                                    "(one block: {:.1f}; {} warps were the most that fit; {} of {} rows ran with "
-                                    "fewer blocks at once than the occupancy API allows)",
-                                    kernel, info(d).name, config, enough.warps, 100 * kNearBest, best,
-                                    points.front().tflops, points.back().warps, in_waves, points.size()));
+    report_saturation(ctx, kernel, fmt::format("{} {}", info(d).name, config), "TFLOP/s", points, in_waves);
   }
 };
 

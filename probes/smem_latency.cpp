@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 
-#include "probes/smem_chain.hpp"
+#include "probes/chain.hpp"
 #include "probes/smem_latency_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/probe.hpp"
@@ -55,10 +55,10 @@ class SmemLatency final : public Probe {
         overheads.push_back(r.metrics["overhead_cycles"].get<double>());
       };
       for (int stride : strides_) {
-        note(chase(ctx, addressing, smem_chain::strided(words, static_cast<std::uint32_t>(stride / 4)),
+        note(chase(ctx, addressing, chain::strided(words, static_cast<std::uint32_t>(stride / 4)),
                    {{"chain", "stride"}, {"stride_bytes", stride}, {"footprint_bytes", words * 4}}));
       }
-      note(chase(ctx, addressing, smem_chain::random_cycle(words, ctx.rng),
+      note(chase(ctx, addressing, chain::random_cycle(words, ctx.rng),
                  {{"chain", "random"}, {"footprint_bytes", words * 4}}));
       const auto lat = summarize(latencies), over = summarize(overheads);
       ctx.finding(name(), fmt::format("{} address: {} cycles per dependent load over {} chains (strides and a random "
@@ -104,7 +104,7 @@ class SmemLatency final : public Probe {
         y.push_back(static_cast<double>(cycles.download()[0]));  // synchronous copy: waits for the kernel
       }
       const ClockWindow longest = clock.download()[0];  // lengths ascend: the last chase is the longest
-      const auto line = smem_chain::fit_line(x, y);
+      const auto line = chain::fit_line(x, y);
       intercepts.push_back(line.intercept);
       residuals.push_back(line.max_rel_residual);
       return Sample{line.slope, window_mhz(longest), (longest.end.ns - longest.begin.ns) * 1e-9};

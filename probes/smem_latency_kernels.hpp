@@ -17,7 +17,7 @@ enum class Addressing {
 };
 
 struct Chase {
-  const std::uint32_t* next;  // [words] next word index, as smem_chain builds it
+  const std::uint32_t* next;  // [words] next word index, as chain builds it
   int words;                  // the chain's footprint in 4-byte words
   int loads;                  // loads in the timed chase, a multiple of kUnroll
 };

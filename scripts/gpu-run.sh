@@ -17,6 +17,8 @@ declare -A BASELINES=(
   [mma-sync]="mma-sync --dtype bf16,fp16,tf32,e4m3,s8"
   [tensor-cores]="tensor-cores"
   [occupancy]="occupancy"
+  [bandwidth]="bandwidth"
+  [mem-latency]="mem-latency"
 )
 
 { cmake --preset default -DTKPROBE_GIT_SHA="$sha" >/dev/null && cmake --build build; } > "$OUT/build.log" 2>&1 \

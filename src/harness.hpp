@@ -67,10 +67,13 @@ class Harness {
   Measurement time_kernel_rate(std::string_view label, const std::function<void(cudaStream_t)>& launch, double work,
                                const ClockWindow* device_clock = nullptr);
 
+  // Evicts L2 (writes twice its size of other data on stream()): --flush-l2 does this before
+  // every sample; probes that must start cold call it themselves.
+  void flush_l2();
+
  private:
   Measurement time_kernel(std::string_view label, const std::function<void(cudaStream_t)>& launch,
                           const ClockWindow* device_clock, const std::function<double(double)>& value_of_ms);
-  void flush_l2();
   void warn_unconverged(std::string_view label, const Stats& s, double counted_s) const;
   TimingConfig config_;
   const DeviceInfo& device_;

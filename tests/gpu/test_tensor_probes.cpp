@@ -3,6 +3,8 @@
 // wgmma reaches the tensor cores' clock peak, mma.sync stalls well below it.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "tests/gpu/gpu_fixtures.hpp"
 
 using gpu_fixtures::median;
@@ -83,16 +85,16 @@ TEST(TensorCores, WgmmaBeatsMmaSync) {
 
 TEST(Occupancy, SweepsResidencyUntilItNoLongerFits) {
   const Json report = run_probe("occupancy", {});
-  int mma_rows = 0, wgmma_rows = 0;
+  std::map<std::string, int> rows;
   for (const auto& r : report["results"]) {
     if (r["status"] == "skipped") continue;
     EXPECT_TRUE(r["check"]["passed"].get<bool>()) << r["params"].dump();
-    const bool wgmma = r["params"]["kernel"] == "wgmma";
-    (wgmma ? wgmma_rows : mma_rows)++;
+    rows[r["params"]["kernel"].get<std::string>()]++;
     const double occupancy = r["metrics"]["occupancy_pct"];
     EXPECT_NEAR(occupancy, 100.0 * r["metrics"]["warps_per_sm"].get<int>() / 64, 1e-9);
   }
-  EXPECT_GE(mma_rows, 12) << "4-warp blocks, 1 to 16 per SM until registers run out";
-  EXPECT_GE(wgmma_rows, 2) << "at least two 64x256 warpgroups fit";
-  EXPECT_EQ(report["findings"].size(), 2u);
+  EXPECT_GE(rows["mma.sync"], 12) << "4-warp blocks, 1 to 16 per SM until registers run out";
+  EXPECT_GE(rows["wgmma"], 2) << "at least two 64x256 warpgroups fit";
+  EXPECT_EQ(rows["stream"], 8) << "256-thread blocks, 1 to 8 per SM";
+  EXPECT_EQ(report["findings"].size(), 3u);
 }

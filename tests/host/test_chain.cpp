@@ -3,9 +3,9 @@
 #include <random>
 #include <set>
 
-#include "probes/smem_chain.hpp"
+#include "probes/chain.hpp"
 
-namespace chain = tkprobe::smem_chain;
+namespace chain = tkprobe::chain;
 
 TEST(Chain, StridedCycleLengthIsWordsOverGcd) {
   EXPECT_EQ(chain::cycle_length(chain::strided(4096, 1)), 4096u);

@@ -33,7 +33,7 @@ TEST(Cli, UnknownProbeListsTheValidOnes) {
   const auto r = run({"smem-bogus"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(mentions(r.err, "unknown probe or command 'smem-bogus'"));
-  EXPECT_TRUE(mentions(r.err, "valid: info, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, wgmma"));
+  EXPECT_TRUE(mentions(r.err, "valid: bandwidth, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, wgmma"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
@@ -102,4 +102,16 @@ TEST(Cli, CompareNeedsTwoFiles) {
   const auto r = run({"compare", "only-one.json"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(mentions(r.err, "new is required")) << r.err;
+}
+
+TEST(Cli, MemoryProbesRefuseEmptyFootprintsAndUnknownKernels) {
+  const auto footprint = run({"mem-latency", "--footprint", "0"});
+  EXPECT_EQ(footprint.code, 2);
+  EXPECT_TRUE(mentions(footprint.err, "--footprint 0: give KiB from 16")) << footprint.err;
+  const auto size = run({"bandwidth", "--size", "1"});
+  EXPECT_EQ(size.code, 2);
+  EXPECT_TRUE(mentions(size.err, "at least 64 MiB")) << size.err;
+  const auto kernel = run({"occupancy", "--kernel", "memcpy"});
+  EXPECT_EQ(kernel.code, 2);
+  EXPECT_TRUE(mentions(kernel.err, "--kernel")) << kernel.err;
 }

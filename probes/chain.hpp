@@ -1,13 +1,13 @@
 #pragma once
-// Pointer-chase chains for smem-latency: next[i] is the word index the chase visits after word
-// i. Plain C++, host-tested: every chain must be one cycle so the chase never gets stuck in a
+// Pointer-chase chains for smem-latency and mem-latency: next[i] is the element the chase visits after
+// element i. Plain C++, host-tested: every chain must be one cycle so the chase never gets stuck in a
 // short loop that a cache-like effect could flatter.
 #include <cstdint>
 #include <numeric>
 #include <random>
 #include <vector>
 
-namespace tkprobe::smem_chain {
+namespace tkprobe::chain {
 
 // Word i links to word (i + stride) mod words: a fixed stride through the array.
 inline std::vector<std::uint32_t> strided(std::uint32_t words, std::uint32_t stride_words) {
@@ -60,4 +60,4 @@ inline Line fit_line(const std::vector<double>& x, const std::vector<double>& y)
   return line;
 }
 
-}  // namespace tkprobe::smem_chain
+}  // namespace tkprobe::chain

@@ -1,0 +1,153 @@
+// bandwidth: how fast data moves at each level, against that level's ceiling.
+//
+// HBM: streaming read, write and copy of a buffer many times the L2, 16-byte accesses with four
+// in flight per thread and every SM full (ceiling: 2 transfers per memory clock x bus width).
+// L2: a quarter-L2 buffer read again and again with ld.global.cg, which skips L1. Shared memory:
+// every SM's 32 warps issue conflict-free 16-byte loads (ceiling: 32 banks x 4 B per clock per
+// SM). Every figure's result is checked: reads against the host's XOR of the pattern, writes and
+// copies word by word on the GPU.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
+#include "probes/bandwidth_kernels.hpp"
+#include "probes/smem_banks_kernels.hpp"
+#include "src/device_buffer.hpp"
+#include "src/errors.hpp"
+#include "src/probe.hpp"
+
+namespace tkprobe {
+namespace {
+
+namespace bw = bandwidth;
+
+constexpr int kL2Passes = 21;           // odd: the XOR over all passes equals one pass's
+constexpr int kL2FootprintDivisor = 4;  // a quarter of L2: resident, with room for the rest
+constexpr int kSmemBytesPerClock = 32 * 4;
+constexpr int kMinSizeMib = 64;
+
+// XOR of every word of a buffer of `count` 16-byte words filled with pattern(seed).
+std::uint32_t pattern_xor(std::size_t count, std::uint32_t seed) {
+  std::uint32_t x = 0;
+  for (std::uint64_t w = 0; w < 4 * count; ++w) x ^= bw::pattern(w, seed);
+  return x;
+}
+
+class Bandwidth final : public Probe {
+ public:
+  std::string name() const override { return "bandwidth"; }
+  std::string summary() const override {
+    return "HBM read/write/copy, L2-resident read and shared-memory bandwidth, each against its ceiling";
+  }
+  void add_options(CLI::App& cmd) override {
+    cmd.add_option("--size", size_mib_, "HBM buffer in MiB, at least 64 (default 1024; --quick 256)");
+  }
+  void validate() const override {
+    if (size_mib_ && *size_mib_ < kMinSizeMib) {
+      throw UsageError(fmt::format("--size {}: give at least {} MiB, so the buffer is larger than L2", *size_mib_,
+                                   kMinSizeMib));
+    }
+  }
+
+  void run(ProbeContext& ctx) override {
+    const std::size_t bytes = std::size_t(size_mib_.value_or(ctx.options.quick ? 256 : 1024)) << 20;
+    if (bytes < 4 * static_cast<std::size_t>(ctx.device.l2_bytes)) {
+      ctx.finding(name(), fmt::format("the {} MiB buffer is under 4x this GPU's L2: HBM rows may include L2 hits",
+                                      bytes >> 20));
+    }
+    run_hbm(ctx, bytes);
+    run_l2(ctx);
+    run_smem(ctx);
+  }
+
+ private:
+  std::optional<int> size_mib_;
+
+  double hbm_ceiling_tbps(const DeviceInfo& d) const { return 2.0 * d.mem_clock_mhz * 1e6 * d.mem_bus_bits / 8 / 1e12; }
+
+  Result row(const std::string& level, const std::string& op, const Measurement& m, std::optional<double> ceiling) {
+    Result r(name(), {{"level", level}, {"op", op}});
+    r.metric("tbps", m.stats, "TB/s", Better::higher);
+    r.value("ceiling_tbps", ceiling ? Json(*ceiling) : Json(nullptr));
+    r.value("pct_ceiling", ceiling ? Json(100 * m.stats.median / *ceiling) : Json(nullptr));
+    r.telemetry = m.telemetry;
+    return r;
+  }
+
+  void run_hbm(ProbeContext& ctx, std::size_t bytes) {
+    const std::size_t count = bytes / sizeof(uint4);
+    const auto seed = static_cast<std::uint32_t>(ctx.rng());
+    DeviceBuffer<uint4> src(count), dst(count);
+    DeviceBuffer<std::uint32_t> sink(1);
+    DeviceBuffer<unsigned long long> mismatches(1);
+    bw::fill(src.get(), count, seed, ctx.harness.stream());
+    const int blocks = ctx.device.sms * bw::kBlocksPerSm;
+    const double ceiling = hbm_ceiling_tbps(ctx.device);
+    for (const auto op : {bw::Stream::read, bw::Stream::write, bw::Stream::copy}) {
+      const char* label = op == bw::Stream::read ? "read" : op == bw::Stream::write ? "write" : "copy";
+      const double moved = double(bytes) * (op == bw::Stream::copy ? 2 : 1);
+      dst.poison();
+      const auto launch = [&](cudaStream_t s) { bw::launch_stream(op, src.get(), dst.get(), count, seed, sink.get(), blocks, 0, s); };
+      const Measurement m = ctx.harness.time_kernel_rate(fmt::format("bandwidth hbm {}", label), launch, moved / 1e12);
+      Result r = row("hbm", label, m, ceiling);
+      r.params["bytes"] = bytes;
+      if (op == bw::Stream::read) {
+        sink.poison(0);
+        launch(ctx.harness.stream());
+        const std::uint32_t got = sink.download()[0], want = pattern_xor(count, seed);
+        r.checked({{"what", "XOR of every word read vs the host's"}, {"value", got}, {"expected", want}}, got == want);
+      } else {
+        mismatches.poison(0);
+        bw::count_mismatches(dst.get(), count, seed, mismatches.get(), ctx.harness.stream());
+        const auto bad = mismatches.download()[0];
+        r.checked({{"what", "words written that differ from the pattern"}, {"value", bad}}, bad == 0);
+      }
+      ctx.add(std::move(r));
+    }
+  }
+
+  void run_l2(ProbeContext& ctx) {
+    const std::size_t bytes = static_cast<std::size_t>(ctx.device.l2_bytes) / kL2FootprintDivisor;
+    const std::size_t count = bytes / sizeof(uint4);
+    const auto seed = static_cast<std::uint32_t>(ctx.rng());
+    DeviceBuffer<uint4> src(count);
+    DeviceBuffer<std::uint32_t> sink(1);
+    bw::fill(src.get(), count, seed, ctx.harness.stream());
+    const int blocks = ctx.device.sms * bw::kBlocksPerSm;
+    const auto launch = [&](cudaStream_t s) { bw::launch_l2_read(src.get(), count, kL2Passes, sink.get(), blocks, s); };
+    const Measurement m =
+        ctx.harness.time_kernel_rate("bandwidth l2 read", launch, double(bytes) * kL2Passes / 1e12);
+    Result r = row("l2", "read", m, std::nullopt);
+    r.params["bytes"] = bytes;
+    sink.poison(0);
+    launch(ctx.harness.stream());
+    const std::uint32_t got = sink.download()[0], want = pattern_xor(count, seed);
+    r.checked({{"what", "XOR of every word read vs the host's"}, {"value", got}, {"expected", want}}, got == want);
+    ctx.add(std::move(r));
+  }
+
+  void run_smem(ProbeContext& ctx) {
+    namespace sb = smem_banks;
+    constexpr int kWidth = 16, kWarps = 32;
+    const sb::Launch launch_shape{ctx.device.sms, kWarps, ctx.options.quick ? 4096 : 16384};
+    DeviceBuffer<std::uint64_t> cycles(ctx.device.sms);
+    DeviceBuffer<std::uint32_t> sink(1024);
+    DeviceBuffer<ClockWindow> clock(1);
+    const double bytes = double(ctx.device.sms) * kWarps * launch_shape.trips * sb::kUnroll * 32 * kWidth;
+    const Measurement m = ctx.harness.time_kernel_rate(
+        "bandwidth smem 16-byte loads",
+        [&](cudaStream_t s) { sb::launch_strided(kWidth, 1, launch_shape, {cycles.get(), sink.get(), clock.get()}, s); },
+        bytes / 1e12, clock.get());
+    const double ceiling = double(kSmemBytesPerClock) * ctx.device.sms * m.sm_clock_mhz * 1e6 / 1e12;
+    Result r = row("smem", "read", m, ceiling);
+    r.params["access"] = "ld.shared.v4, conflict-free, 32 warps per SM";
+    r.value("bytes_per_clock_per_sm", m.stats.median * 1e12 / (ctx.device.sms * m.sm_clock_mhz * 1e6));
+    ctx.add(std::move(r));
+  }
+};
+
+}  // namespace
+
+TKPROBE_REGISTER_PROBE(Bandwidth);
+
+}  // namespace tkprobe

@@ -1,0 +1,41 @@
+// The memory-system probes on a real GPU: every result checked, and the figures inside the
+// ranges the hardware allows (published Hopper figures; the H200's HBM3e ceiling).
+#include <gtest/gtest.h>
+
+#include "tests/gpu/gpu_fixtures.hpp"
+
+using gpu_fixtures::median;
+using gpu_fixtures::run_probe;
+using tkprobe::Json;
+
+TEST(Bandwidth, HbmCopyNearsItsCeilingAndEveryResultChecks) {
+  const Json report = run_probe("bandwidth", {});
+  ASSERT_EQ(report["results"].size(), 5u);
+  for (const auto& r : report["results"]) {
+    EXPECT_EQ(r["status"], "ok") << r.dump();
+    const auto& m = r["metrics"];
+    if (r["params"]["level"] == "hbm") {
+      EXPECT_GE(m["pct_ceiling"].get<double>(), 75) << r["params"].dump();
+      EXPECT_LE(m["pct_ceiling"].get<double>(), 100) << r["params"].dump();
+    }
+    if (r["params"]["level"] == "smem") {
+      EXPECT_NEAR(m["bytes_per_clock_per_sm"].get<double>(), 128, 8) << "32 banks x 4 bytes a clock";
+    }
+  }
+}
+
+TEST(MemLatency, LadderFromL1ToHbm) {
+  const Json report = run_probe("mem-latency", {});  // --quick: 16 KiB, 4 MiB, 256 MiB
+  ASSERT_EQ(report["results"].size(), 3u);
+  const double l1 = median(report["results"][0], "latency_cycles");
+  const double l2 = median(report["results"][1], "latency_cycles");
+  const double hbm = median(report["results"][2], "latency_cycles");
+  for (const auto& r : report["results"]) EXPECT_EQ(r["status"], "ok") << r.dump();
+  EXPECT_GE(l1, 20);
+  EXPECT_LE(l1, 60);
+  EXPECT_GE(l2, 150);
+  EXPECT_LE(l2, 500);
+  EXPECT_GE(hbm, 450);
+  EXPECT_LE(hbm, 1200);
+  EXPECT_EQ(report["results"][2]["params"]["cache_state"], "flushed");
+}
