@@ -17,43 +17,68 @@ __device__ __forceinline__ uint4 load_l2_only(const uint4* p) {
   return v;
 }
 
+template <Hint H>
+__device__ __forceinline__ uint4 load(const uint4* p) {
+  uint4 v;
+  if constexpr (H == Hint::none) {
+    v = *p;
+  } else if constexpr (H == Hint::streaming) {
+    asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  } else {
+    asm volatile("ld.global.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+  }
+  return v;
+}
+
+template <Hint H>
+__device__ __forceinline__ void store(uint4* p, uint4 v) {
+  if constexpr (H == Hint::streaming) {
+    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+  } else {
+    *p = v;
+  }
+}
+
 __global__ void fill_kernel(uint4* buffer, std::size_t count, std::uint32_t seed) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x) {
     buffer[i] = pattern4(i, seed);
   }
 }
 
-// Each thread takes kUnroll words a grid-width apart per trip, so a warp's loads stay coalesced
-// and kUnroll of them are in flight before the first is used.
-template <Stream S>
+// Each thread takes Unroll words a grid-width apart per trip, so a warp's loads stay coalesced
+// and Unroll of them are in flight before the first is used.
+template <Stream S, int Unroll, Hint H>
 __global__ void __launch_bounds__(kThreads) streaming_kernel(const uint4* src, uint4* dst, std::size_t count,
-                                                          std::uint32_t seed, std::uint32_t* sink) {
+                                                             std::uint32_t seed, std::uint32_t* sink) {
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   std::uint32_t acc = 0;
-  for (; i + (kUnroll - 1) * stride < count; i += kUnroll * stride) {
-    uint4 v[kUnroll];
+  for (; i + (Unroll - 1) * stride < count; i += Unroll * stride) {
+    uint4 v[Unroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < Unroll; ++u) {
       if constexpr (S == Stream::write) {
         v[u] = pattern4(i + u * stride, seed);
       } else {
-        v[u] = src[i + u * stride];
+        v[u] = load<H>(src + i + u * stride);
       }
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < Unroll; ++u) {
       if constexpr (S == Stream::read) {
         acc ^= fold(v[u]);
       } else {
-        dst[i + u * stride] = v[u];
+        store<H>(dst + i + u * stride, v[u]);
       }
     }
   }
   for (; i < count; i += stride) {  // the tail a full trip would overrun
-    if constexpr (S == Stream::read) acc ^= fold(src[i]);
-    if constexpr (S == Stream::write) dst[i] = pattern4(i, seed);
-    if constexpr (S == Stream::copy) dst[i] = src[i];
+    if constexpr (S == Stream::read) acc ^= fold(load<H>(src + i));
+    if constexpr (S == Stream::write) store<H>(dst + i, pattern4(i, seed));
+    if constexpr (S == Stream::copy) store<H>(dst + i, load<H>(src + i));
   }
   if constexpr (S == Stream::read) atomicXor(sink, acc);
 }
@@ -82,6 +107,23 @@ __global__ void mismatch_kernel(const uint4* buffer, std::size_t count, std::uin
 
 constexpr int kSimpleBlocks = 1024;
 
+template <Stream S, int Unroll>
+const void* pick(Hint h) {
+  switch (h) {
+    case Hint::none:
+      return reinterpret_cast<const void*>(&streaming_kernel<S, Unroll, Hint::none>);
+    case Hint::streaming:
+      return reinterpret_cast<const void*>(&streaming_kernel<S, Unroll, Hint::streaming>);
+    default:
+      return reinterpret_cast<const void*>(&streaming_kernel<S, Unroll, Hint::prefetch_256b>);
+  }
+}
+
+template <Stream S>
+const void* pick(Variant v) {
+  return v.loads_in_flight == 8 ? pick<S, 8>(v.hint) : pick<S, 4>(v.hint);
+}
+
 }  // namespace
 
 void fill(uint4* buffer, std::size_t count, std::uint32_t seed, cudaStream_t stream) {
@@ -89,21 +131,21 @@ void fill(uint4* buffer, std::size_t count, std::uint32_t seed, cudaStream_t str
   TK_CUDA(cudaGetLastError());
 }
 
-const void* stream_kernel(Stream s) {
+const void* stream_kernel(Stream s, Variant v) {
   switch (s) {
     case Stream::read:
-      return reinterpret_cast<const void*>(&streaming_kernel<Stream::read>);
+      return pick<Stream::read>(v);
     case Stream::write:
-      return reinterpret_cast<const void*>(&streaming_kernel<Stream::write>);
+      return pick<Stream::write>(v);
     default:
-      return reinterpret_cast<const void*>(&streaming_kernel<Stream::copy>);
+      return pick<Stream::copy>(v);
   }
 }
 
-void launch_stream(Stream s, const uint4* src, uint4* dst, std::size_t count, std::uint32_t seed,
+void launch_stream(Stream s, Variant v, const uint4* src, uint4* dst, std::size_t count, std::uint32_t seed,
                    std::uint32_t* sink, int blocks, std::size_t smem, cudaStream_t stream) {
   void* args[] = {&src, &dst, &count, &seed, &sink};
-  TK_CUDA(cudaLaunchKernel(stream_kernel(s), dim3(blocks), dim3(kThreads), args, smem, stream));
+  TK_CUDA(cudaLaunchKernel(stream_kernel(s, v), dim3(blocks), dim3(kThreads), args, smem, stream));
 }
 
 void launch_l2_read(const uint4* src, std::size_t count, int passes, std::uint32_t* sink, int blocks,

@@ -13,7 +13,21 @@ enum class Stream { read, write, copy };
 
 inline constexpr int kThreads = 256;
 inline constexpr int kBlocksPerSm = 8;  // 2048 threads: a full SM, many loads in flight
-inline constexpr int kUnroll = 4;       // 16-byte loads each thread issues before using any
+
+// Cache hints on the 16-byte accesses (PTX ISA 9.7.9.8 "ld"): none; .cs (streaming, evict first)
+// on loads and stores; or L1::no_allocate with an L2::256B prefetch on loads.
+enum class Hint { none, streaming, prefetch_256b };
+inline constexpr Hint kHints[] = {Hint::none, Hint::streaming, Hint::prefetch_256b};
+constexpr const char* name(Hint h) {
+  return h == Hint::none ? "none" : h == Hint::streaming ? "evict-first (.cs)" : "L2::256B prefetch";
+}
+// 16-byte loads each thread issues before using any.
+inline constexpr int kLoadsInFlight[] = {4, 8};
+
+struct Variant {
+  int loads_in_flight = 4;
+  Hint hint = Hint::none;
+};
 
 // Word w of a filled buffer: a hash of (w, seed), never a run of zeros.
 constexpr std::uint32_t pattern(std::uint64_t word, std::uint32_t seed) {
@@ -28,11 +42,11 @@ void fill(uint4* buffer, std::size_t count, std::uint32_t seed, cudaStream_t str
 
 // read: XOR of every word into *sink; write: dst = pattern(seed); copy: dst = src. `smem` is
 // dynamic shared memory the kernel does not use: padding that limits blocks per SM (occupancy).
-void launch_stream(Stream s, const uint4* src, uint4* dst, std::size_t count, std::uint32_t seed,
+void launch_stream(Stream s, Variant v, const uint4* src, uint4* dst, std::size_t count, std::uint32_t seed,
                    std::uint32_t* sink, int blocks, std::size_t smem, cudaStream_t stream);
 
-// The kernel launch_stream runs for `s`, for the occupancy API.
-const void* stream_kernel(Stream s);
+// The kernel launch_stream runs, for the occupancy API.
+const void* stream_kernel(Stream s, Variant v);
 
 // Reads `count` words `passes` times with ld.global.cg (cached in L2 only), XOR into *sink.
 void launch_l2_read(const uint4* src, std::size_t count, int passes, std::uint32_t* sink, int blocks,

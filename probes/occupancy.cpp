@@ -85,7 +85,7 @@ class Occupancy final : public Probe {
     DeviceBuffer<uint4> src(count), dst(count);
     DeviceBuffer<unsigned long long> mismatches(1);
     bw::fill(src.get(), count, seed, ctx.harness.stream());
-    const void* kernel = bw::stream_kernel(bw::Stream::copy);
+    const void* kernel = bw::stream_kernel(bw::Stream::copy, bw::Variant{});
     std::vector<Point> points;
     constexpr int kMaxBlocks = 2048 / bw::kThreads;
     for (int blocks = 1; blocks <= kMaxBlocks; ++blocks) {
@@ -101,8 +101,8 @@ class Occupancy final : public Probe {
       const Measurement m = ctx.harness.time_kernel_rate(
           fmt::format("occupancy stream blocks={}", blocks),
           [&](cudaStream_t s) {
-            bw::launch_stream(bw::Stream::copy, src.get(), dst.get(), count, seed, nullptr, blocks * ctx.device.sms,
-                              res.dynamic_smem, s);
+            bw::launch_stream(bw::Stream::copy, bw::Variant{}, src.get(), dst.get(), count, seed, nullptr,
+                              blocks * ctx.device.sms, res.dynamic_smem, s);
           },
           2.0 * bytes / 1e12);
       mismatches.poison(0);

@@ -45,11 +45,13 @@ struct TensorRun {
   double passes = 0;
   std::optional<double> drift_bound;
   bool correct() const { return first_error <= tolerance && (!drift_bound || drift <= *drift_bound); }
-  double clock_peak = 0;  // TFLOP/s at the clock measured inside the kernel
+  double clock_peak = 0;  // TFLOP/s at the (median) clock measured inside the kernel
   std::optional<double> datasheet_peak;
 
+  Stats pct_clock_peak_stats;  // per sample: its rate against the peak at its own clock
+
   double tflops() const { return rate.stats.median; }
-  double pct_clock_peak() const { return 100 * tflops() / clock_peak; }
+  double pct_clock_peak() const { return pct_clock_peak_stats.median; }
   double ideal_cycles_per_instruction(DType d) const;
   double cycles_per_instruction(DType d) const;  // SM cycles between instructions, all warps together
 };

@@ -92,17 +92,17 @@ class TensorCores final : public Probe {
       ctx.add(std::move(r));
       return;
     }
+    const std::string unit = d == DType::s8 ? "TOP/s" : "TFLOP/s";
+    // wgmma's % of the clock peak comes first: the row's primary metric (steady across power states).
     const auto side = [&](const std::string& prefix, const Best& b) {
+      r.metric(prefix + "_pct_clock_peak", b.run.pct_clock_peak_stats, "%", Better::higher);
+      r.metric(prefix + "_tflops", b.run.rate.stats, unit, Better::higher);
       r.value(prefix + "_config", b.config);
       r.value(prefix + "_pct_datasheet_peak",
               b.run.datasheet_peak ? Json(100 * b.run.tflops() / *b.run.datasheet_peak) : Json(nullptr));
-      r.value(prefix + "_pct_clock_peak", b.run.pct_clock_peak());
     };
-    const std::string unit = d == DType::s8 ? "TOP/s" : "TFLOP/s";
-    r.metric("wgmma_tflops", wgmma->run.rate.stats, unit, Better::higher);
     side("wgmma", *wgmma);
     if (mma) {
-      r.metric("mma_sync_tflops", mma->run.rate.stats, unit, Better::higher);
       side("mma_sync", *mma);
       r.value("wgmma_over_mma_sync", wgmma->run.tflops() / mma->run.tflops());
     }

@@ -81,6 +81,11 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
   m.stats = summarize(values);
 
   if (!clocks.empty()) m.sm_clock_mhz = summarize(clocks).median;
+  if (clocks.size() == values.size()) {
+    std::vector<double> per_mhz(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) per_mhz[i] = values[i] / clocks[i];
+    m.per_mhz = summarize(per_mhz);
+  }
   m.telemetry = telemetry_json(before, after, m.sm_clock_mhz);
   m.telemetry["samples_converged"] = m.converged;
   progress_.clear();

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string_view>
 
 #include "src/device.hpp"
@@ -36,6 +37,9 @@ struct Sample {
 struct Measurement {
   Stats stats;
   double sm_clock_mhz = std::nan("");  // median of the in-kernel clock readings
+  // Each sample's value over the clock it ran at, when every sample had one: a rate per MHz,
+  // steady where the clock is not (tensor-core loads swing it by 10% with power).
+  std::optional<Stats> per_mhz;
   bool converged = false;
   Json telemetry;  // NVML before/after, in-kernel clock, throttle flag, convergence
 };

@@ -42,4 +42,10 @@ Stats summarize(std::span<const double> samples) {
   return s;
 }
 
+Stats scaled(const Stats& s, double k) {
+  Stats out = s;
+  for (double* v : {&out.median, &out.min, &out.max, &out.q1, &out.q3, &out.mean, &out.stdev}) *v *= k;
+  return out;
+}
+
 }  // namespace tkprobe

@@ -37,4 +37,7 @@ class RunningStats {
 // Throws std::invalid_argument on an empty sample set.
 Stats summarize(std::span<const double> samples);
 
+// The statistics of every sample multiplied by k > 0 (a change of unit).
+Stats scaled(const Stats& s, double k);
+
 }  // namespace tkprobe

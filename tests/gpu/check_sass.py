@@ -8,12 +8,14 @@ import subprocess
 import sys
 
 UNROLL = 16  # kUnroll in probes/smem_*_kernels.hpp
+MEM_UNROLL = 8  # kUnroll in probes/mem_latency_kernels.hpp
 PAIR_UNROLL = 4  # kPairUnroll in probes/wgmma_kernels.hpp: the first pass + 4 unrolled pairs of passes
 WGMMA_PER_PASS = 4  # kKSlices
 
-# (substring of the mangled kernel name, opcode pattern, least count, kernels expected)
+# (pattern in the mangled kernel name, opcode pattern, least count, kernels expected)
 EXPECTED = [
-    ("chase_kernel", r"LDS", 2 * UNROLL, 2),  # warm-up and timed chase, precomputed and indexed
+    ("smem_latency.*chase_kernel", r"LDS", 2 * UNROLL, 2),  # warm-up and timed chase, precomputed and indexed
+    ("11mem_latency.*chase_kernel", r"LDG\.64(\.\w+)*", 2 * MEM_UNROLL, 1),  # warm lap and timed chase
     ("strided_kernelILi4E", r"LDS", UNROLL, 1),
     ("strided_kernelILi8E", r"LDS\.64", UNROLL, 1),
     ("strided_kernelILi16E", r"LDS\.128", UNROLL, 1),
@@ -79,7 +81,7 @@ def main():
     funcs = functions(sass, "sm_90a")
     failures = 0
     for needle, opcode, least, kernels in EXPECTED:
-        matched = {n: ops for n, ops in funcs.items() if needle in n}
+        matched = {n: ops for n, ops in funcs.items() if re.search(needle, n)}
         if len(matched) != kernels:
             print(f"FAIL {needle}: expected {kernels} kernel(s), found {len(matched)}")
             failures += 1

@@ -2,6 +2,8 @@
 // ranges the hardware allows (published Hopper figures; the H200's HBM3e ceiling).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/gpu/gpu_fixtures.hpp"
 
 using gpu_fixtures::median;
@@ -10,18 +12,20 @@ using tkprobe::Json;
 
 TEST(Bandwidth, HbmCopyNearsItsCeilingAndEveryResultChecks) {
   const Json report = run_probe("bandwidth", {});
-  ASSERT_EQ(report["results"].size(), 5u);
+  ASSERT_EQ(report["results"].size(), 3 * 6 + 2u) << "3 HBM streams x 6 variants, L2, shared";
+  double best_copy = 0;
   for (const auto& r : report["results"]) {
     EXPECT_EQ(r["status"], "ok") << r.dump();
     const auto& m = r["metrics"];
     if (r["params"]["level"] == "hbm") {
-      EXPECT_GE(m["pct_ceiling"].get<double>(), 75) << r["params"].dump();
       EXPECT_LE(m["pct_ceiling"].get<double>(), 100) << r["params"].dump();
+      if (r["params"]["op"] == "copy") best_copy = std::max(best_copy, m["pct_ceiling"].get<double>());
     }
     if (r["params"]["level"] == "smem") {
       EXPECT_NEAR(m["bytes_per_clock_per_sm"].get<double>(), 128, 8) << "32 banks x 4 bytes a clock";
     }
   }
+  EXPECT_GE(best_copy, 80);
 }
 
 TEST(MemLatency, LadderFromL1ToHbm) {

@@ -69,3 +69,13 @@ TEST(Sampling, StopsWhenQuietAndLongEnough) {
   c.max_samples = 10;
   EXPECT_TRUE(tkprobe::sampling_done(c, 10, 0.05, 1.0, 1.0, &converged));  // at the sample cap
 }
+
+TEST(Stats, ScaledChangesTheUnitNotTheSpread) {
+  const std::vector<double> v{1, 2, 3, 4};
+  const auto s = tkprobe::summarize(v), k = tkprobe::scaled(s, 10);
+  EXPECT_DOUBLE_EQ(k.median, 10 * s.median);
+  EXPECT_DOUBLE_EQ(k.q3, 10 * s.q3);
+  EXPECT_DOUBLE_EQ(k.stdev, 10 * s.stdev);
+  EXPECT_DOUBLE_EQ(k.cv, s.cv);
+  EXPECT_EQ(k.n, s.n);
+}
