@@ -45,3 +45,19 @@ TEST(MemLatency, LadderFromL1ToHbm) {
   EXPECT_LE(hbm, 1200);
   EXPECT_EQ(report["results"][2]["params"]["cache_state"], "flushed");
 }
+
+TEST(TmaSwizzle, EveryModeAndTypeLandsWhereTheModelSays) {
+  for (const char* dtype : {"bf16", "fp32", "fp8"}) {
+    const Json report = run_probe("tma-swizzle", {"--dtype", dtype});
+    ASSERT_EQ(report["results"].size(), 4u) << dtype;
+    for (const auto& r : report["results"]) {
+      EXPECT_EQ(r["status"], "ok") << r["params"].dump() << " " << r["metrics"].dump();
+      EXPECT_EQ(r["metrics"]["mismatches_vs_model"], 0) << r["params"].dump();
+      EXPECT_NE(r["metrics"]["driver_limit"].get<std::string>().find("CUDA_ERROR"), std::string::npos)
+          << "the driver refuses a box past the mode's limit: " << r["metrics"].dump();
+    }
+    const auto& b128 = report["results"][3];
+    EXPECT_EQ(b128["metrics"]["rule"], "bits 4-6 ^= bits 7-9 (16-byte chunk ^= 128-byte line mod 8)");
+    EXPECT_EQ(b128["metrics"]["pattern_repeat_bytes"], 1024);
+  }
+}

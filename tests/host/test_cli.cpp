@@ -33,7 +33,7 @@ TEST(Cli, UnknownProbeListsTheValidOnes) {
   const auto r = run({"smem-bogus"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(mentions(r.err, "unknown probe or command 'smem-bogus'"));
-  EXPECT_TRUE(mentions(r.err, "valid: bandwidth, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, wgmma"));
+  EXPECT_TRUE(mentions(r.err, "valid: bandwidth, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, tma-swizzle, wgmma"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
@@ -114,4 +114,16 @@ TEST(Cli, MemoryProbesRefuseEmptyFootprintsAndUnknownKernels) {
   const auto kernel = run({"occupancy", "--kernel", "memcpy"});
   EXPECT_EQ(kernel.code, 2);
   EXPECT_TRUE(mentions(kernel.err, "--kernel")) << kernel.err;
+}
+
+TEST(Cli, TmaSwizzleRefusesModesAndBoxesTheTmaCannotTake) {
+  const auto mode = run({"tma-swizzle", "--mode", "16B"});
+  EXPECT_EQ(mode.code, 2);
+  EXPECT_TRUE(mentions(mode.err, "give none, 32B, 64B, 128B or all")) << mode.err;
+  const auto span = run({"tma-swizzle", "--mode", "128B", "--box", "64x128"});
+  EXPECT_EQ(span.code, 2);
+  EXPECT_TRUE(mentions(span.err, "128B swizzle needs the inner extent (128 x 2 B = 256 B) <= 128 B")) << span.err;
+  EXPECT_EQ(run({"tma-swizzle", "--box", "8x3", "--mode", "none"}).code, 2);
+  EXPECT_EQ(run({"tma-swizzle", "--box", "0x8"}).code, 2);
+  EXPECT_EQ(run({"tma-swizzle", "--dtype", "fp64"}).code, 2);
 }

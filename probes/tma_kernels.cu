@@ -1,0 +1,91 @@
+#include <cudaTypedefs.h>
+
+#include "probes/tma_kernels.hpp"
+#include "src/errors.hpp"
+
+namespace tkprobe::tma {
+namespace {
+
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// One thread arms the barrier with the bytes to expect, issues the bulk tensor copy (PTX ISA
+// 9.7.9.25 "cp.async.bulk.tensor") and waits on the barrier's phase 0; then every thread copies
+// the shared bytes out as they landed.
+__global__ void load_box_kernel(const __grid_constant__ CUtensorMap map, int bytes, std::uint8_t* out) {
+  extern __shared__ std::uint8_t smem_raw[];
+  __shared__ alignas(8) std::uint64_t barrier;
+  const std::uint32_t raw = shared_address(smem_raw);
+  std::uint8_t* box = smem_raw + (kSmemAlign - raw % kSmemAlign) % kSmemAlign;
+  const std::uint32_t bar = shared_address(&barrier);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // the copy engine must see the init
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
+            "r"(shared_address(box)),
+        "l"(&map), "r"(0), "r"(0), "r"(bar)
+        : "memory");
+    std::uint32_t done = 0;
+    while (!done) {
+      asm volatile(
+          "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}"
+          : "=r"(done)
+          : "r"(bar)
+          : "memory");
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < bytes; i += blockDim.x) out[i] = box[i];
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    TK_CUDA(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess) throw CudaError("the driver has no cuTensorMapEncodeTiled");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+CUtensorMapDataType data_type(int element_bytes) {
+  return element_bytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+         : element_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                              : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+}
+
+}  // namespace
+
+CUresult encode_map(CUtensorMap* map, void* global, int element_bytes, Box box, CUtensorMapSwizzle swizzle) {
+  const cuuint64_t dims[2] = {cuuint64_t(box.cols), cuuint64_t(box.rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(box.cols) * element_bytes};
+  const cuuint32_t box_dims[2] = {cuuint32_t(box.cols), cuuint32_t(box.rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  return encoder()(map, data_type(element_bytes), 2, global, dims, strides, box_dims, element_strides,
+                   CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+const char* result_name(CUresult r) {
+  const char* name = nullptr;
+  static PFN_cuGetErrorName_v6000 get_name = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    TK_CUDA(cudaGetDriverEntryPointByVersion("cuGetErrorName", &p, 6000, cudaEnableDefault, &found));
+    return reinterpret_cast<PFN_cuGetErrorName_v6000>(p);
+  }();
+  return get_name && get_name(r, &name) == CUDA_SUCCESS ? name : "unknown CUresult";
+}
+
+void load_box(const CUtensorMap& map, int bytes, std::uint8_t* out, cudaStream_t stream) {
+  const int smem = bytes + kSmemAlign;
+  TK_CUDA(cudaFuncSetAttribute(load_box_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  load_box_kernel<<<1, 128, smem, stream>>>(map, bytes, out);
+  TK_CUDA(cudaGetLastError());
+}
+
+}  // namespace tkprobe::tma

@@ -1,0 +1,203 @@
+// tma-swizzle: where the TMA really puts each element under each swizzle mode.
+//
+// Two tensors whose elements hold their own row and their own column are loaded, as one box,
+// by cp.async.bulk.tensor into shared memory; reading the shared bytes back says where every
+// (row, col) landed. The probe recovers the rule (which offset bits the hardware XORs with which),
+// counts the elements the project's model (kernels/tk/layout/swizzle.hpp) puts elsewhere (must
+// be 0), reports the span the pattern repeats over (the alignment a box needs), and asks the
+// driver for a box one 16-byte chunk past the mode's limit to show what it refuses and how.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <map>
+
+#include "kernels/tk/layout/swizzle.hpp"
+#include "probes/swizzle_decode.hpp"
+#include "probes/tma_kernels.hpp"
+#include "src/device_buffer.hpp"
+#include "src/errors.hpp"
+#include "src/probe.hpp"
+
+namespace tkprobe {
+namespace {
+
+using tk::layout::Swizzle;
+namespace sd = swizzle_decode;
+
+struct Mode {
+  const char* name;
+  Swizzle model;
+  CUtensorMapSwizzle driver;
+  int span;  // bytes of a row the mode permutes; `none` has no limit but 16-byte multiples
+};
+constexpr Mode kModes[] = {{"none", Swizzle::none, CU_TENSOR_MAP_SWIZZLE_NONE, 128},
+                           {"32B", Swizzle::b32, CU_TENSOR_MAP_SWIZZLE_32B, 32},
+                           {"64B", Swizzle::b64, CU_TENSOR_MAP_SWIZZLE_64B, 64},
+                           {"128B", Swizzle::b128, CU_TENSOR_MAP_SWIZZLE_128B, 128}};
+const std::map<std::string, int> kElementBytes{{"fp8", 1}, {"bf16", 2}, {"fp32", 4}};
+constexpr int kDefaultRows = 64;
+constexpr int kMaxBoxDim = 256;  // cuTensorMapEncodeTiled's limit per dimension
+constexpr int kChunk = 16;
+
+class TmaSwizzle final : public Probe {
+ public:
+  std::string name() const override { return "tma-swizzle"; }
+  std::string summary() const override {
+    return "TMA swizzle modes decoded from the hardware: the XOR rule, mismatches vs the model (must be 0), limits";
+  }
+  int min_cc() const override { return 90; }
+  int max_cc() const override { return 90; }
+  void add_options(CLI::App& cmd) override {
+    cmd.add_option("--mode", mode_, "none, 32B, 64B, 128B or all (default all)");
+    cmd.add_option("--dtype", dtype_, "Element type: bf16, fp32 or fp8 (default bf16)");
+    cmd.add_option("--box", box_, "ROWSxCOLS in elements (default 64 rows x the mode's span)");
+    cmd.add_flag("--show", show_, "Print each 128-byte line of the box as the 16-byte chunks that landed there");
+  }
+  void validate() const override {
+    if (!kElementBytes.count(dtype_)) throw UsageError(fmt::format("--dtype {}: give bf16, fp32 or fp8", dtype_));
+    if (modes().empty()) throw UsageError(fmt::format("--mode {}: give none, 32B, 64B, 128B or all", mode_));
+    for (const Mode& m : modes()) box_for(m);
+  }
+
+  void run(ProbeContext& ctx) override {
+    for (const Mode& m : modes()) decode(ctx, m, box_for(m));
+  }
+
+ private:
+  std::string mode_ = "all";
+  std::string dtype_ = "bf16";
+  std::string box_;
+  bool show_ = false;
+
+  int element_bytes() const { return kElementBytes.at(dtype_); }
+
+  std::vector<Mode> modes() const {
+    std::vector<Mode> out;
+    for (const Mode& m : kModes) {
+      if (mode_ == "all" || mode_ == m.name) out.push_back(m);
+    }
+    return out;
+  }
+
+  // The box for a mode; throws UsageError for one the TMA refuses (PTX ISA / CUDA driver limits).
+  tma::Box box_for(const Mode& m) const {
+    tma::Box box{kDefaultRows, m.span / element_bytes()};
+    if (!box_.empty()) {
+      int rows = 0, cols = 0;
+      char x = 0;
+      if (std::sscanf(box_.c_str(), "%d%c%d", &rows, &x, &cols) != 3 || x != 'x' || rows < 1 || cols < 1 ||
+          rows > kMaxBoxDim || cols > kMaxBoxDim) {
+        throw UsageError(fmt::format("--box {}: give ROWSxCOLS, each 1..{}", box_, kMaxBoxDim));
+      }
+      box = {rows, cols};
+    }
+    const int inner = box.cols * element_bytes();
+    if (inner % kChunk) {
+      throw UsageError(fmt::format("--box {}x{}: the inner extent ({} B) must be a multiple of 16 bytes", box.rows,
+                                   box.cols, inner));
+    }
+    if (m.model != Swizzle::none && inner > m.span) {
+      throw UsageError(fmt::format("--box {}x{}: {} swizzle needs the inner extent ({} x {} B = {} B) <= {} B", box.rows,
+                                   box.cols, m.name, box.cols, element_bytes(), inner, m.span));
+    }
+    return box;
+  }
+
+  // Loads a tensor whose every element holds code(row, col) and returns the shared bytes' codes.
+  std::vector<std::uint32_t> load(ProbeContext& ctx, const Mode& m, tma::Box box, bool code_rows) {
+    const int bytes = box.rows * box.cols * element_bytes();
+    std::vector<std::uint8_t> host(bytes);
+    for (int r = 0; r < box.rows; ++r)
+      for (int c = 0; c < box.cols; ++c)
+        for (int b = 0; b < element_bytes(); ++b) {
+          host[(r * box.cols + c) * element_bytes() + b] = static_cast<std::uint8_t>((code_rows ? r : c) >> (8 * b));
+        }
+    DeviceBuffer<std::uint8_t> global(bytes), out(bytes);
+    global.upload(host);
+    out.poison();
+    CUtensorMap map;
+    const CUresult encoded = tma::encode_map(&map, global.get(), element_bytes(), box, m.driver);
+    if (encoded != CUDA_SUCCESS) {
+      throw CudaError(fmt::format("cuTensorMapEncodeTiled refused a valid {} box: {}", m.name, tma::result_name(encoded)));
+    }
+    tma::load_box(map, bytes, out.get(), ctx.harness.stream());
+    const auto landed = out.download();
+    std::vector<std::uint32_t> codes(box.rows * box.cols);
+    for (std::size_t e = 0; e < codes.size(); ++e)
+      for (int b = 0; b < element_bytes(); ++b) codes[e] |= std::uint32_t(landed[e * element_bytes() + b]) << (8 * b);
+    return codes;
+  }
+
+  // What the driver says to a box one 16-byte chunk wider than the mode allows.
+  std::string limit(const Mode& m, tma::Box box) const {
+    const int inner = m.model == Swizzle::none ? kChunk / 2 : m.span + kChunk;  // none: not a 16-byte multiple
+    const tma::Box over{box.rows, std::max(1, inner / element_bytes())};
+    DeviceBuffer<std::uint8_t> global(std::size_t(over.rows) * kMaxBoxDim * 4);
+    CUtensorMap map;
+    const CUresult r = tma::encode_map(&map, global.get(), element_bytes(), over, m.driver);
+    return fmt::format("inner extent {} B: {}", over.cols * element_bytes(),
+                       r == CUDA_SUCCESS ? "accepted" : tma::result_name(r));
+  }
+
+  void decode(ProbeContext& ctx, const Mode& m, tma::Box box) {
+    const auto rows = load(ctx, m, box, true), cols = load(ctx, m, box, false);
+    const int eb = element_bytes(), inner = box.cols * eb;
+    std::vector<sd::Placement> placements;
+    std::vector<int> seen(rows.size(), 0);
+    Json placement_map = Json::array();
+    int mismatches = 0, strays = 0;
+    for (std::size_t e = 0; e < rows.size(); ++e) {
+      if (rows[e] >= std::uint32_t(box.rows) || cols[e] >= std::uint32_t(box.cols)) {
+        ++strays;  // a slot no element of the box reached
+        continue;
+      }
+      const auto linear = std::uint32_t(rows[e] * inner + cols[e] * eb), placed = std::uint32_t(e * eb);
+      placements.push_back({linear, placed});
+      seen[linear / eb]++;
+      mismatches += tk::layout::swizzle(linear, m.model) != placed;
+      placement_map.push_back({rows[e], cols[e], placed});
+    }
+    const int missing = int(std::count(seen.begin(), seen.end(), 0));
+    const auto rule = sd::recover_xor_rule(placements);
+    int repeat = inner;  // the span after which the pattern repeats: 2^(highest source bit + 1)
+    if (rule && !rule->empty()) repeat = 1 << (rule->back().source + 1);
+
+    Result r(name(), {{"mode", m.name}, {"dtype", dtype_}, {"box", fmt::format("{}x{}", box.rows, box.cols)}});
+    r.value("rule", rule ? sd::describe(*rule) : "not an XOR of offset bits");
+    r.value("mismatches_vs_model", mismatches);
+    r.value("elements", Json(rows.size()));
+    r.value("pattern_repeat_bytes", repeat);
+    r.value("driver_limit", limit(m, box));
+    const bool exact = mismatches == 0 && missing == 0 && strays == 0;
+    r.checked({{"what", "every element where kernels/tk/layout/swizzle.hpp puts it, each exactly once"},
+               {"mismatches", mismatches},
+               {"missing", missing},
+               {"placement", placement_map}},
+              exact);
+    ctx.add(std::move(r));
+    ctx.finding(name(), fmt::format("{} ({} {}x{} box, {} B rows): {}; {} of {} elements off the model; the pattern "
+                                    "repeats every {} bytes, so a box needs that alignment",
+                                    m.name, dtype_, box.rows, box.cols, inner,
+                                    rule ? sd::describe(*rule) : "not an XOR rule", mismatches, rows.size(), repeat));
+    if (show_) ctx.finding(name(), grid(m, rows, cols));
+  }
+
+  // Each 128-byte line of shared memory as the (row, 16-byte chunk) of the box that landed there.
+  std::string grid(const Mode& m, const std::vector<std::uint32_t>& rows, const std::vector<std::uint32_t>& cols) const {
+    const int per_chunk = kChunk / element_bytes(), chunks = int(rows.size()) / per_chunk;
+    constexpr int kChunksPerLine = 8;
+    std::string text = fmt::format("{} mode, shared memory by 128-byte line (entries: row.chunk of the box):", m.name);
+    for (int c = 0; c < chunks && c < 8 * kChunksPerLine; ++c) {
+      if (c % kChunksPerLine == 0) text += fmt::format("\n      line {:2}:", c / kChunksPerLine);
+      const std::size_t e = std::size_t(c) * per_chunk;
+      text += fmt::format(" {:>2}.{}", rows[e], cols[e] / per_chunk);
+    }
+    return text;
+  }
+};
+
+}  // namespace
+
+TKPROBE_REGISTER_PROBE(TmaSwizzle);
+
+}  // namespace tkprobe
