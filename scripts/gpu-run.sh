@@ -19,7 +19,7 @@ declare -A BASELINES=(
   [occupancy]="occupancy"
   [bandwidth]="bandwidth"
   [mem-latency]="mem-latency"
-  [tma-swizzle]="tma-swizzle"
+  [tma-swizzle]="tma-swizzle --show"
 )
 
 { cmake --preset default -DTKPROBE_GIT_SHA="$sha" >/dev/null && cmake --build build; } > "$OUT/build.log" 2>&1 \
