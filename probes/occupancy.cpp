@@ -23,7 +23,7 @@ constexpr double kNearBest = 0.9;    // "saturated": within 10% of the sweep's b
 
 struct Point {
   int warps;
-  double tflops;  // or TB/s for the stream kernel
+  double rate;  // TFLOP/s, or TB/s for the stream kernel
 };
 
 class Occupancy final : public Probe {
@@ -125,13 +125,13 @@ class Occupancy final : public Probe {
                          const std::string& unit, const std::vector<Point>& points, int in_waves) const {
     if (points.empty()) return;
     const double best =
-        std::max_element(points.begin(), points.end(), [](auto& a, auto& b) { return a.tflops < b.tflops; })->tflops;
+        std::max_element(points.begin(), points.end(), [](auto& a, auto& b) { return a.rate < b.rate; })->rate;
     const Point& enough =
-        *std::find_if(points.begin(), points.end(), [&](auto& p) { return p.tflops >= kNearBest * best; });
+        *std::find_if(points.begin(), points.end(), [&](auto& p) { return p.rate >= kNearBest * best; });
     ctx.finding(name(), fmt::format("{} {}: {} warps per SM reach {:.0f}% of the sweep's best {:.2f} {} (one block: "
                                     "{:.2f}; {} warps were the most that fit; {} of {} rows ran with fewer blocks at "
                                     "once than the occupancy API allows)",
-                                    kernel, config, enough.warps, 100 * kNearBest, best, unit, points.front().tflops,
+                                    kernel, config, enough.warps, 100 * kNearBest, best, unit, points.front().rate,
                                     points.back().warps, in_waves, points.size()));
   }
 

@@ -1,16 +1,15 @@
 #include "probes/smem_banks_kernels.hpp"
+#include "tk/arch/shared_memory.cuh"
 #include "src/errors.hpp"
 
 namespace tkprobe::smem_banks {
 namespace {
 
+using tk::arch::shared_address;
+
 // A value no load produces in practice; comparing with it keeps every load's result live
 // and makes the final barrier wait for the last load.
 constexpr std::uint32_t kNever = 0x9e3779b9u;
-
-__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
 
 // Volatile: ptxas may not merge or hoist repeated loads of the same address.
 template <int Width>

@@ -1,14 +1,13 @@
 #include <cudaTypedefs.h>
 
 #include "probes/tma_kernels.hpp"
+#include "tk/arch/shared_memory.cuh"
 #include "src/errors.hpp"
 
 namespace tkprobe::tma {
 namespace {
 
-__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
+using tk::arch::shared_address;
 
 // One thread arms the barrier with the bytes to expect, issues the bulk tensor copy (PTX ISA
 // 9.7.9.25 "cp.async.bulk.tensor") and waits on the barrier's phase 0; then every thread copies

@@ -13,6 +13,7 @@
 
 #include "kernels/tk/layout/swizzle.hpp"
 #include "probes/swizzle_decode.hpp"
+#include "probes/tensor_types.hpp"
 #include "probes/tma_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
@@ -83,13 +84,11 @@ class TmaSwizzle final : public Probe {
   tma::Box box_for(const Mode& m) const {
     tma::Box box{kDefaultRows, m.span / element_bytes()};
     if (!box_.empty()) {
-      int rows = 0, cols = 0;
-      char x = 0;
-      if (std::sscanf(box_.c_str(), "%d%c%d", &rows, &x, &cols) != 3 || x != 'x' || rows < 1 || cols < 1 ||
-          rows > kMaxBoxDim || cols > kMaxBoxDim) {
+      const auto shape = tensor::parse_shape(box_);
+      if (!shape || shape->first > kMaxBoxDim || shape->second > kMaxBoxDim) {
         throw UsageError(fmt::format("--box {}: give ROWSxCOLS, each 1..{}", box_, kMaxBoxDim));
       }
-      box = {rows, cols};
+      box = {shape->first, shape->second};
     }
     const int inner = box.cols * element_bytes();
     if (inner % kChunk) {

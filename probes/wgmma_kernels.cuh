@@ -3,14 +3,13 @@
 #include <utility>
 
 #include "probes/wgmma_kernels.hpp"
+#include "tk/arch/shared_memory.cuh"
 #include "tk/arch/wgmma.cuh"
 #include "tk/layout/wgmma_descriptor.hpp"
 
 namespace tkprobe::tensor {
 
-__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
+using tk::arch::shared_address;
 
 // Copies the image in and makes it visible to the tensor cores, which read shared memory
 // through the async proxy (PTX ISA 9.7.12.15 "fence.proxy").

@@ -1,27 +1,30 @@
 #!/usr/bin/env python3
 """Checks in the sm_90a SASS that each timed probe kernel really contains the instruction it
-claims to time (LDS, LDSM, HGMMA/QGMMA/IGMMA, HMMA/IMMA), unrolled as written (ptxas deletes or hoists repeated non-volatile shared loads;
-a probe whose loop lost them would time an empty loop). Exit 77 (skipped) without cuobjdump."""
+claims to time (LDS, LDG, LDSM, HGMMA/QGMMA/IGMMA, HMMA/IMMA, UTMALDG), unrolled as written
+(ptxas deletes or hoists repeated non-volatile shared loads; a probe whose loop lost them would time
+an empty loop). Exit 77 (skipped) without cuobjdump."""
 import re
 import shutil
 import subprocess
 import sys
+from collections import namedtuple
 
 UNROLL = 16  # kUnroll in probes/smem_*_kernels.hpp
 MEM_UNROLL = 8  # kUnroll in probes/mem_latency_kernels.hpp
 PAIR_UNROLL = 4  # kPairUnroll in probes/wgmma_kernels.hpp: the first pass + 4 unrolled pairs of passes
 WGMMA_PER_PASS = 4  # kKSlices
 
-# (pattern in the mangled kernel name, opcode pattern, least count, kernels expected[, timed]):
-# a timed kernel must also read the clock at the start and end of its timed region.
+# A kernel family: pattern in the mangled name, opcode pattern, least count, kernels expected, and
+# whether it is timed (then it must read the clock at the start and end of its timed region).
+Expect = namedtuple("Expect", "needle opcode least kernels timed", defaults=(True,))
 EXPECTED = [
-    ("smem_latency.*chase_kernel", r"LDS", 2 * UNROLL, 2),  # warm-up and timed chase, precomputed and indexed
-    ("11mem_latency.*chase_kernel", r"LDG\.64(\.\w+)*", 2 * MEM_UNROLL, 1),  # warm lap and timed chase
-    ("strided_kernelILi4E", r"LDS", UNROLL, 1),
-    ("strided_kernelILi8E", r"LDS\.64", UNROLL, 1),
-    ("strided_kernelILi16E", r"LDS\.128", UNROLL, 1),
-    ("ldmatrix_kernel", r"LDSM\.16\.M88\.4", UNROLL, 2),
-    ("load_box_kernel", r"UTMALDG\.2D", 1, 1, False),  # tma-swizzle's bulk tensor load: untimed
+    Expect("smem_latency.*chase_kernel", r"LDS", 2 * UNROLL, 2),  # warm-up and timed chase, both addressings
+    Expect("11mem_latency.*chase_kernel", r"LDG\.64(\.\w+)*", 2 * MEM_UNROLL, 1),  # warm lap and timed chase
+    Expect("strided_kernelILi4E", r"LDS", UNROLL, 1),
+    Expect("strided_kernelILi8E", r"LDS\.64", UNROLL, 1),
+    Expect("strided_kernelILi16E", r"LDS\.128", UNROLL, 1),
+    Expect("ldmatrix_kernel", r"LDSM\.16\.M88\.4", UNROLL, 2),
+    Expect("load_box_kernel", r"UTMALDG\.2D", 1, 1, timed=False),  # tma-swizzle's bulk tensor load
 ]
 # wgmma: every N for both A sources. HGMMA for 16-bit and tf32 inputs, QGMMA for fp8, IGMMA for s8.
 WGMMA_LEAST = WGMMA_PER_PASS * (1 + 2 * PAIR_UNROLL)
@@ -36,7 +39,7 @@ for tag, opcode, kernels in [
     ("8e5m2_f16", r"QGMMA\.64x\d+x32\.F16\.E5M2\.E5M2", 64),
     ("6s8_s32", r"IGMMA\.64x\d+x32\.S8\.S8", 36),
 ]:
-    EXPECTED.append((f"wgmma_kernelIN2tk4arch{tag}E", opcode, WGMMA_LEAST, kernels))
+    EXPECTED.append(Expect(f"wgmma_kernelIN2tk4arch{tag}E", opcode, WGMMA_LEAST, kernels))
 # mma.sync at each ILP: at least one pass of ILP instructions in the loop and the final pass.
 # e4m3 has no mma.sync unit on sm_90: ptxas lowers each to two f16 HMMA.16816 after converting.
 for tag, opcode, per_mma in [
@@ -47,7 +50,7 @@ for tag, opcode, per_mma in [
     ("6s8_s32", r"IMMA\.16832\.S8\.S8", 1),
 ]:
     for ilp in range(1, 9):
-        EXPECTED.append((f"mma_sync_kernelIN2tk4arch{tag}ELi{ilp}E", opcode, 3 * ilp * per_mma, 1))
+        EXPECTED.append(Expect(f"mma_sync_kernelIN2tk4arch{tag}ELi{ilp}E", opcode, 3 * ilp * per_mma, 1))
 
 
 def functions(sass, arch):
@@ -82,7 +85,7 @@ def main():
     sass = subprocess.run(["cuobjdump", "--dump-sass", sys.argv[1]], check=True, capture_output=True, text=True).stdout
     funcs = functions(sass, "sm_90a")
     failures = 0
-    for needle, opcode, least, kernels, *timed in EXPECTED:
+    for needle, opcode, least, kernels, timed in EXPECTED:
         matched = {n: ops for n, ops in funcs.items() if re.search(needle, n)}
         if len(matched) != kernels:
             print(f"FAIL {needle}: expected {kernels} kernel(s), found {len(matched)}")
@@ -92,9 +95,9 @@ def main():
         for name, instructions in matched.items():
             counts.append(sum(re.fullmatch(opcode, opcode_base(op)) is not None for op, _ in instructions))
             clocks.append(sum("SR_CLOCKLO" in text for _, text in instructions))
-        ok = min(counts) >= least and (min(clocks) >= 2 or timed == [False])
+        ok = min(counts) >= least and (min(clocks) >= 2 or not timed)
         failures += not ok
-        clock_text = f", least {min(clocks)} clock64 reads (need >= 2)" if timed != [False] else ""
+        clock_text = f", least {min(clocks)} clock64 reads (need >= 2)" if timed else ""
         print(f"{'ok  ' if ok else 'FAIL'} {needle} ({kernels} kernel(s)): least {min(counts)} x {opcode} "
               f"(need >= {least}){clock_text}")
     print(f"{len(EXPECTED) - failures} passed, {failures} failed")

@@ -1,0 +1,12 @@
+#pragma once
+// Shared-memory addresses as the PTX instructions that take them want them: 32-bit offsets in
+// the shared window (ld.shared, ldmatrix, mbarrier, cp.async.bulk, wgmma descriptors).
+#include <cstdint>
+
+namespace tk::arch {
+
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+}  // namespace tk::arch
