@@ -74,19 +74,35 @@ class Bandwidth final : public Probe {
     return r;
   }
 
+  // The HBM buffers every streaming row shares, and the XOR the host expects a read to return
+  // (computed once: a pass over every word of the buffer).
+  struct Hbm {
+    Hbm(ProbeContext& ctx, std::size_t bytes_)
+        : bytes(bytes_),
+          count(bytes_ / sizeof(uint4)),
+          seed(static_cast<std::uint32_t>(ctx.rng())),
+          src(count),
+          dst(count),
+          sink(1),
+          mismatches(1) {
+      bw::fill(src.get(), count, seed, ctx.harness.stream());
+      read_xor = pattern_xor(count, seed);
+    }
+    std::size_t bytes, count;
+    std::uint32_t seed, read_xor = 0;
+    DeviceBuffer<uint4> src, dst;
+    DeviceBuffer<std::uint32_t> sink;
+    DeviceBuffer<unsigned long long> mismatches;
+  };
+
   void run_hbm(ProbeContext& ctx, std::size_t bytes) {
-    const std::size_t count = bytes / sizeof(uint4);
-    const auto seed = static_cast<std::uint32_t>(ctx.rng());
-    DeviceBuffer<uint4> src(count), dst(count);
-    DeviceBuffer<std::uint32_t> sink(1);
-    DeviceBuffer<unsigned long long> mismatches(1);
-    bw::fill(src.get(), count, seed, ctx.harness.stream());
+    Hbm hbm(ctx, bytes);
     const double ceiling = hbm_ceiling_tbps(ctx.device);
     for (const auto op : {bw::Stream::read, bw::Stream::write, bw::Stream::copy}) {
       std::optional<std::pair<double, std::string>> best;
       for (int in_flight : bw::kLoadsInFlight) {
         for (bw::Hint hint : bw::kHints) {
-          const double tbps = run_stream(ctx, op, {in_flight, hint}, src, dst, sink, mismatches, seed, bytes);
+          const double tbps = run_stream(ctx, op, {in_flight, hint}, hbm);
           const std::string variant = fmt::format("{} loads in flight, hints {}", in_flight, bw::name(hint));
           if (!best || tbps > best->first) best.emplace(tbps, variant);
         }
@@ -102,32 +118,30 @@ class Bandwidth final : public Probe {
   }
 
   // One streaming row; returns its median TB/s.
-  double run_stream(ProbeContext& ctx, bw::Stream op, bw::Variant v, DeviceBuffer<uint4>& src, DeviceBuffer<uint4>& dst,
-                    DeviceBuffer<std::uint32_t>& sink, DeviceBuffer<unsigned long long>& mismatches,
-                    std::uint32_t seed, std::size_t bytes) {
-    const std::size_t count = bytes / sizeof(uint4);
+  double run_stream(ProbeContext& ctx, bw::Stream op, bw::Variant v, Hbm& hbm) {
     const int blocks = ctx.device.sms * bw::kBlocksPerSm;
-    const double moved = double(bytes) * (op == bw::Stream::copy ? 2 : 1);
-    dst.poison();
+    const double moved = double(hbm.bytes) * (op == bw::Stream::copy ? 2 : 1);
+    hbm.dst.poison();
     const auto launch = [&](cudaStream_t s) {
-      bw::launch_stream(op, v, src.get(), dst.get(), count, seed, sink.get(), blocks, 0, s);
+      bw::launch_stream(op, v, hbm.src.get(), hbm.dst.get(), hbm.count, hbm.seed, hbm.sink.get(), blocks, 0, s);
     };
     const Measurement m = ctx.harness.time_kernel_rate(
         fmt::format("bandwidth hbm {} x{} {}", to_string(op), v.loads_in_flight, bw::name(v.hint)), launch,
         moved / 1e12);
     Result r = row("hbm", to_string(op), m, hbm_ceiling_tbps(ctx.device));
-    r.params["bytes"] = bytes;
+    r.params["bytes"] = hbm.bytes;
     r.params["loads_in_flight"] = v.loads_in_flight;
     r.params["hints"] = bw::name(v.hint);
     if (op == bw::Stream::read) {
-      sink.poison(0);
+      hbm.sink.poison(0);
       launch(ctx.harness.stream());
-      const std::uint32_t got = sink.download()[0], want = pattern_xor(count, seed);
-      r.checked({{"what", "XOR of every word read vs the host's"}, {"value", got}, {"expected", want}}, got == want);
+      const std::uint32_t got = hbm.sink.download()[0];
+      r.checked({{"what", "XOR of every word read vs the host's"}, {"value", got}, {"expected", hbm.read_xor}},
+                got == hbm.read_xor);
     } else {
-      mismatches.poison(0);
-      bw::count_mismatches(dst.get(), count, seed, mismatches.get(), ctx.harness.stream());
-      const auto bad = mismatches.download()[0];
+      hbm.mismatches.poison(0);
+      bw::count_mismatches(hbm.dst.get(), hbm.count, hbm.seed, hbm.mismatches.get(), ctx.harness.stream());
+      const auto bad = hbm.mismatches.download()[0];
       r.checked({{"what", "words written that differ from the pattern"}, {"value", bad}}, bad == 0);
     }
     ctx.add(std::move(r));

@@ -86,16 +86,18 @@ class MemLatency final : public Probe {
     const long long warm_steps = warm ? (lines + ml::kUnroll - 1) / ml::kUnroll * ml::kUnroll : 0;
     const std::vector<long long> lengths{512, 1024, 2048};
     const std::vector<double> x(lengths.begin(), lengths.end());
+    std::vector<std::uint64_t> end_addresses;  // walked once on the host, not in every sample
+    for (long long steps : lengths) end_addresses.push_back(address_after(buffer.get(), next, warm_steps + steps));
     bool ended_right = true;
     const Measurement m = ctx.harness.measure(fmt::format("mem-latency {} B", bytes), [&] {
       std::vector<double> y;
-      for (long long steps : lengths) {
+      for (std::size_t i = 0; i < lengths.size(); ++i) {
         if (!warm) ctx.harness.flush_l2();
         cycles.poison();
-        ml::launch_chase(buffer.get(), warm_steps, steps, {cycles.get(), sink.get(), clock.get()},
+        ml::launch_chase(buffer.get(), warm_steps, lengths[i], {cycles.get(), sink.get(), clock.get()},
                          ctx.harness.stream());
         y.push_back(static_cast<double>(cycles.download()[0]));
-        ended_right &= sink.download()[0] == address_after(buffer.get(), next, warm_steps + steps);
+        ended_right &= sink.download()[0] == end_addresses[i];
       }
       const ClockWindow longest = clock.download()[0];
       return Sample{chain::fit_line(x, y).slope, window_mhz(longest), (longest.end.ns - longest.begin.ns) * 1e-9};
