@@ -127,3 +127,11 @@ TEST(Cli, TmaSwizzleRefusesModesAndBoxesTheTmaCannotTake) {
   EXPECT_EQ(run({"tma-swizzle", "--box", "0x8"}).code, 2);
   EXPECT_EQ(run({"tma-swizzle", "--dtype", "fp64"}).code, 2);
 }
+
+TEST(Cli, MemLatencyFootprintsOutsideSixteenKibToFourGibAreRefused) {
+  for (const char* footprint : {"8", "4194305"}) {
+    const auto r = run({"mem-latency", "--footprint", footprint});
+    EXPECT_EQ(r.code, 2) << footprint;
+    EXPECT_TRUE(mentions(r.err, "give KiB from 16 to 4194304")) << r.err;
+  }
+}

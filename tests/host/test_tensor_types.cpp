@@ -143,3 +143,16 @@ TEST(TensorCli, CountsOutOfRange) {
   EXPECT_EQ(run({"occupancy", "--kernel", "bogus"}).code, 2);
   EXPECT_EQ(run({"wgmma", "--a", "global"}).code, 2);
 }
+
+TEST(TensorCli, OccupancyAndAccumulatorOptionsSayWhatIsValid) {
+  const auto shape = run({"occupancy", "--shape", "64x7"});
+  EXPECT_EQ(shape.code, 2);
+  EXPECT_TRUE(mentions(shape.err, "a multiple of 8 from 8 to 256")) << shape.err;
+  const auto ilp = run({"occupancy", "--ilp", "0"});
+  EXPECT_EQ(ilp.code, 2);
+  EXPECT_TRUE(mentions(ilp.err, "--ilp")) << ilp.err;
+  const auto acc = run({"wgmma", "--acc", "f64"});
+  EXPECT_EQ(acc.code, 2);
+  EXPECT_TRUE(mentions(acc.err, "--acc f64: give f32, f16 or s32")) << acc.err;
+  EXPECT_EQ(run({"mma-sync", "--ilp", "0"}).code, 2);
+}
