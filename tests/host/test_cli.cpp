@@ -33,7 +33,7 @@ TEST(Cli, UnknownProbeListsTheValidOnes) {
   const auto r = run({"smem-bogus"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(mentions(r.err, "unknown probe or command 'smem-bogus'"));
-  EXPECT_TRUE(mentions(r.err, "valid: bandwidth, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, tma-swizzle, wgmma"));
+  EXPECT_TRUE(mentions(r.err, "valid: bandwidth, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, tma-swizzle, wgmma, wgmma-layout"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
@@ -126,6 +126,18 @@ TEST(Cli, TmaSwizzleRefusesModesAndBoxesTheTmaCannotTake) {
   EXPECT_EQ(run({"tma-swizzle", "--box", "8x3", "--mode", "none"}).code, 2);
   EXPECT_EQ(run({"tma-swizzle", "--box", "0x8"}).code, 2);
   EXPECT_EQ(run({"tma-swizzle", "--dtype", "fp64"}).code, 2);
+}
+
+TEST(Cli, WgmmaLayoutRefusesUnknownModesMajorsAndTypes) {
+  const auto mode = run({"wgmma-layout", "--swizzle", "16B"});
+  EXPECT_EQ(mode.code, 2);
+  EXPECT_TRUE(mentions(mode.err, "--swizzle 16B: give none, 32B, 64B, 128B or all")) << mode.err;
+  const auto major = run({"wgmma-layout", "--major", "row"});
+  EXPECT_EQ(major.code, 2);
+  EXPECT_TRUE(mentions(major.err, "--major row: give k, mn or all")) << major.err;
+  const auto dtype = run({"wgmma-layout", "--dtype", "fp16"});
+  EXPECT_EQ(dtype.code, 2);
+  EXPECT_TRUE(mentions(dtype.err, "only bf16 is decoded")) << dtype.err;
 }
 
 TEST(Cli, MemLatencyFootprintsOutsideSixteenKibToFourGibAreRefused) {

@@ -6,7 +6,8 @@
 //
 //   tk::arch::Wgmma<tk::arch::bf16_f32, 256>::ss(acc, desc_a, desc_b, /*accumulate=*/1);
 //
-// Every operand is K-major (no transpose), the only form every input type allows.
+// Operands are K-major unless a 16-bit type asks for MN-major (ss<1, 1>): the only form every
+// input type allows is K-major.
 #include <cstdint>
 
 #include "tk/arch/asm_lists.inc"
@@ -33,41 +34,55 @@ __device__ __forceinline__ void wgmma_wait() {
 }  // namespace tk::arch
 
 // The instruction text for A from shared memory and from registers. scale-d (0: D = A*B,
-// 1: D += A*B) is a predicate in PTX, set from an int operand.
-#define TK_WGMMA_SS_TEXT(acc, a, b, scale, in3, in4, in5, instr, tail)                         \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, " scale ", 0;\n" instr " {" acc "}, " a ", " b ", p" tail \
+// 1: D += A*B) is a predicate in PTX, set from an int operand. `tail(ta, tb)` writes the
+// immediates after scale-d from the placeholders of the transpose operands.
+#define TK_WGMMA_SS_TEXT(acc, a, b, scale, ta, tb, in6, in7, instr, tail)                                 \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, " scale ", 0;\n" instr " {" acc "}, " a ", " b ", p" tail(ta, tb) \
   ";\n}"
-#define TK_WGMMA_RS_TEXT(acc, a0, a1, a2, a3, b, scale, instr, tail)                                      \
+#define TK_WGMMA_RS_TEXT(acc, a0, a1, a2, a3, b, scale, tb, instr, tail)                                  \
   "{\n.reg .pred p;\nsetp.ne.b32 p, " scale ", 0;\n" instr " {" acc "}, {" a0 ", " a1 ", " a2 ", " a3 \
-  "}, " b ", p" tail ";\n}"
+  "}, " b ", p" tail(tb, tb) ";\n}"
 #define TK_BIND_F(x) "+f"(x)
 #define TK_BIND_R(x) "+r"(x)
 
-// One Wgmma<Types, N> with its two forms. `ss_tail` / `rs_tail` are the immediates after
-// scale-d: scale-a, scale-b (float types) and the transpose flags (16-bit types only).
-#define TK_WGMMA_DEFINE(N, C, Types, Bind, shape_types, ss_tail, rs_tail)                                    \
+// The immediates after scale-d: scale-a and scale-b (+1: no negation) for float types, then for
+// 16-bit types the transpose flags (imm-trans-a only where A comes from shared memory).
+#define TK_TAIL_TRANS_SS(ta, tb) ", 1, 1, " ta ", " tb
+#define TK_TAIL_TRANS_RS(ta, tb) ", 1, 1, " tb
+#define TK_TAIL_SCALE(ta, tb) ", 1, 1"
+#define TK_TAIL_NONE(ta, tb) ""
+
+// One Wgmma<Types, N> with its two forms. TransA / TransB = 1 read A M-major / B N-major from
+// shared memory (PTX ISA 9.7.15.5.1.2 "Shared Memory Matrix Layout"); only 16-bit inputs allow it.
+#define TK_WGMMA_DEFINE(N, C, Types, Bind, shape_types, ss_tail, rs_tail, transposable)                       \
   template <>                                                                                                \
   struct tk::arch::Wgmma<tk::arch::Types, N> {                                                               \
     using Reg = tk::arch::Types::Reg;                                                                        \
+    template <int TransA = 0, int TransB = 0>                                                                \
     __device__ __forceinline__ static void ss(Reg (&d)[C], std::uint64_t a, std::uint64_t b, int scale_d) { \
+      static_assert(transposable || (TransA == 0 && TransB == 0), "only 16-bit inputs may be MN-major");     \
       asm volatile(TK_ASM_ACC_##C(TK_WGMMA_SS_TEXT, "wgmma.mma_async.sync.aligned.m64n" #N shape_types, ss_tail) \
                    : TK_ASM_OPERANDS_##C(Bind, d)                                                            \
-                   : "l"(a), "l"(b), "r"(scale_d));                                                          \
+                   : "l"(a), "l"(b), "r"(scale_d), "n"(TransA), "n"(TransB));                                \
     }                                                                                                        \
+    template <int TransB = 0>                                                                                \
     __device__ __forceinline__ static void rs(Reg (&d)[C], const std::uint32_t (&a)[4], std::uint64_t b,     \
                                               int scale_d) {                                                 \
+      static_assert(transposable || TransB == 0, "only 16-bit inputs may be MN-major");                      \
       asm volatile(TK_ASM_ACC_##C(TK_WGMMA_RS_TEXT, "wgmma.mma_async.sync.aligned.m64n" #N shape_types, rs_tail) \
                    : TK_ASM_OPERANDS_##C(Bind, d)                                                            \
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));                      \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(TransB));         \
     }                                                                                                        \
   };
 
 // X(N, N/2, N/4, ...) picks the accumulator count: N/2 registers of f32 or s32, N/4 of f16x2.
-#define TK_WGMMA_F32(N, C32, C16, T, s) TK_WGMMA_DEFINE(N, C32, T, TK_BIND_F, s, ", 1, 1", ", 1, 1")
-#define TK_WGMMA_F32_16BIT(N, C32, C16, T, s) TK_WGMMA_DEFINE(N, C32, T, TK_BIND_F, s, ", 1, 1, 0, 0", ", 1, 1, 0")
-#define TK_WGMMA_F16(N, C32, C16, T, s) TK_WGMMA_DEFINE(N, C16, T, TK_BIND_R, s, ", 1, 1", ", 1, 1")
-#define TK_WGMMA_F16_16BIT(N, C32, C16, T, s) TK_WGMMA_DEFINE(N, C16, T, TK_BIND_R, s, ", 1, 1, 0, 0", ", 1, 1, 0")
-#define TK_WGMMA_S32(N, C32, C16, T, s) TK_WGMMA_DEFINE(N, C32, T, TK_BIND_R, s, "", "")
+#define TK_WGMMA_F32(N, C32, C16, T, s) TK_WGMMA_DEFINE(N, C32, T, TK_BIND_F, s, TK_TAIL_SCALE, TK_TAIL_SCALE, false)
+#define TK_WGMMA_F32_16BIT(N, C32, C16, T, s) \
+  TK_WGMMA_DEFINE(N, C32, T, TK_BIND_F, s, TK_TAIL_TRANS_SS, TK_TAIL_TRANS_RS, true)
+#define TK_WGMMA_F16(N, C32, C16, T, s) TK_WGMMA_DEFINE(N, C16, T, TK_BIND_R, s, TK_TAIL_SCALE, TK_TAIL_SCALE, false)
+#define TK_WGMMA_F16_16BIT(N, C32, C16, T, s) \
+  TK_WGMMA_DEFINE(N, C16, T, TK_BIND_R, s, TK_TAIL_TRANS_SS, TK_TAIL_TRANS_RS, true)
+#define TK_WGMMA_S32(N, C32, C16, T, s) TK_WGMMA_DEFINE(N, C32, T, TK_BIND_R, s, TK_TAIL_NONE, TK_TAIL_NONE, false)
 
 TK_WGMMA_N_ALL(TK_WGMMA_F32_16BIT, bf16_f32, "k16.f32.bf16.bf16")
 TK_WGMMA_N_ALL(TK_WGMMA_F32_16BIT, f16_f32, "k16.f32.f16.f16")
