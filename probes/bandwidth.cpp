@@ -100,13 +100,14 @@ class Bandwidth final : public Probe {
     const double ceiling = hbm_ceiling_tbps(ctx.device);
     for (const auto op : {bw::Stream::read, bw::Stream::write, bw::Stream::copy}) {
       std::optional<std::pair<double, std::string>> best;
-      for (int in_flight : bw::kLoadsInFlight) {
-        for (bw::Hint hint : bw::kHints) {
-          const double tbps = run_stream(ctx, op, {in_flight, hint}, hbm);
-          const std::string variant = fmt::format("{} loads in flight, hints {}", in_flight, bw::name(hint));
-          if (!best || tbps > best->first) best.emplace(tbps, variant);
-        }
-      }
+      for (bw::Schedule schedule : bw::kSchedules)
+        for (int in_flight : bw::kLoadsInFlight)
+          for (bw::Hint hint : bw::kHints) {
+            const double tbps = run_stream(ctx, op, {in_flight, hint, schedule}, hbm);
+            const std::string variant = fmt::format("{}, {} loads in flight, hints {}", bw::name(schedule), in_flight,
+                                                    bw::name(hint));
+            if (!best || tbps > best->first) best.emplace(tbps, variant);
+          }
       ctx.finding(name(), fmt::format("HBM {}: best {:.2f} TB/s ({:.1f}% of the {:.2f} TB/s ceiling) with {}",
                                       to_string(op), best->first, 100 * best->first / ceiling, ceiling,
                                       best->second));
@@ -119,19 +120,22 @@ class Bandwidth final : public Probe {
 
   // One streaming row; returns its median TB/s.
   double run_stream(ProbeContext& ctx, bw::Stream op, bw::Variant v, Hbm& hbm) {
-    const int blocks = ctx.device.sms * bw::kBlocksPerSm;
+    const int blocks = bw::blocks_for(v, hbm.count, ctx.device.sms * bw::kBlocksPerSm);
     const double moved = double(hbm.bytes) * (op == bw::Stream::copy ? 2 : 1);
     hbm.dst.poison();
     const auto launch = [&](cudaStream_t s) {
       bw::launch_stream(op, v, hbm.src.get(), hbm.dst.get(), hbm.count, hbm.seed, hbm.sink.get(), blocks, 0, s);
     };
     const Measurement m = ctx.harness.time_kernel_rate(
-        fmt::format("bandwidth hbm {} x{} {}", to_string(op), v.loads_in_flight, bw::name(v.hint)), launch,
+        fmt::format("bandwidth hbm {} {} x{} {}", to_string(op), bw::name(v.schedule), v.loads_in_flight,
+                    bw::name(v.hint)),
+        launch,
         moved / 1e12);
     Result r = row("hbm", to_string(op), m, hbm_ceiling_tbps(ctx.device));
     r.params["bytes"] = hbm.bytes;
     r.params["loads_in_flight"] = v.loads_in_flight;
     r.params["hints"] = bw::name(v.hint);
+    r.params["schedule"] = bw::name(v.schedule);
     if (op == bw::Stream::read) {
       hbm.sink.poison(0);
       launch(ctx.harness.stream());

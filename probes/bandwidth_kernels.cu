@@ -22,12 +22,8 @@ __device__ __forceinline__ uint4 load(const uint4* p) {
   uint4 v;
   if constexpr (H == Hint::none) {
     v = *p;
-  } else if constexpr (H == Hint::streaming) {
-    asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   } else {
-    asm volatile("ld.global.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
+    asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   }
   return v;
 }
@@ -48,22 +44,27 @@ __global__ void fill_kernel(uint4* buffer, std::size_t count, std::uint32_t seed
   }
 }
 
-// Each thread takes Unroll words a grid-width apart per trip, so a warp's loads stay coalesced
-// and Unroll of them are in flight before the first is used.
-template <Stream S, int Unroll, Hint H>
+// Each thread takes Unroll words `step` apart per trip, so a warp's loads stay coalesced and
+// Unroll of them are in flight before the first is used. grid_stride: step is the grid's
+// width and the loop runs to the end; tiles: step is the block's width and the block's one
+// tile is the whole range.
+template <Stream S, int Unroll, Hint H, Schedule Sch>
 __global__ void __launch_bounds__(kThreads) streaming_kernel(const uint4* src, uint4* dst, std::size_t count,
                                                              std::uint32_t seed, std::uint32_t* sink) {
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  const bool tiles = Sch == Schedule::tiles;
+  const std::size_t step = tiles ? blockDim.x : std::size_t(gridDim.x) * blockDim.x;
+  const std::size_t tile = std::size_t(Unroll) * blockDim.x;
+  std::size_t i = tiles ? blockIdx.x * tile + threadIdx.x : blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  const std::size_t end = tiles ? std::min(count, (blockIdx.x + 1) * tile) : count;
   std::uint32_t acc = 0;
-  for (; i + (Unroll - 1) * stride < count; i += Unroll * stride) {
+  for (; i + (Unroll - 1) * step < end; i += Unroll * step) {
     uint4 v[Unroll];
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
       if constexpr (S == Stream::write) {
-        v[u] = pattern4(i + u * stride, seed);
+        v[u] = pattern4(i + u * step, seed);
       } else {
-        v[u] = load<H>(src + i + u * stride);
+        v[u] = load<H>(src + i + u * step);
       }
     }
 #pragma unroll
@@ -71,11 +72,11 @@ __global__ void __launch_bounds__(kThreads) streaming_kernel(const uint4* src, u
       if constexpr (S == Stream::read) {
         acc ^= fold(v[u]);
       } else {
-        store<H>(dst + i + u * stride, v[u]);
+        store<H>(dst + i + u * step, v[u]);
       }
     }
   }
-  for (; i < count; i += stride) {  // the tail a full trip would overrun
+  for (; i < end; i += step) {  // the tail a full trip would overrun
     if constexpr (S == Stream::read) acc ^= fold(load<H>(src + i));
     if constexpr (S == Stream::write) store<H>(dst + i, pattern4(i, seed));
     if constexpr (S == Stream::copy) store<H>(dst + i, load<H>(src + i));
@@ -107,21 +108,20 @@ __global__ void mismatch_kernel(const uint4* buffer, std::size_t count, std::uin
 
 constexpr int kSimpleBlocks = 1024;
 
+template <Stream S, int Unroll, Hint H>
+const void* pick(Schedule sch) {
+  return sch == Schedule::tiles ? reinterpret_cast<const void*>(&streaming_kernel<S, Unroll, H, Schedule::tiles>)
+                                : reinterpret_cast<const void*>(&streaming_kernel<S, Unroll, H, Schedule::grid_stride>);
+}
+
 template <Stream S, int Unroll>
-const void* pick(Hint h) {
-  switch (h) {
-    case Hint::none:
-      return reinterpret_cast<const void*>(&streaming_kernel<S, Unroll, Hint::none>);
-    case Hint::streaming:
-      return reinterpret_cast<const void*>(&streaming_kernel<S, Unroll, Hint::streaming>);
-    default:
-      return reinterpret_cast<const void*>(&streaming_kernel<S, Unroll, Hint::prefetch_256b>);
-  }
+const void* pick(Variant v) {
+  return v.hint == Hint::streaming ? pick<S, Unroll, Hint::streaming>(v.schedule) : pick<S, Unroll, Hint::none>(v.schedule);
 }
 
 template <Stream S>
 const void* pick(Variant v) {
-  return v.loads_in_flight == 8 ? pick<S, 8>(v.hint) : pick<S, 4>(v.hint);
+  return v.loads_in_flight == 8 ? pick<S, 8>(v) : pick<S, 4>(v);
 }
 
 }  // namespace
@@ -140,6 +140,12 @@ const void* stream_kernel(Stream s, Variant v) {
     default:
       return pick<Stream::copy>(v);
   }
+}
+
+int blocks_for(Variant v, std::size_t count, int resident) {
+  if (v.schedule == Schedule::grid_stride) return resident;
+  const std::size_t tile = std::size_t(kThreads) * v.loads_in_flight;
+  return static_cast<int>((count + tile - 1) / tile);
 }
 
 void launch_stream(Stream s, Variant v, const uint4* src, uint4* dst, std::size_t count, std::uint32_t seed,

@@ -14,20 +14,31 @@ enum class Stream { read, write, copy };
 inline constexpr int kThreads = 256;
 inline constexpr int kBlocksPerSm = 8;  // 2048 threads: a full SM, many loads in flight
 
-// Cache hints on the 16-byte accesses (PTX ISA 9.7.9.8 "ld"): none; .cs (streaming, evict first)
-// on loads and stores; or L1::no_allocate with an L2::256B prefetch on loads.
-enum class Hint { none, streaming, prefetch_256b };
-inline constexpr Hint kHints[] = {Hint::none, Hint::streaming, Hint::prefetch_256b};
-constexpr const char* name(Hint h) {
-  return h == Hint::none ? "none" : h == Hint::streaming ? "evict-first (.cs)" : "L2::256B prefetch";
-}
+// Cache hints on the 16-byte accesses (PTX ISA 9.7.9.8 "ld"): none, or .cs (streaming, evict
+// first) on loads and stores. (An L2::256B prefetch on loads measured 2-5% slower on the H200
+// and was dropped: results/NOTES.md.)
+enum class Hint { none, streaming };
+inline constexpr Hint kHints[] = {Hint::none, Hint::streaming};
+constexpr const char* name(Hint h) { return h == Hint::none ? "none" : "evict-first (.cs)"; }
 // 16-byte loads each thread issues before using any.
 inline constexpr int kLoadsInFlight[] = {4, 8};
+
+// Which words a block moves. grid_stride: a grid that fills the GPU once (kBlocksPerSm per SM)
+// loops over the buffer, a thread's words a grid-width apart. tiles: one block per contiguous
+// tile of kThreads x loads_in_flight words, a grid as large as the buffer needs, so the words
+// in flight at any moment form one compact window that sweeps memory in order.
+enum class Schedule { grid_stride, tiles };
+inline constexpr Schedule kSchedules[] = {Schedule::grid_stride, Schedule::tiles};
+constexpr const char* name(Schedule s) { return s == Schedule::grid_stride ? "grid-stride" : "tiles"; }
 
 struct Variant {
   int loads_in_flight = 4;
   Hint hint = Hint::none;
+  Schedule schedule = Schedule::grid_stride;
 };
+
+// The grid a variant runs `count` words with: `resident` blocks for grid_stride, one per tile otherwise.
+int blocks_for(Variant v, std::size_t count, int resident);
 
 // Word w of a filled buffer: a hash of (w, seed), never a run of zeros.
 constexpr std::uint32_t pattern(std::uint64_t word, std::uint32_t seed) {

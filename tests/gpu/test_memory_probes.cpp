@@ -12,7 +12,7 @@ using tkprobe::Json;
 
 TEST(Bandwidth, HbmCopyNearsItsCeilingAndEveryResultChecks) {
   const Json report = run_probe("bandwidth", {});
-  ASSERT_EQ(report["results"].size(), 3 * 6 + 2u) << "3 HBM streams x 6 variants, L2, shared";
+  ASSERT_EQ(report["results"].size(), 3 * 8 + 2u) << "3 HBM streams x 8 variants, L2, shared";
   double best_copy = 0;
   for (const auto& r : report["results"]) {
     EXPECT_EQ(r["status"], "ok") << r.dump();
