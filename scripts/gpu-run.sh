@@ -20,6 +20,7 @@ declare -A BASELINES=(
   [bandwidth]="bandwidth"
   [mem-latency]="mem-latency"
   [tma-swizzle]="tma-swizzle --show"
+  [copy-engines]="copy-engines"
 )
 
 { cmake --preset default -DTKPROBE_GIT_SHA="$sha" >/dev/null && cmake --build build; } > "$OUT/build.log" 2>&1 \
@@ -45,7 +46,8 @@ if [[ -z "${SKIP_TESTS:-}" ]]; then
   # Memory errors in the probes' kernels (small configurations: under memcheck the timings mean
   # nothing, so the probes' own timing checks may fail: only the error summary counts).
   for args in "smem-latency --quick --stride 4" "smem-banks --quick --stride 1 64" \
-              "wgmma --quick --dtype bf16,s8 --a reg --warpgroups 1" "mma-sync --quick --ilp 2 --warps-per-sm 4"; do
+              "wgmma --quick --dtype bf16,s8 --a reg --warpgroups 1" "mma-sync --quick --ilp 2 --warps-per-sm 4" \
+              "copy-engines --quick --box 64x64 --ctas-per-sm 2"; do
     compute-sanitizer --tool memcheck ./build/tkprobe $args > "$OUT/sanitizer.tmp" 2>&1
     echo "compute-sanitizer $args: $(grep 'ERROR SUMMARY' "$OUT/sanitizer.tmp")" >> "$OUT/run.log"
   done
