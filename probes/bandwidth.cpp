@@ -26,13 +26,6 @@ constexpr int kL2FootprintDivisor = 4;  // a quarter of L2: resident, with room 
 constexpr int kSmemBytesPerClock = 32 * 4;
 constexpr int kMinSizeMib = 64;
 
-// XOR of every word of a buffer of `count` 16-byte words filled with pattern(seed).
-std::uint32_t pattern_xor(std::size_t count, std::uint32_t seed) {
-  std::uint32_t x = 0;
-  for (std::uint64_t w = 0; w < 4 * count; ++w) x ^= bw::pattern(w, seed);
-  return x;
-}
-
 class Bandwidth final : public Probe {
  public:
   std::string name() const override { return "bandwidth"; }
@@ -63,8 +56,6 @@ class Bandwidth final : public Probe {
  private:
   std::optional<int> size_mib_;
 
-  double hbm_ceiling_tbps(const DeviceInfo& d) const { return 2.0 * d.mem_clock_mhz * 1e6 * d.mem_bus_bits / 8 / 1e12; }
-
   Result row(const std::string& level, const std::string& op, const Measurement& m, std::optional<double> ceiling) {
     Result r(name(), {{"level", level}, {"op", op}});
     r.metric("tbps", m.stats, "TB/s", Better::higher);
@@ -86,7 +77,7 @@ class Bandwidth final : public Probe {
           sink(1),
           mismatches(1) {
       bw::fill(src.get(), count, seed, ctx.harness.stream());
-      read_xor = pattern_xor(count, seed);
+      read_xor = bw::pattern_xor(count, seed);
     }
     std::size_t bytes, count;
     std::uint32_t seed, read_xor = 0;
@@ -167,7 +158,7 @@ class Bandwidth final : public Probe {
     r.params["bytes"] = bytes;
     sink.poison(0);
     launch(ctx.harness.stream());
-    const std::uint32_t got = sink.download()[0], want = pattern_xor(count, seed);
+    const std::uint32_t got = sink.download()[0], want = bw::pattern_xor(count, seed);
     r.checked({{"what", "XOR of every word read vs the host's"}, {"value", got}, {"expected", want}}, got == want);
     ctx.add(std::move(r));
   }

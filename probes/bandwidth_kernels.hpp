@@ -48,6 +48,14 @@ constexpr std::uint32_t pattern(std::uint64_t word, std::uint32_t seed) {
   return static_cast<std::uint32_t>(x >> 32) | 1u;
 }
 
+// XOR of every 32-bit word of a buffer of `count` 16-byte words filled with pattern(seed): what
+// a kernel that reads each word once and XORs them must return (on the host: a pass over them all).
+inline std::uint32_t pattern_xor(std::size_t count, std::uint32_t seed) {
+  std::uint32_t x = 0;
+  for (std::uint64_t w = 0; w < 4 * count; ++w) x ^= pattern(w, seed);
+  return x;
+}
+
 // buffer[i] holds pattern(4i .. 4i+3, seed).
 void fill(uint4* buffer, std::size_t count, std::uint32_t seed, cudaStream_t stream);
 

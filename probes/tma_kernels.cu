@@ -59,14 +59,19 @@ CUtensorMapDataType data_type(int element_bytes) {
 
 }  // namespace
 
-CUresult encode_map(CUtensorMap* map, void* global, int element_bytes, Box box, CUtensorMapSwizzle swizzle) {
-  const cuuint64_t dims[2] = {cuuint64_t(box.cols), cuuint64_t(box.rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(box.cols) * element_bytes};
+CUresult encode_map(CUtensorMap* map, void* global, int element_bytes, Extent tensor, Box box,
+                    CUtensorMapSwizzle swizzle) {
+  const cuuint64_t dims[2] = {tensor.cols, tensor.rows};
+  const cuuint64_t strides[1] = {tensor.cols * element_bytes};
   const cuuint32_t box_dims[2] = {cuuint32_t(box.cols), cuuint32_t(box.rows)};
   const cuuint32_t element_strides[2] = {1, 1};
   return encoder()(map, data_type(element_bytes), 2, global, dims, strides, box_dims, element_strides,
                    CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+CUresult encode_map(CUtensorMap* map, void* global, int element_bytes, Box box, CUtensorMapSwizzle swizzle) {
+  return encode_map(map, global, element_bytes, Extent{std::uint64_t(box.rows), std::uint64_t(box.cols)}, box, swizzle);
 }
 
 const char* result_name(CUresult r) {

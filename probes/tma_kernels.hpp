@@ -15,8 +15,17 @@ struct Box {
   int rows, cols;  // cols: elements along the contiguous (inner) dimension
 };
 
-// cuTensorMapEncodeTiled for a rows x cols tensor of `element_bytes` elements at `global`,
-// read whole as one box. Returns the driver's result (CUDA_SUCCESS or why it refused).
+// A 2-D tensor in global memory: `rows` rows of `cols` elements each, stored row after row.
+struct Extent {
+  std::uint64_t rows, cols;
+};
+
+// cuTensorMapEncodeTiled for `tensor` (elements of `element_bytes` at `global`), read one `box`
+// at a time. Returns the driver's result (CUDA_SUCCESS or why it refused).
+CUresult encode_map(CUtensorMap* map, void* global, int element_bytes, Extent tensor, Box box,
+                    CUtensorMapSwizzle swizzle);
+
+// The same for a rows x cols tensor read whole as one box.
 CUresult encode_map(CUtensorMap* map, void* global, int element_bytes, Box box, CUtensorMapSwizzle swizzle);
 
 // The driver's name for a result: "CUDA_ERROR_INVALID_VALUE".

@@ -49,7 +49,7 @@ if [[ -z "${SKIP_TESTS:-}" ]]; then
   # API errors are not reported: tma-swizzle asks the driver for boxes it must refuse.
   for args in "smem-latency --quick --stride 4" "smem-banks --quick --stride 1 64" \
               "wgmma --quick --dtype bf16,s8 --a reg --warpgroups 1" "mma-sync --quick --ilp 2 --warps-per-sm 4" \
-              "tma-swizzle --quick" "wgmma-layout --quick --swizzle 64B" "copy-engines --quick"; do
+              "tma-swizzle --quick" "wgmma-layout --quick --swizzle 64B" "copy-engines --quick --box 64x64 --ctas-per-sm 2"; do
     compute-sanitizer --tool memcheck --report-api-errors no ./build/tkprobe $args > "$OUT/sanitizer.tmp" 2>&1
     echo "compute-sanitizer $args: $(grep 'ERROR SUMMARY' "$OUT/sanitizer.tmp")" >> "$OUT/run.log"
   done

@@ -96,4 +96,6 @@ double clock_peak_tflops(int sms, int flop_per_clock_per_sm, double sm_clock_mhz
   return sms * static_cast<double>(flop_per_clock_per_sm) * sm_clock_mhz * 1e6 / 1e12;
 }
 
+double hbm_ceiling_tbps(const DeviceInfo& d) { return 2.0 * d.mem_clock_mhz * 1e6 * d.mem_bus_bits / 8 / 1e12; }
+
 }  // namespace tkprobe

@@ -51,4 +51,8 @@ int hopper_flop_per_clock_per_sm(std::string_view dtype);
 // SMs x FLOP/clk/SM x clock, in TFLOP/s.
 double clock_peak_tflops(int sms, int flop_per_clock_per_sm, double sm_clock_mhz);
 
+// The HBM ceiling every streaming probe compares to: 2 transfers per memory clock x the bus
+// width, in TB/s.
+double hbm_ceiling_tbps(const DeviceInfo& d);
+
 }  // namespace tkprobe

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks in the sm_90a SASS that each timed probe kernel really contains the instruction it
-claims to time (LDS, LDG, LDSM, HGMMA/QGMMA/IGMMA, HMMA/IMMA, UTMALDG), unrolled as written
+claims to time (LDS, LDG, LDSM, HGMMA/QGMMA/IGMMA, HMMA/IMMA, UTMALDG, LDGSTS, STS), unrolled as written
 (ptxas deletes or hoists repeated non-volatile shared loads; a probe whose loop lost them would time
 an empty loop). Exit 77 (skipped) without cuobjdump."""
 import re
@@ -13,6 +13,8 @@ UNROLL = 16  # kUnroll in probes/smem_*_kernels.hpp
 MEM_UNROLL = 8  # kUnroll in probes/mem_latency_kernels.hpp
 PAIR_UNROLL = 4  # kPairUnroll in probes/wgmma_kernels.hpp: the first pass + 4 unrolled pairs of passes
 WGMMA_PER_PASS = 4  # kKSlices
+WARP_LOADS_IN_FLIGHT = 8  # kWarpLoadsInFlight in probes/copy_engines_kernels.hpp
+CP_ASYNC_UNROLL = 4  # kCpAsyncUnroll in probes/copy_engines_kernels.cu
 
 # A kernel family: pattern in the mangled name, opcode pattern, least count, kernels expected, and
 # whether it is timed (then it must read the clock at the start and end of its timed region).
@@ -25,6 +27,12 @@ EXPECTED = [
     Expect("strided_kernelILi16E", r"LDS\.128", UNROLL, 1),
     Expect("ldmatrix_kernel", r"LDSM\.16\.M88\.4", UNROLL, 2),
     Expect("load_box_kernel", r"UTMALDG\.2D", 1, 1, timed=False),  # tma-swizzle's bulk tensor load
+    # copy-engines (timed by CUDA events): one bulk tensor copy issued per box; cp.async.cg as LDGSTS
+    # (.BYPASS: L2 only), unrolled 4x; the fallback's kWarpLoadsInFlight loads, then as many stores.
+    Expect("copy_engines.*tma_copy_kernel", r"UTMALDG\.2D", 1, 1, timed=False),
+    Expect("copy_engines.*cp_async_copy_kernel", r"LDGSTS\.BYPASS\.128", CP_ASYNC_UNROLL, 1, timed=False),
+    Expect("copy_engines.*warp_copy_kernel", r"LDG\.128", WARP_LOADS_IN_FLIGHT, 1, timed=False),
+    Expect("copy_engines.*warp_copy_kernel", r"STS\.128", WARP_LOADS_IN_FLIGHT, 1, timed=False),
 ]
 # wgmma: every N for both A sources. HGMMA for 16-bit and tf32 inputs, QGMMA for fp8, IGMMA for s8.
 WGMMA_LEAST = WGMMA_PER_PASS * (1 + 2 * PAIR_UNROLL)

@@ -33,7 +33,7 @@ TEST(Cli, UnknownProbeListsTheValidOnes) {
   const auto r = run({"smem-bogus"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(mentions(r.err, "unknown probe or command 'smem-bogus'"));
-  EXPECT_TRUE(mentions(r.err, "valid: bandwidth, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, tma-swizzle, wgmma, wgmma-layout"));
+  EXPECT_TRUE(mentions(r.err, "valid: bandwidth, copy-engines, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, tma-swizzle, wgmma, wgmma-layout"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
@@ -138,6 +138,34 @@ TEST(Cli, WgmmaLayoutRefusesUnknownModesMajorsAndTypes) {
   const auto dtype = run({"wgmma-layout", "--dtype", "fp16"});
   EXPECT_EQ(dtype.code, 2);
   EXPECT_TRUE(mentions(dtype.err, "only bf16 is decoded")) << dtype.err;
+}
+
+TEST(Cli, CopyEnginesRefusesBoxesTheTmaOrTheSwizzleCannotTake) {
+  for (const char* box : {"64by64", "0x64", "64x0", "257x64", "64x512"}) {
+    const auto r = run({"copy-engines", "--box", box});
+    EXPECT_EQ(r.code, 2) << box;
+    EXPECT_TRUE(mentions(r.err, "give ROWSxCOLS in bf16 elements, each from 1 to 256 (the TMA's box limit)")) << r.err;
+  }
+  const auto span = run({"copy-engines", "--box", "64x128"});
+  EXPECT_EQ(span.code, 2);
+  EXPECT_TRUE(mentions(span.err, "128B swizzle needs the inner extent (128 x 2 B = 256 B) <= 128 B (COLS <= 64)"))
+      << span.err;
+  const auto chunk = run({"copy-engines", "--box", "64x12"});
+  EXPECT_EQ(chunk.code, 2);
+  EXPECT_TRUE(mentions(chunk.err, "inner extent (12 x 2 B = 24 B) must be a multiple of 16 B")) << chunk.err;
+  const auto atom = run({"copy-engines", "--box", "4x64"});
+  EXPECT_EQ(atom.code, 2);
+  EXPECT_TRUE(mentions(atom.err, "must fill whole 1024-byte swizzle atoms")) << atom.err;
+  EXPECT_EQ(run({"copy-engines", "--box", "64x64,64x72"}).code, 2) << "every box in the list is checked";
+}
+
+TEST(Cli, CopyEnginesRefusesZeroCtasPerSmAndUnknownEngines) {
+  const auto ctas = run({"copy-engines", "--ctas-per-sm", "1,0"});
+  EXPECT_EQ(ctas.code, 2);
+  EXPECT_TRUE(mentions(ctas.err, "--ctas-per-sm 0: give CTAs per SM from 1 to 32")) << ctas.err;
+  const auto engine = run({"copy-engines", "--engine", "dma"});
+  EXPECT_EQ(engine.code, 2);
+  EXPECT_TRUE(mentions(engine.err, "--engine dma: give tma, cp-async, warp or all")) << engine.err;
 }
 
 TEST(Cli, MemLatencyFootprintsOutsideSixteenKibToFourGibAreRefused) {
