@@ -17,13 +17,19 @@ struct CounterValue {
   std::string reason;  // set when !available
 };
 
-// Profiles `launch` (which enqueues the kernels to measure on `stream` and must be safe to
+// Profiles `launch` (which enqueues the kernels to measure, on any stream, and must be safe to
 // repeat: the profiler may replay it once per pass) on the current device and evaluates each of
-// `metrics` over everything it launched. Returns one CounterValue per metric, in order.
+// `metrics` over everything it launched. Returns one CounterValue per metric, in order. Throws
+// only what `launch` throws, or CudaError where the work it enqueued fails.
 std::vector<CounterValue> measure_counters(const std::vector<std::string>& metrics,
                                            const std::function<void()>& launch);
 
 // The metric for SASS instructions issued, counted once per warp instruction.
 inline constexpr const char* kWarpInstructionsIssued = "smsp__inst_executed.sum";
+
+// Part of the reason wherever the driver lets only admins read the counters
+// (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): a GPU test skips on it rather than fails.
+inline constexpr const char* kProfilingRestricted =
+    "profiling is restricted to admin users (NVreg_RestrictProfilingToAdminUsers)";
 
 }  // namespace tkprobe
