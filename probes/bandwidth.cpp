@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "probes/bandwidth_kernels.hpp"
+#include "probes/bulk_copy_kernels.hpp"
 #include "probes/smem_banks_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
@@ -99,6 +100,21 @@ class Bandwidth final : public Probe {
                                                     bw::name(hint));
             if (!best || tbps > best->first) best.emplace(tbps, variant);
           }
+      if (op == bw::Stream::copy) {
+        for (const bw::BulkVariant& v : bw::kBulkVariants) {
+          if (ctx.device.cc() != 90) {
+            Result r(name(), {{"level", "hbm"}, {"op", "copy"}, {"schedule", "tma-bulk"}, {"tile_kib", v.tile_kib}});
+            r.status = Status::skipped;
+            r.reason = "the TMA copy is built for sm_90a: compute capability 9.0 exactly";
+            ctx.add(std::move(r));
+            continue;
+          }
+          const double tbps = run_bulk_copy(ctx, v, hbm);
+          const std::string variant = fmt::format("the TMA (cp.async.bulk, {} KiB tiles, {} stages, {} CTAs per SM)",
+                                                  v.tile_kib, v.stages, v.ctas_per_sm);
+          if (tbps > best->first) best.emplace(tbps, variant);
+        }
+      }
       ctx.finding(name(), fmt::format("HBM {}: best {:.2f} TB/s ({:.1f}% of the {:.2f} TB/s ceiling) with {}",
                                       to_string(op), best->first, 100 * best->first / ceiling, ceiling,
                                       best->second));
@@ -109,24 +125,41 @@ class Bandwidth final : public Probe {
     return op == bw::Stream::read ? "read" : op == bw::Stream::write ? "write" : "copy";
   }
 
-  // One streaming row; returns its median TB/s.
+  // One row of thread-issued streaming; returns its median TB/s.
   double run_stream(ProbeContext& ctx, bw::Stream op, bw::Variant v, Hbm& hbm) {
     const int blocks = bw::blocks_for(v, hbm.count, ctx.device.sms * bw::kBlocksPerSm);
+    const Json params = {{"loads_in_flight", v.loads_in_flight},
+                         {"hints", bw::name(v.hint)},
+                         {"schedule", bw::name(v.schedule)}};
+    const std::string label = fmt::format("{} x{} {}", bw::name(v.schedule), v.loads_in_flight, bw::name(v.hint));
+    return run_hbm_row(ctx, op, label, params, hbm, [&](cudaStream_t s) {
+      bw::launch_stream(op, v, hbm.src.get(), hbm.dst.get(), hbm.count, hbm.seed, hbm.sink.get(), blocks, 0, s);
+    });
+  }
+
+  // One row of a copy through the TMA (sm_90a); returns its median TB/s.
+  double run_bulk_copy(ProbeContext& ctx, bw::BulkVariant v, Hbm& hbm) {
+    const Json params = {{"schedule", "tma-bulk"},
+                         {"tile_kib", v.tile_kib},
+                         {"stages", v.stages},
+                         {"ctas_per_sm", v.ctas_per_sm}};
+    const std::string label = fmt::format("tma-bulk {} KiB x{}", v.tile_kib, v.stages);
+    return run_hbm_row(ctx, bw::Stream::copy, label, params, hbm, [&](cudaStream_t s) {
+      bw::launch_bulk_copy(v, hbm.src.get(), hbm.dst.get(), hbm.count, ctx.device.sms, s);
+    });
+  }
+
+  // Times `launch` over the whole buffer, checks what it read or wrote, adds the row.
+  template <class Launch>
+  double run_hbm_row(ProbeContext& ctx, bw::Stream op, const std::string& label, const Json& params, Hbm& hbm,
+                     const Launch& launch) {
     const double moved = double(hbm.bytes) * (op == bw::Stream::copy ? 2 : 1);
     hbm.dst.poison();
-    const auto launch = [&](cudaStream_t s) {
-      bw::launch_stream(op, v, hbm.src.get(), hbm.dst.get(), hbm.count, hbm.seed, hbm.sink.get(), blocks, 0, s);
-    };
-    const Measurement m = ctx.harness.time_kernel_rate(
-        fmt::format("bandwidth hbm {} {} x{} {}", to_string(op), bw::name(v.schedule), v.loads_in_flight,
-                    bw::name(v.hint)),
-        launch,
-        moved / 1e12);
+    const Measurement m =
+        ctx.harness.time_kernel_rate(fmt::format("bandwidth hbm {} {}", to_string(op), label), launch, moved / 1e12);
     Result r = row("hbm", to_string(op), m, hbm_ceiling_tbps(ctx.device));
     r.params["bytes"] = hbm.bytes;
-    r.params["loads_in_flight"] = v.loads_in_flight;
-    r.params["hints"] = bw::name(v.hint);
-    r.params["schedule"] = bw::name(v.schedule);
+    r.params.update(params);
     if (op == bw::Stream::read) {
       hbm.sink.poison(0);
       launch(ctx.harness.stream());

@@ -1,11 +1,13 @@
 #include "probes/copy_engines_kernels.hpp"
 #include "src/errors.hpp"
+#include "tk/arch/mbarrier.cuh"
 #include "tk/arch/shared_memory.cuh"
+#include "tk/arch/tma.cuh"
 
 namespace tkprobe::copy_engines {
 namespace {
 
-using tk::arch::shared_address;
+using namespace tk::arch;
 
 // Unrolls that keep several independent shared reads, or cp.async copies, in flight per thread.
 constexpr int kFoldUnroll = 4;
@@ -146,45 +148,7 @@ __device__ void copy_box_through_registers(const CopyParams& p, const std::uint8
   }
 }
 
-// ---- the TMA: mbarriers (PTX ISA, "mbarrier") and the bulk tensor copy ("cp.async.bulk.tensor") ----
-
-__device__ __forceinline__ void mbarrier_init(std::uint32_t bar, int arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(arrivals) : "memory");
-}
-
-// One arrival that also raises the bytes the current phase waits for (expect-tx): the phase
-// completes once the arrival count is met and that many bytes have landed (complete-tx).
-__device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint32_t bar, int bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-// An arrival with .release semantics (the default): this thread's earlier reads of the stage
-// are ordered before whoever acquires the completed phase.
-__device__ __forceinline__ void mbarrier_arrive(std::uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-
-// Waits (acquire) until the phase of parity `parity` has completed. try_wait suspends the thread
-// for a while inside the instruction before returning false, so the loop polls rarely.
-__device__ __forceinline__ void mbarrier_wait(std::uint32_t bar, std::uint32_t parity) {
-  std::uint32_t done = 0;
-  while (!done) {
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(done)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-  }
-}
-
-// One box at tensor coordinates (col, row) in elements into `dst`, completing on `bar`.
-__device__ __forceinline__ void tma_load_box(const CUtensorMap& map, std::uint32_t dst, std::uint32_t bar, int col,
-                                             int row) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
-          "r"(dst),
-      "l"(&map), "r"(col), "r"(row), "r"(bar)
-      : "memory");
-}
+// ---- the TMA: one producer thread, consumers released through mbarriers ----------------------------
 
 // The producer (one thread): box k goes to stage s = k % kStages, the n = k / kStages-th use of
 // that stage. Before reusing it (n >= 1) it waits for the consumers to have released use n - 1
@@ -194,8 +158,8 @@ __device__ void produce(const CopyParams& p, const Ring& ring) {
     const int s = k % kStages, n = k / kStages;
     if (n >= 1) mbarrier_wait(ring.empty(s), (n - 1) & 1);
     mbarrier_arrive_expect_tx(ring.full(s), ring.stage_bytes);
-    tma_load_box(p.map, shared_address(ring.stage(s)), ring.full(s), t % kTilesAcross * p.box_cols,
-                 t / kTilesAcross * p.box_rows);
+    tma_load_2d(shared_address(ring.stage(s)), p.map, t % kTilesAcross * p.box_cols, t / kTilesAcross * p.box_rows,
+                ring.full(s));
   }
 }
 
@@ -226,8 +190,7 @@ __global__ void __launch_bounds__(kConsumerThreads + kWarpThreads)
       mbarrier_init(ring.full(s), 1);                // the producer's arrive.expect_tx
       mbarrier_init(ring.empty(s), kConsumerWarps);  // one arrival per consumer warp
     }
-    // The inits must be visible to the async proxy (the TMA's complete-tx) before any copy.
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    fence_mbarrier_init();
   }
   __syncthreads();
   const ClockStamp start = clock_stamp();

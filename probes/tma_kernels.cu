@@ -1,13 +1,15 @@
 #include <cudaTypedefs.h>
 
 #include "probes/tma_kernels.hpp"
-#include "tk/arch/shared_memory.cuh"
 #include "src/errors.hpp"
+#include "tk/arch/mbarrier.cuh"
+#include "tk/arch/shared_memory.cuh"
+#include "tk/arch/tma.cuh"
 
 namespace tkprobe::tma {
 namespace {
 
-using tk::arch::shared_address;
+using namespace tk::arch;
 
 // One thread arms the barrier with the bytes to expect, issues the bulk tensor copy (PTX ISA
 // 9.7.9.25 "cp.async.bulk.tensor") and waits on the barrier's phase 0; then every thread copies
@@ -19,22 +21,11 @@ __global__ void load_box_kernel(const __grid_constant__ CUtensorMap map, int byt
   std::uint8_t* box = smem_raw + (kSmemAlign - raw % kSmemAlign) % kSmemAlign;
   const std::uint32_t bar = shared_address(&barrier);
   if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // the copy engine must see the init
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
-            "r"(shared_address(box)),
-        "l"(&map), "r"(0), "r"(0), "r"(bar)
-        : "memory");
-    std::uint32_t done = 0;
-    while (!done) {
-      asm volatile(
-          "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}"
-          : "=r"(done)
-          : "r"(bar)
-          : "memory");
-    }
+    mbarrier_init(bar, 1);
+    fence_mbarrier_init();
+    mbarrier_arrive_expect_tx(bar, bytes);
+    tma_load_2d(shared_address(box), map, 0, 0, bar);
+    mbarrier_wait(bar, 0);
   }
   __syncthreads();
   for (int i = threadIdx.x; i < bytes; i += blockDim.x) out[i] = box[i];

@@ -58,7 +58,9 @@ struct Operand {
   int mn_extent = 0;              // 64 rows of A or 128 columns of B; K is always 16
   bool spread = false;            // strides doubled from the packed ones
 
-  std::uint32_t address(int mn, int k) const { return tk::layout::operand_address(start, layout, mn, k, kElemBytes); }
+  std::uint32_t address(int mn, int k) const {
+    return tk::layout::operand_address(start, layout, mn, k, kElemBytes, base_offset);
+  }
   int region_bytes() const {
     std::uint32_t end = 0;
     for (int mn = 0; mn < mn_extent; ++mn)
@@ -236,14 +238,28 @@ class WgmmaLayout final : public Probe {
 
   void decode_smem(ProbeContext& ctx, char which, const Operand& op, const char* mode_name) {
     const Decoded got = decode_sources(ctx, which, op);
-    Json listed = Json::array();
-    int mismatches = 0;
+    ctx.add(smem_row(which, op, mode_name, got));
+    ctx.finding(name(), fmt::format("{} {}-major {} ({} strides: LBO {} B, SBO {} B): {} of {} elements off the model, "
+                                    "{} stray products",
+                                    which, major_name(op.layout.major), mode_name, op.spread ? "spread" : "packed",
+                                    op.layout.lbo, op.layout.sbo, mismatches(op, got).size(), op.mn_extent * wl::kK,
+                                    got.strays));
+    if (show_ && which == 'A' && !op.spread) ctx.finding(name(), grid(op, got, mode_name));
+  }
+
+  // The (mn, k) read from somewhere other than where the model says, each as {mn, k, read, model}.
+  static std::vector<Json> mismatches(const Operand& op, const Decoded& got) {
+    std::vector<Json> out;
     for (int mn = 0; mn < op.mn_extent; ++mn)
       for (int k = 0; k < wl::kK; ++k) {
-        const std::uint32_t hw = got.source[mn * wl::kK + k], model = op.address(mn, k);
-        if (hw == model) continue;
-        if (++mismatches <= kMaxMismatchesListed) listed.push_back({{"mn", mn}, {"k", k}, {"read", hw}, {"model", model}});
+        const std::uint32_t read = got.source[mn * wl::kK + k], model = op.address(mn, k);
+        if (read != model) out.push_back({{"mn", mn}, {"k", k}, {"read", read}, {"model", model}});
       }
+    return out;
+  }
+
+  Result smem_row(char which, const Operand& op, const char* mode_name, const Decoded& got) const {
+    const std::vector<Json> off = mismatches(op, got);
     Result r(name(), {{"operand", std::string(1, which)},
                       {"source", "smem"},
                       {"major", major_name(op.layout.major)},
@@ -253,21 +269,17 @@ class WgmmaLayout final : public Probe {
                       {"sbo", op.layout.sbo},
                       {"start", op.start},
                       {"base_offset", op.base_offset}});
-    r.value("mismatches_vs_model", mismatches);
+    r.value("mismatches_vs_model", off.size());
     r.value("stray_products", got.strays);
     r.value("elements", op.mn_extent * wl::kK);
     r.value("region_bytes", op.region_bytes());
+    const auto listed = std::min<std::size_t>(off.size(), kMaxMismatchesListed);
     r.checked({{"what", "every (mn, k) read from the address kernels/tk/layout/wgmma_descriptor.hpp gives, nothing else read"},
-               {"mismatches", mismatches},
+               {"mismatches", off.size()},
                {"strays", got.strays},
-               {"first_mismatches", listed}},
-              mismatches == 0 && got.strays == 0);
-    ctx.add(std::move(r));
-    ctx.finding(name(), fmt::format("{} {}-major {} ({} strides: LBO {} B, SBO {} B): {} of {} elements off the model, "
-                                    "{} stray products",
-                                    which, major_name(op.layout.major), mode_name, op.spread ? "spread" : "packed",
-                                    op.layout.lbo, op.layout.sbo, mismatches, op.mn_extent * wl::kK, got.strays));
-    if (show_ && which == 'A' && !op.spread) ctx.finding(name(), grid(op, got, mode_name));
+               {"first_mismatches", std::vector<Json>(off.begin(), off.begin() + listed)}},
+              off.empty() && got.strays == 0);
+    return r;
   }
 
   // A's rows 0-15 as the shared-memory (128-byte line).(16-byte chunk) each 8-element piece came from.
@@ -349,9 +361,9 @@ class WgmmaLayout final : public Probe {
   }
 
   // A 128B-swizzled A whose start sits r lines past the 1024-byte repeat, with the descriptor's
-  // base offset 0 and r (the PTX ISA asks for (start >> 7) & 7 there). The model swizzles
-  // absolute addresses and ignores the field; the shift (in lines) that fits what was read says
-  // what the hardware did with it.
+  // base offset 0 and r (the PTX ISA asks for (start >> 7) & 7 there). The model subtracts the
+  // base offset from the line index before the XOR; the shift (in lines) that fits what was
+  // read is reported beside it.
   void decode_base_offsets(ProbeContext& ctx) {
     constexpr int kLinesPerRepeat = 8;
     for (int r = 1; r < kLinesPerRepeat; ++r)
@@ -360,44 +372,31 @@ class WgmmaLayout final : public Probe {
         a.start = std::uint32_t(r) * kLineBytes;
         a.base_offset = base_offset;
         const Decoded got = decode_sources(ctx, 'A', a);
-        int mismatches = 0;
-        std::vector<int> off_by_shift(kLinesPerRepeat, 0);
-        for (int m = 0; m < wl::kM; ++m)
-          for (int k = 0; k < wl::kK; ++k) {
-            const std::uint32_t hw = got.source[m * wl::kK + k];
-            mismatches += hw != a.address(m, k);
-            const std::uint32_t linear = a.start + tk::layout::canonical_offset(a.layout, m, k, kElemBytes);
-            for (int s = 0; s < kLinesPerRepeat; ++s) {
-              const std::uint32_t phase = ((linear / kLineBytes) + s) % kLinesPerRepeat;
-              off_by_shift[s] += hw != (linear ^ (phase << 4));
-            }
-          }
-        const int fits = int(std::find(off_by_shift.begin(), off_by_shift.end(), 0) - off_by_shift.begin());
-        Result row(name(), {{"operand", "A"},
-                            {"source", "smem"},
-                            {"major", "k"},
-                            {"swizzle", "128B"},
-                            {"strides", "packed"},
-                            {"lbo", a.layout.lbo},
-                            {"sbo", a.layout.sbo},
-                            {"start", a.start},
-                            {"base_offset", base_offset}});
-        row.value("mismatches_vs_model", mismatches);
-        row.value("stray_products", got.strays);
-        row.value("elements", wl::kM * wl::kK);
+        const int fits = phase_shift(a, got, kLinesPerRepeat);
+        Result row = smem_row('A', a, "128B", got);
         row.value("phase_shift_lines", fits < kLinesPerRepeat ? Json(fits) : Json(nullptr));
-        row.checked({{"what", "an unaligned start reads with the phase of its absolute address (base offset ignored)"},
-                     {"mismatches", mismatches},
-                     {"strays", got.strays}},
-                    mismatches == 0 && got.strays == 0);
         ctx.add(std::move(row));
         ctx.finding(name(),
                     fmt::format("A K-major 128B starting {} B past the 1024-byte repeat, base offset {}: {} of {} off "
-                                "the absolute-address model; {}",
-                                a.start, base_offset, mismatches, wl::kM * wl::kK,
-                                fits < kLinesPerRepeat ? fmt::format("what was read fits a phase shift of {} lines", fits)
-                                                       : std::string("no phase shift fits")));
+                                "the model; the XOR used line - {}",
+                                a.start, base_offset, mismatches(a, got).size(), wl::kM * wl::kK,
+                                fits < kLinesPerRepeat ? fmt::format("{}", (kLinesPerRepeat - fits) % kLinesPerRepeat)
+                                                       : std::string("? (no shift fits)")));
       }
+  }
+
+  // The line shift s for which every read address is the linear one XORed with (line + s) mod 8.
+  static int phase_shift(const Operand& a, const Decoded& got, int lines) {
+    for (int s = 0; s < lines; ++s) {
+      bool fits = true;
+      for (int m = 0; m < wl::kM && fits; ++m)
+        for (int k = 0; k < wl::kK && fits; ++k) {
+          const std::uint32_t linear = a.start + tk::layout::canonical_offset(a.layout, m, k, kElemBytes);
+          fits = got.source[m * wl::kK + k] == (linear ^ ((((linear / kLineBytes) + s) % lines) << 4));
+        }
+      if (fits) return s;
+    }
+    return lines;
   }
 };
 

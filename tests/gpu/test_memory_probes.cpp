@@ -14,7 +14,7 @@ using tkprobe::Json;
 
 TEST(Bandwidth, HbmCopyNearsItsCeilingAndEveryResultChecks) {
   const Json report = run_probe("bandwidth", {});
-  ASSERT_EQ(report["results"].size(), 3 * 8 + 2u) << "3 HBM streams x 8 variants, L2, shared";
+  ASSERT_EQ(report["results"].size(), 3 * 8 + 2 + 2u) << "3 HBM streams x 8 variants, 2 TMA copies, L2, shared";
   double best_copy = 0;
   for (const auto& r : report["results"]) {
     EXPECT_EQ(r["status"], "ok") << r.dump();
@@ -99,5 +99,14 @@ TEST(CopyEngines, TmaNearsTheCeilingWithFewerRegistersAndInstructionsThanWarpLoa
     if (per_kib["warp"].count(config)) {
       EXPECT_LT(tma, per_kib["warp"][config]) << "instructions per KiB at " << config;
     }
+  }
+}
+
+TEST(CopyEngines, BoxesNarrowerThanTheSwizzleSpanLandWhole) {
+  const Json report = run_probe("copy-engines", {"--box", "64x32", "--ctas-per-sm", "2"});
+  ASSERT_EQ(report["results"].size(), 3u);
+  for (const auto& r : report["results"]) {
+    EXPECT_EQ(r["status"], "ok") << r.dump();
+    EXPECT_TRUE(r["check"]["passed"].get<bool>()) << r["check"].dump();
   }
 }

@@ -97,3 +97,16 @@ TEST(WgmmaOperand, DescriptorCarriesTheBaseOffsetInBits49To51) {
   EXPECT_EQ((d >> 32) & 0x3fff, 1024u >> 4);
   EXPECT_EQ(wgmma_descriptor(0, op, 8) >> 49 & 7, 0u);  // three bits only
 }
+
+TEST(WgmmaOperand, TheIsaBaseOffsetRestartsThePatternAtTheStart) {
+  // Base offset (start >> 7) & 7, as the PTX ISA asks for an unaligned pattern start, reads the
+  // tile as if the start were aligned: start + swizzle(offset).
+  const SmemOperand op = packed_operand(Major::k, Swizzle::b128, 64, kK);
+  for (std::uint32_t line = 1; line < 8; ++line)
+    for (int m = 0; m < 64; ++m)
+      for (int k = 0; k < kK; ++k) {
+        const std::uint32_t start = line * 128;
+        EXPECT_EQ(operand_address(start, op, m, k, kElem, line),
+                  start + swizzle(canonical_offset(op, m, k, kElem), Swizzle::b128));
+      }
+}

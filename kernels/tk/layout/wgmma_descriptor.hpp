@@ -51,9 +51,15 @@ constexpr std::uint32_t canonical_offset(const SmemOperand& op, int mn, int k, i
 // The shared-memory byte address wgmma reads for element (mn, k). The swizzle XORs bits of
 // the absolute address (as the TMA writes them), so a tile whose start is not aligned to the
 // mode's repeat (1024 B for 128B) reads with the phase of where it sits, and advancing the
-// start by 32 bytes of K inside a swizzled row stays correct.
-constexpr std::uint32_t operand_address(std::uint32_t start, const SmemOperand& op, int mn, int k, int elem_bytes) {
-  return swizzle(start + canonical_offset(op, mn, k, elem_bytes), op.swizzle);
+// start by 32 bytes of K inside a swizzled row stays correct. The descriptor's base offset
+// (bits 49-51) is subtracted from the line index before the XOR: with the PTX ISA's
+// (start >> 7) & 7 there, the pattern restarts at the start address. (Both measured by
+// `tkprobe wgmma-layout` on an H200: 0 mismatches.)
+constexpr std::uint32_t operand_address(std::uint32_t start, const SmemOperand& op, int mn, int k, int elem_bytes,
+                                        std::uint32_t base_offset = 0) {
+  const std::uint32_t linear = start + canonical_offset(op, mn, k, elem_bytes);
+  const std::uint32_t mask = (1u << swizzle_bits(op.swizzle)) - 1u;
+  return linear ^ ((((linear >> kLineShift) - base_offset) & mask) << kChunkShift);
 }
 
 // The strides of an mn_extent x k_extent tile stored as the TMA writes it, box after box: each

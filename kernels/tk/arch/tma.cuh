@@ -1,0 +1,51 @@
+#pragma once
+// The TMA's asynchronous bulk copies (PTX ISA 9.7.9.25 "cp.async.bulk", "cp.async.bulk.tensor"):
+// issued by one thread, carried out by the copy engine. Loads into shared memory complete on an
+// mbarrier (tk/arch/mbarrier.cuh) with their byte count; stores from shared memory are tracked
+// in bulk groups of the issuing thread. Sizes and addresses are multiples of 16 bytes.
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace tk::arch {
+
+// A box of a 2-D tensor map at element coordinates (col, row) into shared memory at `dst`.
+__device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap& map, int col, int row,
+                                            std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
+          "r"(dst),
+      "l"(&map), "r"(col), "r"(row), "r"(bar)
+      : "memory");
+}
+
+// `bytes` contiguous bytes from global memory into shared memory at `dst`.
+__device__ __forceinline__ void bulk_load(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+
+// `bytes` contiguous bytes from shared memory at `src` to global memory, in this thread's
+// current bulk group (closed by bulk_commit).
+__device__ __forceinline__ void bulk_store(void* dst, std::uint32_t src, std::uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(src), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+
+// Waits until at most `Pending` of this thread's bulk groups have not finished reading their
+// shared-memory source (the source may then be overwritten).
+template <int Pending>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(Pending) : "memory");
+}
+
+// Waits until at most `Pending` of this thread's bulk groups are incomplete (writes performed).
+template <int Pending>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(Pending) : "memory");
+}
+
+}  // namespace tk::arch
