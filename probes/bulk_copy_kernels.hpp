@@ -16,7 +16,7 @@ struct BulkVariant {
   int stages;       // tiles in flight per CTA: stages - 1 loads ahead of the store
   int ctas_per_sm;  // resident CTAs, each with its own ring
 };
-inline constexpr BulkVariant kBulkVariants[] = {{16, 4, 2}, {32, 3, 2}};
+inline constexpr BulkVariant kBulkVariants[] = {{8, 4, 4}, {16, 4, 2}, {32, 3, 2}};
 
 inline constexpr int kBulkThreads = 32;  // one warp, of which one thread issues every copy
 

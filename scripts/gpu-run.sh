@@ -57,4 +57,4 @@ if [[ -z "${SKIP_TESTS:-}" ]]; then
 fi
 grep -E "rc=|tests passed|ERROR SUMMARY" "$OUT/run.log"
 # The GPU machine returns at most 8 files: everything goes back as one archive.
-tar czf "$OUT/../gpu-run.tgz" -C "$OUT" . && rm -f "$OUT"/* && mv "$OUT/../gpu-run.tgz" "$OUT/"
+tar czf /tmp/gpu-run.tgz -C "$OUT" . && rm -f "$OUT"/* && mv /tmp/gpu-run.tgz "$OUT/"

@@ -14,7 +14,7 @@ using tkprobe::Json;
 
 TEST(Bandwidth, HbmCopyNearsItsCeilingAndEveryResultChecks) {
   const Json report = run_probe("bandwidth", {});
-  ASSERT_EQ(report["results"].size(), 3 * 8 + 2 + 2u) << "3 HBM streams x 8 variants, 2 TMA copies, L2, shared";
+  ASSERT_EQ(report["results"].size(), 3 * 8 + 3 + 2u) << "3 HBM streams x 8 variants, 3 TMA copies, L2, shared";
   double best_copy = 0;
   for (const auto& r : report["results"]) {
     EXPECT_EQ(r["status"], "ok") << r.dump();
