@@ -119,6 +119,10 @@ class Bandwidth final : public Probe {
                                       to_string(op), best->first, 100 * best->first / ceiling, ceiling,
                                       best->second));
     }
+    const double driver = run_driver_copy(ctx, hbm);
+    ctx.finding(name(), fmt::format("HBM copy by cudaMemcpyAsync (the driver's device-to-device copy, which PyTorch's "
+                                    "copy_ calls): {:.2f} TB/s ({:.1f}% of the ceiling)",
+                                    driver, 100 * driver / ceiling));
   }
 
   static const char* to_string(bw::Stream op) {
@@ -147,6 +151,14 @@ class Bandwidth final : public Probe {
     return run_hbm_row(ctx, bw::Stream::copy, label, params, hbm, [&](cudaStream_t s) {
       bw::launch_bulk_copy(v, hbm.src.get(), hbm.dst.get(), hbm.count, ctx.device.sms, s);
     });
+  }
+
+  // The reference a user already has: the driver's own device-to-device copy.
+  double run_driver_copy(ProbeContext& ctx, Hbm& hbm) {
+    return run_hbm_row(ctx, bw::Stream::copy, "cudaMemcpyAsync", {{"schedule", "cudaMemcpyAsync"}}, hbm,
+                       [&](cudaStream_t s) {
+                         TK_CUDA(cudaMemcpyAsync(hbm.dst.get(), hbm.src.get(), hbm.bytes, cudaMemcpyDeviceToDevice, s));
+                       });
   }
 
   // Times `launch` over the whole buffer, checks what it read or wrote, adds the row.

@@ -47,22 +47,17 @@ tma::Box parse_box(const std::string& text) {
   }
   const tma::Box box{shape->first, shape->second};
   const int inner = ce::inner_bytes(box);
-  if (inner % ce::kChunkBytes) {
-    throw UsageError(
-        fmt::format("--box {}: the inner extent ({} x {} B = {} B) must be a multiple of {} B (COLS a "
-                    "multiple of {})",
-                    text, box.cols, ce::kElementBytes, inner, ce::kChunkBytes, ce::kChunkBytes / ce::kElementBytes));
-  }
-  if (inner > ce::kSwizzleSpan) {
-    throw UsageError(
-        fmt::format("--box {}: 128B swizzle needs the inner extent ({} x {} B = {} B) <= {} B (COLS <= {})", text,
-                    box.cols, ce::kElementBytes, inner, ce::kSwizzleSpan, ce::kSwizzleSpan / ce::kElementBytes));
+  if (inner != ce::kSwizzleSpan) {
+    // A narrower box still takes a full span per row in shared memory (tma-swizzle measures
+    // it), so every engine's stage is the span wide.
+    throw UsageError(fmt::format(
+        "--box {}: the inner extent ({} x {} B = {} B) must be the 128B swizzle's span, {} B (COLS = {}): the TMA "
+        "pads narrower rows to the span in shared memory",
+        text, box.cols, ce::kElementBytes, inner, ce::kSwizzleSpan, ce::kSwizzleSpan / ce::kElementBytes));
   }
   if (ce::stage_bytes(box) % ce::kSwizzleAtom) {
-    throw UsageError(fmt::format(
-        "--box {}: a box must fill whole {}-byte swizzle atoms, and {} x {} B = {} B does not "
-        "(give ROWS x COLS x {} B a multiple of {})",
-        text, ce::kSwizzleAtom, box.rows, inner, ce::stage_bytes(box), ce::kElementBytes, ce::kSwizzleAtom));
+    throw UsageError(fmt::format("--box {}: a box must fill whole {}-byte swizzle atoms: give ROWS a multiple of {}",
+                                 text, ce::kSwizzleAtom, ce::kSwizzleAtom / ce::kSwizzleSpan));
   }
   return box;
 }
@@ -107,7 +102,7 @@ class CopyEngines final : public Probe {
   int max_cc() const override { return 90; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--box", boxes_,
-                   "Boxes ROWSxCOLS of bf16: COLS x 2 B a multiple of 16 up to 128, the box whole KiB (default "
+                   "Boxes ROWSxCOLS of bf16: COLS = 64 (the 128B swizzle span), ROWS a multiple of 8 (default "
                    "64x64,128x64,256x64; --quick 64x64,128x64)")
         ->delimiter(',');
     cmd.add_option("--ctas-per-sm", ctas_per_sm_,

@@ -11,24 +11,29 @@ namespace {
 
 using namespace tk::arch;
 
-// One thread arms the barrier with the bytes to expect, issues the bulk tensor copy (PTX ISA
-// 9.7.9.25 "cp.async.bulk.tensor") and waits on the barrier's phase 0; then every thread copies
-// the shared bytes out as they landed.
-__global__ void load_box_kernel(const __grid_constant__ CUtensorMap map, int bytes, std::uint8_t* out) {
+// The region is poisoned (0xff) first, so bytes the TMA leaves alone read back as such. Then one
+// thread arms the barrier with the box's bytes, issues the bulk tensor copy (PTX ISA 9.7.9.25
+// "cp.async.bulk.tensor") and waits on the barrier's phase 0; every thread copies the region out.
+__global__ void load_box_kernel(const __grid_constant__ CUtensorMap map, int box_bytes, int region_bytes,
+                                std::uint8_t* out) {
   extern __shared__ std::uint8_t smem_raw[];
   __shared__ alignas(8) std::uint64_t barrier;
   const std::uint32_t raw = shared_address(smem_raw);
-  std::uint8_t* box = smem_raw + (kSmemAlign - raw % kSmemAlign) % kSmemAlign;
+  std::uint8_t* region = smem_raw + (kSmemAlign - raw % kSmemAlign) % kSmemAlign;
   const std::uint32_t bar = shared_address(&barrier);
+  for (int i = threadIdx.x; i < region_bytes; i += blockDim.x) region[i] = 0xff;
+  // The poison is written through the generic proxy and the copy lands through the async one.
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
   if (threadIdx.x == 0) {
     mbarrier_init(bar, 1);
     fence_mbarrier_init();
-    mbarrier_arrive_expect_tx(bar, bytes);
-    tma_load_2d(shared_address(box), map, 0, 0, bar);
+    mbarrier_arrive_expect_tx(bar, box_bytes);
+    tma_load_2d(shared_address(region), map, 0, 0, bar);
     mbarrier_wait(bar, 0);
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < bytes; i += blockDim.x) out[i] = box[i];
+  for (int i = threadIdx.x; i < region_bytes; i += blockDim.x) out[i] = region[i];
 }
 
 PFN_cuTensorMapEncodeTiled_v12000 encoder() {
@@ -76,10 +81,10 @@ const char* result_name(CUresult r) {
   return get_name && get_name(r, &name) == CUDA_SUCCESS ? name : "unknown CUresult";
 }
 
-void load_box(const CUtensorMap& map, int bytes, std::uint8_t* out, cudaStream_t stream) {
-  const int smem = bytes + kSmemAlign;
+void load_box(const CUtensorMap& map, int box_bytes, int region_bytes, std::uint8_t* out, cudaStream_t stream) {
+  const int smem = region_bytes + kSmemAlign;
   TK_CUDA(cudaFuncSetAttribute(load_box_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  load_box_kernel<<<1, 128, smem, stream>>>(map, bytes, out);
+  load_box_kernel<<<1, 128, smem, stream>>>(map, box_bytes, region_bytes, out);
   TK_CUDA(cudaGetLastError());
 }
 

@@ -31,8 +31,9 @@ CUresult encode_map(CUtensorMap* map, void* global, int element_bytes, Box box, 
 // The driver's name for a result: "CUDA_ERROR_INVALID_VALUE".
 const char* result_name(CUresult r);
 
-// Loads the map's box into shared memory at a 1024-byte-aligned address and copies those
-// `bytes` shared bytes to `out`.
-void load_box(const CUtensorMap& map, int bytes, std::uint8_t* out, cudaStream_t stream);
+// Poisons `region_bytes` of shared memory (0xff) at a 1024-byte-aligned address, loads the map's
+// box (`box_bytes` of data) there and copies the whole region to `out`: where the box landed,
+// and which bytes it left alone.
+void load_box(const CUtensorMap& map, int box_bytes, int region_bytes, std::uint8_t* out, cudaStream_t stream);
 
 }  // namespace tkprobe::tma

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "tests/gpu/gpu_fixtures.hpp"
 
@@ -14,7 +15,7 @@ using tkprobe::Json;
 
 TEST(Bandwidth, HbmCopyNearsItsCeilingAndEveryResultChecks) {
   const Json report = run_probe("bandwidth", {});
-  ASSERT_EQ(report["results"].size(), 3 * 8 + 3 + 2u) << "3 HBM streams x 8 variants, 3 TMA copies, L2, shared";
+  ASSERT_EQ(report["results"].size(), 3 * 8 + 3 + 1 + 2u) << "3 HBM streams x 8 variants, 3 TMA copies, cudaMemcpy, L2, shared";
   double best_copy = 0;
   for (const auto& r : report["results"]) {
     EXPECT_EQ(r["status"], "ok") << r.dump();
@@ -64,6 +65,17 @@ TEST(TmaSwizzle, EveryModeAndTypeLandsWhereTheModelSays) {
   }
 }
 
+TEST(TmaSwizzle, BoxesNarrowerThanTheSpanTakeTheWholeSpanPerRow) {
+  for (const auto& [mode, box, pitch] : {std::tuple{"128B", "64x32", 128}, std::tuple{"64B", "32x16", 64}}) {
+    const Json report = run_probe("tma-swizzle", {"--mode", mode, "--box", box});
+    ASSERT_EQ(report["results"].size(), 1u);
+    const auto& r = report["results"][0];
+    EXPECT_EQ(r["status"], "ok") << r["metrics"].dump();
+    EXPECT_EQ(r["metrics"]["mismatches_vs_model"], 0) << mode;
+    EXPECT_EQ(r["metrics"]["row_pitch_bytes"], pitch) << mode << " " << box;
+  }
+}
+
 TEST(WgmmaLayout, EveryOperandMapAndTheAccumulatorsMatchTheModel) {
   const Json report = run_probe("wgmma-layout", {});
   // accumulators, A from registers x 2 majors, (A, B) x 2 majors x 4 modes x (packed, spread),
@@ -99,14 +111,5 @@ TEST(CopyEngines, TmaNearsTheCeilingWithFewerRegistersAndInstructionsThanWarpLoa
     if (per_kib["warp"].count(config)) {
       EXPECT_LT(tma, per_kib["warp"][config]) << "instructions per KiB at " << config;
     }
-  }
-}
-
-TEST(CopyEngines, BoxesNarrowerThanTheSwizzleSpanLandWhole) {
-  const Json report = run_probe("copy-engines", {"--box", "64x32", "--ctas-per-sm", "2"});
-  ASSERT_EQ(report["results"].size(), 3u);
-  for (const auto& r : report["results"]) {
-    EXPECT_EQ(r["status"], "ok") << r.dump();
-    EXPECT_TRUE(r["check"]["passed"].get<bool>()) << r["check"].dump();
   }
 }

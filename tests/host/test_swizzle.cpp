@@ -43,3 +43,10 @@ TEST(Swizzle, EveryModeIsAnInvolutionAndABijectionOnItsRepeat) {
 }
 
 static_assert(swizzle(128 + 16, Swizzle::b128) == 128, "row 1, chunk 1 lands on chunk 0");
+
+TEST(Swizzle, TmaRowsTakeTheWholeSpanUnderASwizzle) {
+  EXPECT_EQ(tk::layout::tma_row_pitch(64, Swizzle::b128), 128u);
+  EXPECT_EQ(tk::layout::tma_row_pitch(128, Swizzle::b128), 128u);
+  EXPECT_EQ(tk::layout::tma_row_pitch(32, Swizzle::b64), 64u);
+  EXPECT_EQ(tk::layout::tma_row_pitch(48, Swizzle::none), 48u);  // packed without swizzle
+}

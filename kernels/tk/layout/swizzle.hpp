@@ -34,4 +34,12 @@ constexpr std::uint32_t swizzle(std::uint32_t offset, Swizzle mode) {
   return offset ^ (((offset >> kLineShift) & mask) << kChunkShift);
 }
 
+// Bytes between a TMA box's rows in shared memory. Without swizzle rows are packed; under a
+// swizzle mode each row takes the whole span even when the box is narrower (measured by
+// `tkprobe tma-swizzle --box` on an H200: a 64 B-wide box under 128B lands 128 B apart).
+constexpr std::uint32_t tma_row_pitch(std::uint32_t inner_bytes, Swizzle mode) {
+  const auto span = static_cast<std::uint32_t>(mode);
+  return mode == Swizzle::none || inner_bytes > span ? inner_bytes : span;
+}
+
 }  // namespace tk::layout
