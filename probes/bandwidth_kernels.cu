@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(kThreads) streaming_kernel(const uint4* src, u
     if constexpr (S == Stream::write) store<H>(dst + i, pattern4(i, seed));
     if constexpr (S == Stream::copy) store<H>(dst + i, load<H>(src + i));
   }
-  if constexpr (S == Stream::read) {  // one atomic per warp: the tiles grid has ~65k blocks
+  if constexpr (S == Stream::read) {  // one atomic per warp, not per thread
     acc = __reduce_xor_sync(0xffffffffu, acc);
     if (threadIdx.x % 32 == 0) atomicXor(sink, acc);
   }
