@@ -98,3 +98,14 @@ TEST(Occupancy, SweepsResidencyUntilItNoLongerFits) {
   EXPECT_EQ(rows["stream"], 8) << "256-thread blocks, 1 to 8 per SM";
   EXPECT_EQ(report["findings"].size(), 3u);
 }
+
+TEST(Gemm, TheDslGemmAgreesWithCublasLt) {
+  const Json report = run_probe("gemm", {});  // --quick: 2048^3
+  ASSERT_EQ(report["results"].size(), 2u);
+  for (const auto& r : report["results"]) {
+    EXPECT_EQ(r["status"], "ok") << r["params"].dump() << " " << r["check"].dump();
+  }
+  const auto& tk = report["results"][1]["metrics"];
+  EXPECT_LT(tk["rel_error_vs_cublaslt"].get<double>(), 1e-2);
+  EXPECT_GT(tk["ratio_vs_cublaslt"].get<double>(), 0.5) << "the DSL's GEMM is far off cuBLASLt at 2048^3";
+}

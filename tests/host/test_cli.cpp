@@ -33,7 +33,7 @@ TEST(Cli, UnknownProbeListsTheValidOnes) {
   const auto r = run({"smem-bogus"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(mentions(r.err, "unknown probe or command 'smem-bogus'"));
-  EXPECT_TRUE(mentions(r.err, "valid: bandwidth, copy-engines, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, tma-swizzle, wgmma, wgmma-layout"));
+  EXPECT_TRUE(mentions(r.err, "valid: bandwidth, copy-engines, gemm, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, tma-swizzle, wgmma, wgmma-layout"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
@@ -164,6 +164,18 @@ TEST(Cli, CopyEnginesRefusesZeroCtasPerSmAndUnknownEngines) {
   const auto engine = run({"copy-engines", "--engine", "dma"});
   EXPECT_EQ(engine.code, 2);
   EXPECT_TRUE(mentions(engine.err, "--engine dma: give tma, cp-async, warp or all")) << engine.err;
+}
+
+TEST(Cli, GemmRefusesShapesOffItsTileAndPartialShapes) {
+  const auto off = run({"gemm", "--m", "1000", "--n", "256", "--k", "64"});
+  EXPECT_EQ(off.code, 2);
+  EXPECT_TRUE(mentions(off.err, "M = 1000: give a positive multiple of 128 (the kernel's tile)")) << off.err;
+  const auto k = run({"gemm", "--m", "128", "--n", "256", "--k", "100"});
+  EXPECT_EQ(k.code, 2);
+  EXPECT_TRUE(mentions(k.err, "K = 100: give a positive multiple of 64")) << k.err;
+  const auto partial = run({"gemm", "--m", "128"});
+  EXPECT_EQ(partial.code, 2);
+  EXPECT_TRUE(mentions(partial.err, "give all three")) << partial.err;
 }
 
 TEST(Cli, MemLatencyFootprintsOutsideSixteenKibToFourGibAreRefused) {

@@ -1,0 +1,88 @@
+#pragma once
+// Warpgroup-scope matrix multiply on shared tiles through wgmma (tk/arch/wgmma.cuh): the
+// warpgroup's 64 x N accumulator is four warps' 16 x N register tiles, each warp passing its own.
+//
+//   warpgroup::mma_ABt(acc, q, k);   // acc += Q K^T   (Q: st 64 x K, K: st N x K, both K-major)
+//   warpgroup::mma_AB(acc, p, v);    // acc += P V     (V: st K x N, N contiguous: MN-major)
+//   warpgroup::mma_commit(); warpgroup::mma_wait<0>();
+//
+// Descriptors come from the tiles' own layout (tk/layout/wgmma_descriptor.hpp); a K slice of 16
+// elements is selected by moving the start address, as `tkprobe wgmma-layout` shows is right.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "tk/arch/mma_types.hpp"
+#include "tk/arch/shared_memory.cuh"
+#include "tk/arch/wgmma.cuh"
+#include "tk/types/st.cuh"
+
+namespace tk::warpgroup {
+
+inline constexpr int kRows = 64;     // a warpgroup's accumulator rows (m64)
+inline constexpr int kSliceK = 16;   // K of one wgmma for 16-bit inputs
+
+template <class T>
+struct mma_types;
+template <>
+struct mma_types<__nv_bfloat16> {
+  using type = arch::bf16_f32;
+};
+template <>
+struct mma_types<__half> {
+  using type = arch::f16_f32;
+};
+
+// Tile `t` as a K-major operand, from K slice `s` on.
+template <class ST>
+__device__ __forceinline__ std::uint64_t k_major(const ST& t, int s) {
+  const int col = s * kSliceK, box = col / ST::box_cols;
+  const std::uint32_t at = arch::shared_address(t.data) + box * ST::box_bytes + (col % ST::box_cols) * sizeof(typename ST::element);
+  return layout::wgmma_descriptor(at, ST::operand());
+}
+
+// Tile `t` (K rows x N columns, N contiguous) as an MN-major operand, from K slice `s` on.
+template <class ST>
+__device__ __forceinline__ std::uint64_t mn_major(const ST& t, int s) {
+  const std::uint32_t at = arch::shared_address(t.data) + s * kSliceK * ST::span;
+  return layout::wgmma_descriptor(at, layout::packed_operand(layout::Major::mn, ST::swizzle, ST::cols, ST::rows));
+}
+
+// The warp's 16 x N slice of the accumulator as wgmma's registers (same order: tk/types/rt.cuh).
+template <int N, class Acc>
+__device__ __forceinline__ float (&registers(Acc& acc))[N / 2] {
+  static_assert(sizeof(Acc) == N / 2 * sizeof(float), "the accumulator must be each warp's 16 x N float tile");
+  return reinterpret_cast<float(&)[N / 2]>(acc);
+}
+
+// acc (+)= A B^T: A 64 x K and B N x K, both K-major. accumulate = false overwrites acc.
+template <class Acc, class SA, class SB>
+__device__ __forceinline__ void mma_ABt(Acc& acc, const SA& a, const SB& b, bool accumulate = true) {
+  static_assert(SA::rows == kRows, "mma_ABt: A must have 64 rows (one warpgroup's m64)");
+  static_assert(SA::cols == SB::cols, "mma_ABt: A and B must share K (their columns)");
+  using Op = arch::Wgmma<typename mma_types<typename SA::element>::type, SB::rows>;
+#pragma unroll
+  for (int s = 0; s < SA::cols / kSliceK; ++s) {
+    Op::ss(registers<SB::rows>(acc), k_major(a, s), k_major(b, s), accumulate || s > 0);
+  }
+}
+
+// acc (+)= A B: A 64 x K (K-major), B K x N with N contiguous (MN-major, imm-trans-b).
+template <class Acc, class SA, class SB>
+__device__ __forceinline__ void mma_AB(Acc& acc, const SA& a, const SB& b, bool accumulate = true) {
+  static_assert(SA::rows == kRows, "mma_AB: A must have 64 rows (one warpgroup's m64)");
+  static_assert(SA::cols == SB::rows, "mma_AB: A's columns must be B's rows (K)");
+  using Op = arch::Wgmma<typename mma_types<typename SA::element>::type, SB::cols>;
+#pragma unroll
+  for (int s = 0; s < SA::cols / kSliceK; ++s) {
+    Op::template ss<0, 1>(registers<SB::cols>(acc), k_major(a, s), mn_major(b, s), accumulate || s > 0);
+  }
+}
+
+__device__ __forceinline__ void mma_fence() { arch::wgmma_fence(); }
+__device__ __forceinline__ void mma_commit() { arch::wgmma_commit(); }
+template <int Pending>
+__device__ __forceinline__ void mma_wait() {
+  arch::wgmma_wait<Pending>();
+}
+
+}  // namespace tk::warpgroup

@@ -1,0 +1,59 @@
+#pragma once
+// What a producer/consumer pipeline needs: a ring of stages whose `full` barrier completes when
+// the TMA has landed a stage and whose `empty` barrier completes when every consumer warp is done
+// with it, and register reallocation between the warpgroups (PTX ISA 9.7.17.1 "setmaxnreg").
+#include <cstdint>
+
+#include "tk/arch/mbarrier.cuh"
+#include "tk/arch/shared_memory.cuh"
+
+namespace tk {
+
+// Use n of stage s (n = step / Stages) completes phase n of its barriers: wait on parity n & 1.
+template <int Stages>
+struct pipeline {
+  std::uint64_t full[Stages], empty[Stages];
+
+  static constexpr int stage(int step) { return step % Stages; }
+  static constexpr std::uint32_t parity(int step) { return (step / Stages) & 1; }
+
+  // One thread, before any copy: `releasers` arrivals free a stage (one per consumer warp).
+  __device__ void init(int releasers) {
+    for (int s = 0; s < Stages; ++s) {
+      arch::mbarrier_init(arch::shared_address(&full[s]), 1);
+      arch::mbarrier_init(arch::shared_address(&empty[s]), releasers);
+    }
+    arch::fence_mbarrier_init();
+  }
+  // Producer: wait until the stage of `step` is free (its previous use released), then arm its
+  // full barrier for `bytes` of copies. Returns the barrier the copies complete on.
+  __device__ std::uint32_t acquire(int step, std::uint32_t bytes) {
+    if (step >= Stages) arch::mbarrier_wait(arch::shared_address(&empty[stage(step)]), parity(step - Stages));
+    const std::uint32_t bar = arch::shared_address(&full[stage(step)]);
+    arch::mbarrier_arrive_expect_tx(bar, bytes);
+    return bar;
+  }
+  // Consumer: wait until the stage of `step` has landed.
+  __device__ void wait_full(int step) { arch::mbarrier_wait(arch::shared_address(&full[stage(step)]), parity(step)); }
+  // Consumer warp (one lane): done with the stage of `step`.
+  __device__ void release(int step) { arch::mbarrier_arrive(arch::shared_address(&empty[stage(step)])); }
+};
+
+namespace warpgroup {
+
+// Hands registers back (producer warpgroups, which need few) or takes them (consumers): every
+// thread of the warpgroup executes it; the counts are multiples of 8 in 24..256.
+template <int Registers>
+__device__ __forceinline__ void decrease_registers() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Registers));
+}
+template <int Registers>
+__device__ __forceinline__ void increase_registers() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Registers));
+}
+
+__device__ __forceinline__ int index() { return threadIdx.x / 128; }  // which warpgroup of the block
+__device__ __forceinline__ int thread() { return threadIdx.x % 128; }  // thread within the warpgroup
+
+}  // namespace warpgroup
+}  // namespace tk

@@ -1,0 +1,76 @@
+// tkprobe-bench: the DSL's kernels under Google Benchmark, so a kernel developer gets its JSON
+// output and compare tooling (benchmark's compare.py). Each iteration is timed with CUDA events
+// (UseManualTime); the TFLOP/s counter is the work over that time. Without a GPU every benchmark
+// says so (SkipWithError) and the binary exits 0.
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <random>
+#include <vector>
+
+#include "kernels/gemm/gemm.hpp"
+#include "probes/cublaslt_gemm.hpp"
+#include "probes/tensor_types.hpp"
+#include "src/device_buffer.hpp"
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+// Random bf16 operands, drawn fresh for each run (tensor::random_element: non-zero).
+std::vector<std::uint16_t> random_operand(std::size_t count) {
+  std::mt19937_64 rng(std::random_device{}());
+  std::vector<std::uint16_t> out(count);
+  for (auto& v : out) v = static_cast<std::uint16_t>(tkprobe::tensor::random_element(tkprobe::tensor::DType::bf16, rng).bits);
+  return out;
+}
+
+bool have_gpu(benchmark::State& state) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    state.SkipWithError("no CUDA device");
+    return false;
+  }
+  return true;
+}
+
+// Times `launch` once per iteration with CUDA events around it.
+template <class Launch>
+void time_launches(benchmark::State& state, const Launch& launch, double flops) {
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  launch();  // warm-up
+  for (auto _ : state) {
+    cudaEventRecord(start);
+    launch();
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    state.SetIterationTime(ms / 1e3);
+  }
+  state.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12 * state.iterations(), benchmark::Counter::kIsRate);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+template <class Kernel>
+void bench_gemm(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  const int size = static_cast<int>(state.range(0));
+  const gemm::Shape s{size, size, size};
+  tkprobe::DeviceBuffer<std::uint16_t> a(std::size_t(size) * size), b(a.size()), c(a.size());
+  a.upload(random_operand(a.size()));
+  b.upload(random_operand(b.size()));
+  const Kernel kernel(reinterpret_cast<const bf16*>(a.get()), reinterpret_cast<const bf16*>(b.get()),
+                      reinterpret_cast<bf16*>(c.get()), s);
+  time_launches(state, [&] { kernel(nullptr); }, 2.0 * size * size * double(size));
+}
+
+BENCHMARK_TEMPLATE(bench_gemm, gemm::Gemm)->Name("gemm/tk")->Arg(4096)->Arg(8192)->UseManualTime();
+BENCHMARK_TEMPLATE(bench_gemm, tkprobe::CublasLtGemm)->Name("gemm/cublaslt")->Arg(4096)->Arg(8192)->UseManualTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
