@@ -1,0 +1,140 @@
+#pragma once
+// Loads and stores of register tiles at warp scope (all 32 lanes call them).
+//
+//   Global memory, row-major with a leading dimension `ld` in elements (the simple path): each
+//   lane moves its own pairs; row_l pairs are two adjacent elements, so `src`/`dst` must be
+//   aligned to 2 elements and `ld` even; col_l pairs are two elements of one column, moved one
+//   at a time.
+//   Shared tiles st<T, R, C> (tk/types/st.cuh, swizzled): 16-bit tiles through ldmatrix /
+//   stmatrix .x4, one 16x16 subtile per instruction, col_l through .trans (so a row-major
+//   shared tile loads straight into an mma B operand); float tiles pair by pair through
+//   st::offset (8-byte ld/st.shared for row_l). stmatrix needs sm_90.
+#include <cstdint>
+
+#include "tk/arch/ldmatrix.cuh"
+#include "tk/arch/shared_memory.cuh"
+#include "tk/types/rt.cuh"
+#include "tk/types/st.cuh"
+
+namespace tk::warp {
+namespace detail {
+
+__device__ __forceinline__ int lane_id() {
+  int lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  return lane;
+}
+
+// Calls f(i, j, p, c0, c1) for every pair of a tile: subtile (i, j), pair p, whose elements
+// x and y sit at tile coordinates c0 and c1.
+template <class RT, class F>
+__device__ __forceinline__ void for_each_pair(F&& f) {
+  const int lane = lane_id();
+#pragma unroll
+  for (int i = 0; i < RT::subtile_rows; ++i)
+#pragma unroll
+    for (int j = 0; j < RT::subtile_cols; ++j)
+#pragma unroll
+      for (int p = 0; p < layout::kPairsPerSubtile; ++p) {
+        const layout::Coord x = layout::rt_pair(lane, p, 0, RT::tile_layout::value);
+        const layout::Coord y = layout::rt_pair(lane, p, 1, RT::tile_layout::value);
+        const layout::Coord base{layout::kSubtile * i, layout::kSubtile * j};
+        f(i, j, p, layout::Coord{base.row + x.row, base.col + x.col}, layout::Coord{base.row + y.row, base.col + y.col});
+      }
+}
+
+template <class P>
+__device__ __forceinline__ std::uint32_t bits(const P& v) {
+  return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+template <class P>
+__device__ __forceinline__ P from_bits(std::uint32_t v) {
+  return *reinterpret_cast<const P*>(&v);
+}
+
+}  // namespace detail
+
+// Global memory -> registers.
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void load(rt<T, R, C, L>& d, const T* src, int ld) {
+  using P = packed<T>;
+  detail::for_each_pair<rt<T, R, C, L>>([&](int i, int j, int p, layout::Coord x, layout::Coord y) {
+    if constexpr (rt<T, R, C, L>::row_major) {
+      d.at(i, j, p) = *reinterpret_cast<const P*>(src + x.row * ld + x.col);
+    } else {
+      d.at(i, j, p) = P{src[x.row * ld + x.col], src[y.row * ld + y.col]};
+    }
+  });
+}
+
+// Registers -> global memory.
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void store(T* dst, const rt<T, R, C, L>& s, int ld) {
+  using P = packed<T>;
+  detail::for_each_pair<rt<T, R, C, L>>([&](int i, int j, int p, layout::Coord x, layout::Coord y) {
+    if constexpr (rt<T, R, C, L>::row_major) {
+      *reinterpret_cast<P*>(dst + x.row * ld + x.col) = s.at(i, j, p);
+    } else {
+      dst[x.row * ld + x.col] = s.at(i, j, p).x;
+      dst[y.row * ld + y.col] = s.at(i, j, p).y;
+    }
+  });
+}
+
+// Shared tile -> registers. The caller makes the tile's writes visible first (__syncwarp,
+// __syncthreads or a barrier).
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void load(rt<T, R, C, L>& d, const st<T, R, C>& s) {
+  using RT = rt<T, R, C, L>;
+  using P = packed<T>;
+  if constexpr (sizeof(T) == 2) {
+    const layout::Coord row = layout::ldmatrix_row(detail::lane_id(), L::value);
+    const std::uint32_t base = arch::shared_address(&s);
+#pragma unroll
+    for (int i = 0; i < RT::subtile_rows; ++i)
+#pragma unroll
+      for (int j = 0; j < RT::subtile_cols; ++j) {
+        std::uint32_t r[4];
+        arch::ldmatrix_x4<!RT::row_major>(r, base + st<T, R, C>::offset(16 * i + row.row, 16 * j + row.col));
+#pragma unroll
+        for (int p = 0; p < layout::kPairsPerSubtile; ++p) d.at(i, j, p) = detail::from_bits<P>(r[p]);
+      }
+  } else {
+    detail::for_each_pair<RT>([&](int i, int j, int p, layout::Coord x, layout::Coord y) {
+      if constexpr (RT::row_major) {
+        d.at(i, j, p) = *reinterpret_cast<const P*>(s.data + st<T, R, C>::offset(x.row, x.col));
+      } else {
+        d.at(i, j, p) = P{s(x.row, x.col), s(y.row, y.col)};
+      }
+    });
+  }
+}
+
+// Registers -> shared tile. The caller syncs before others read it.
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void store(st<T, R, C>& d, const rt<T, R, C, L>& s) {
+  using RT = rt<T, R, C, L>;
+  if constexpr (sizeof(T) == 2) {
+    const layout::Coord row = layout::ldmatrix_row(detail::lane_id(), L::value);
+    const std::uint32_t base = arch::shared_address(&d);
+#pragma unroll
+    for (int i = 0; i < RT::subtile_rows; ++i)
+#pragma unroll
+      for (int j = 0; j < RT::subtile_cols; ++j) {
+        const std::uint32_t r[4] = {detail::bits(s.at(i, j, 0)), detail::bits(s.at(i, j, 1)),
+                                    detail::bits(s.at(i, j, 2)), detail::bits(s.at(i, j, 3))};
+        arch::stmatrix_x4<!RT::row_major>(base + st<T, R, C>::offset(16 * i + row.row, 16 * j + row.col), r);
+      }
+  } else {
+    detail::for_each_pair<RT>([&](int i, int j, int p, layout::Coord x, layout::Coord y) {
+      if constexpr (RT::row_major) {
+        *reinterpret_cast<packed<T>*>(d.data + st<T, R, C>::offset(x.row, x.col)) = s.at(i, j, p);
+      } else {
+        d(x.row, x.col) = s.at(i, j, p).x;
+        d(y.row, y.col) = s.at(i, j, p).y;
+      }
+    });
+  }
+}
+
+}  // namespace tk::warp

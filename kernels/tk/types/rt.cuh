@@ -1,0 +1,54 @@
+#pragma once
+// rt<T, R, C, L>: a warp's register tile of R x C elements (multiples of 16), T = float,
+// __nv_bfloat16 or __half, L = row_l or col_l. Each lane holds four pairs per 16x16 subtile,
+// subtiles row-major (tk/layout/rt_layout.hpp has the map). A row_l tile is mma.sync's A
+// operand and accumulator, and a float rt 16 rows high is wgmma's accumulator registers in
+// order; a col_l K x N tile is mma.sync's B operand ("row.col"), as is a row_l N x K tile.
+#include <type_traits>
+
+#include "tk/types/rv.cuh"
+
+namespace tk {
+
+struct row_l {
+  static constexpr layout::RtLayout value = layout::RtLayout::row;
+};
+struct col_l {
+  static constexpr layout::RtLayout value = layout::RtLayout::col;
+};
+
+template <class T, int R, int C, class L = row_l>
+struct rt {
+  static_assert(R > 0 && R % layout::kSubtile == 0 && C > 0 && C % layout::kSubtile == 0,
+                "rt<T, R, C>: R and C must be positive multiples of 16");
+  static_assert(std::is_same_v<L, row_l> || std::is_same_v<L, col_l>, "rt<T, R, C, L>: L must be tk::row_l or tk::col_l");
+  using element = T;
+  using pair = packed<T>;
+  using tile_layout = L;
+  template <class U>
+  using like = rt<U, R, C, L>;  // the same shape and layout holding U
+  static constexpr int rows = R, cols = C;
+  static constexpr int subtile_rows = R / layout::kSubtile, subtile_cols = C / layout::kSubtile;
+  static constexpr int pairs = subtile_rows * subtile_cols * layout::kPairsPerSubtile;  // per lane
+  static constexpr bool row_major = std::is_same_v<L, row_l>;
+  // The vectors that line up with the tile's rows and columns (rv.cuh).
+  using row_vec = rv<T, R, std::conditional_t<row_major, group_vl, quad_vl>>;
+  using col_vec = rv<T, C, std::conditional_t<row_major, quad_vl, group_vl>>;
+
+  // Pair p of subtile (i, j).
+  __device__ pair& at(int i, int j, int p) { return data[(i * subtile_cols + j) * layout::kPairsPerSubtile + p]; }
+  __device__ const pair& at(int i, int j, int p) const {
+    return data[(i * subtile_cols + j) * layout::kPairsPerSubtile + p];
+  }
+
+  pair data[pairs];
+};
+
+template <int R, int C, class L = row_l>
+using rt_fl = rt<float, R, C, L>;
+template <int R, int C, class L = row_l>
+using rt_bf = rt<__nv_bfloat16, R, C, L>;
+template <int R, int C, class L = row_l>
+using rt_hf = rt<__half, R, C, L>;
+
+}  // namespace tk
