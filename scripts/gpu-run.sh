@@ -22,6 +22,7 @@ declare -A BASELINES=(
   [tma-swizzle]="tma-swizzle --show"
   [wgmma-layout]="wgmma-layout --show"
   [copy-engines]="copy-engines"
+  [gemm]="gemm"
 )
 
 { cmake --preset default -DTKPROBE_GIT_SHA="$sha" >/dev/null && cmake --build build; } > "$OUT/build.log" 2>&1 \

@@ -1,12 +1,11 @@
 #include <algorithm>
 
 #include "kernels/gemm/gemm.hpp"
-#include "tk/layout/fragments.hpp"
 #include "tk/ops/warpgroup/mma.cuh"
 #include "tk/ops/warpgroup/tma.cuh"
 #include "tk/sync/pipeline.cuh"
 #include "tk/types/gl.cuh"
-#include "tk/types/rt.cuh"
+#include "tk/warp.cuh"
 
 namespace gemm {
 namespace {
@@ -22,7 +21,8 @@ constexpr int kGroupM = 8;  // tiles of M walked before moving along N, so block
 
 using a_tile = st<bf16, warpgroup::kRows, kBlockK>;  // one consumer's 64 rows x 64 of K
 using b_tile = st<bf16, kBlockN, kBlockK>;           // 256 x 64
-using c_tile = rt<float, 16, kBlockN>;               // each warp's 16 rows of C
+using c_tile = rt_fl<16, kBlockN>;                   // each warp's 16 rows of C, accumulated
+using c_out = rt_bf<16, kBlockN>;                    // and as stored
 
 struct Stage {
   a_tile a[kConsumers];
@@ -44,19 +44,6 @@ __device__ int2 tile_of(int block, Shape s) {
   const int tiles_m = s.m / kBlockM, per_group = kGroupM * (s.n / kBlockN);
   const int first_m = block / per_group * kGroupM, group_rows = min(tiles_m - first_m, kGroupM);
   return {first_m + block % per_group % group_rows, block % per_group / group_rows};
-}
-
-// The warp's 16 x 256 accumulator as bf16 pairs: register v holds C(row, col) of
-// tk::layout::accumulator(lane, v), and v + 1 the next column.
-__device__ void store(c_tile& acc, bf16* c, int row0, int col0, int ldc) {
-  const float(&v)[kBlockN / 2] = warpgroup::registers<kBlockN>(acc);
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int r = 0; r < kBlockN / 2; r += 2) {
-    const auto at = layout::accumulator(lane, r);
-    *reinterpret_cast<__nv_bfloat162*>(c + std::size_t(row0 + at.row) * ldc + col0 + at.col) =
-        __floats2bfloat162_rn(v[r], v[r + 1]);
-  }
 }
 
 // Persistent: each block walks tiles blockIdx.x, + gridDim.x, ...; the ring's step count runs on
@@ -87,6 +74,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_kernel(const __grid_constant
   const int w = warpgroup::index() - 1;
   const bool releaser = threadIdx.x % 32 == 0;
   c_tile acc;
+  c_out out;
   for (int t = blockIdx.x, step = 0; t < tiles; t += gridDim.x) {
     const int2 tile = tile_of(t, s);
     warpgroup::mma_fence();  // acc was read by the last tile's store
@@ -100,7 +88,9 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_kernel(const __grid_constant
     }
     warpgroup::mma_wait<0>();
     if (releaser) sm.pipe.release(step - 1);
-    store(acc, c, tile.x * kBlockM + w * warpgroup::kRows + 16 * (warpgroup::thread() / 32), tile.y * kBlockN, s.n);
+    const int row = tile.x * kBlockM + w * warpgroup::kRows + 16 * (warpgroup::thread() / 32);
+    warp::copy(out, acc);
+    warp::store(c + std::size_t(row) * s.n + tile.y * kBlockN, out, s.n);
   }
 }
 
