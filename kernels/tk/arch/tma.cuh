@@ -19,6 +19,19 @@ __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap
       : "memory");
 }
 
+// A box of a 2-D tensor map at element coordinates (col, row) from shared memory at `src`, in
+// this thread's current bulk group. Shared memory written by threads must be fenced first
+// (fence_proxy_async): the copy engine reads through the async proxy.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap& map, int col, int row, std::uint32_t src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(&map), "r"(col),
+               "r"(row), "r"(src)
+               : "memory");
+}
+
+// Orders this thread's shared-memory writes before later async-proxy reads of them (PTX ISA
+// 9.7.12.15 "fence.proxy").
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 // `bytes` contiguous bytes from global memory into shared memory at `dst`.
 __device__ __forceinline__ void bulk_load(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),

@@ -3,7 +3,8 @@
 // warpgroup's 64 x N accumulator is four warps' 16 x N register tiles, each warp passing its own.
 //
 //   warpgroup::mma_ABt(acc, q, k);   // acc += Q K^T   (Q: st 64 x K, K: st N x K, both K-major)
-//   warpgroup::mma_AB(acc, p, v);    // acc += P V     (V: st K x N, N contiguous: MN-major)
+//   warpgroup::mma_AB(acc, p, v);    // acc += P V     (V: st K x N, N contiguous: MN-major;
+//                                    //                 P: st 64 x K, or each warp's rt 16 x K)
 //   warpgroup::mma_commit(); warpgroup::mma_wait<0>();
 //
 // Descriptors come from the tiles' own layout (tk/layout/wgmma_descriptor.hpp); a K slice of 16
@@ -14,6 +15,7 @@
 #include "tk/arch/mma_types.hpp"
 #include "tk/arch/shared_memory.cuh"
 #include "tk/arch/wgmma.cuh"
+#include "tk/types/rt.cuh"
 #include "tk/types/st.cuh"
 
 namespace tk::warpgroup {
@@ -75,6 +77,35 @@ __device__ __forceinline__ void mma_AB(Acc& acc, const SA& a, const SB& b, bool 
 #pragma unroll
   for (int s = 0; s < SA::cols / kSliceK; ++s) {
     Op::template ss<0, 1>(registers<SB::cols>(acc), k_major(a, s), mn_major(b, s), accumulate || s > 0);
+  }
+}
+
+// A from registers (the RS form): each warp passes its 16 rows of A as a row-layout register
+// tile, whose 16 x 16 subtiles are exactly wgmma's A fragment (tk/layout/rt_layout.hpp).
+template <class T, int K>
+__device__ __forceinline__ const std::uint32_t (&a_fragment(const rt<T, 16, K, row_l>& a, int s))[4] {
+  return reinterpret_cast<const std::uint32_t(&)[4]>(a.data[s * layout::kPairsPerSubtile]);
+}
+
+// acc (+)= A B^T with A in registers (16 x K per warp) and B N x K in shared memory.
+template <class Acc, class T, int K, class SB>
+__device__ __forceinline__ void mma_ABt(Acc& acc, const rt<T, 16, K, row_l>& a, const SB& b, bool accumulate = true) {
+  static_assert(K == SB::cols, "mma_ABt: A and B must share K (their columns)");
+  using Op = arch::Wgmma<typename mma_types<T>::type, SB::rows>;
+#pragma unroll
+  for (int s = 0; s < K / kSliceK; ++s) {
+    Op::rs(registers<SB::rows>(acc), a_fragment(a, s), k_major(b, s), accumulate || s > 0);
+  }
+}
+
+// acc (+)= A B with A in registers (16 x K per warp) and B K x N (N contiguous) in shared memory.
+template <class Acc, class T, int K, class SB>
+__device__ __forceinline__ void mma_AB(Acc& acc, const rt<T, 16, K, row_l>& a, const SB& b, bool accumulate = true) {
+  static_assert(K == SB::rows, "mma_AB: A's columns must be B's rows (K)");
+  using Op = arch::Wgmma<typename mma_types<T>::type, SB::cols>;
+#pragma unroll
+  for (int s = 0; s < K / kSliceK; ++s) {
+    Op::template rs<1>(registers<SB::cols>(acc), a_fragment(a, s), mn_major(b, s), accumulate || s > 0);
   }
 }
 

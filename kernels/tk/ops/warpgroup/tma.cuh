@@ -1,7 +1,7 @@
 #pragma once
-// Loading shared tiles with the TMA: one thread issues one bulk tensor copy per box of the tile
-// (tk/types/gl.cuh made the map with that box); the copies complete on `bar`, armed with
-// bytes<ST>() per tile.
+// Loading and storing shared tiles with the TMA: one thread issues one bulk tensor copy per box
+// of the tile (tk/types/gl.cuh made the map with that box). Loads complete on `bar`, armed with
+// bytes<ST>() per tile; stores are tracked in the issuing thread's bulk groups.
 #include "tk/arch/shared_memory.cuh"
 #include "tk/arch/tma.cuh"
 #include "tk/types/st.cuh"
@@ -22,6 +22,29 @@ __device__ __forceinline__ void load_async(ST& dst, const CUtensorMap& map, int 
   for (int b = 0; b < ST::boxes; ++b) {
     arch::tma_load_2d(base + b * ST::box_bytes, map, col_tile * ST::cols + b * ST::box_cols, row_tile * ST::rows, bar);
   }
+}
+
+// Stores the tile to tile (row_tile, col_tile) of the tensor, one bulk group per call. Every
+// thread that wrote the tile must have called arch::fence_proxy_async() and synchronised with
+// the issuing thread first. The tile may be rewritten once store_wait_read<0>() returns; the
+// global writes are done once store_wait<0>() returns.
+template <class ST>
+__device__ __forceinline__ void store_async(const CUtensorMap& map, const ST& src, int row_tile, int col_tile) {
+  const std::uint32_t base = arch::shared_address(src.data);
+#pragma unroll
+  for (int b = 0; b < ST::boxes; ++b) {
+    arch::tma_store_2d(map, col_tile * ST::cols + b * ST::box_cols, row_tile * ST::rows, base + b * ST::box_bytes);
+  }
+  arch::bulk_commit();
+}
+
+template <int Pending>
+__device__ __forceinline__ void store_wait_read() {
+  arch::bulk_wait_read<Pending>();
+}
+template <int Pending>
+__device__ __forceinline__ void store_wait() {
+  arch::bulk_wait<Pending>();
 }
 
 }  // namespace tk::tma

@@ -1,0 +1,29 @@
+#pragma once
+// One-warpgroup kernels that run the tile DSL's warpgroup-scope operations (wgmma on shared
+// tiles or register A, TMA tile loads and stores), for the GPU tests. Matrices travel row-major
+// as the element type's bits (bf16 or fp16) in and as floats out.
+#include <cstdint>
+#include <vector>
+
+namespace tkprobe::test_kernels::dsl_wg {
+
+enum class Mma { ABt_ss, AB_ss, ABt_rs, AB_rs };  // B^T or B; A from shared memory or registers
+enum class Half { bf16, f16 };
+
+// 64 x K times (N x K)^T or (K x N): the shapes with kernels.
+inline constexpr int kMmaShapes[][2] = {{32, 64}, {64, 128}};  // {K, N}
+
+// D (64 x N, row-major floats) = A (64 x K) times B (N x K when the form is ABt, K x N for AB).
+std::vector<float> mma(Mma form, Half type, int k, int n, const std::vector<std::uint16_t>& a,
+                       const std::vector<std::uint16_t>& b);
+
+// Tile shapes the TMA round trip runs: rows x cols of 16-bit elements.
+inline constexpr int kTmaShapes[][2] = {{64, 64}, {128, 128}};
+
+// A rows x cols tile at tile coordinates (row_tile, col_tile) of a row-major (rows * 2) x
+// (cols * 2) tensor, loaded into shared memory by the TMA and stored by the TMA into the same
+// place of a second tensor, which is returned (its other elements as `out` had them).
+std::vector<std::uint16_t> tma_round_trip(int rows, int cols, const std::vector<std::uint16_t>& tensor,
+                                          std::vector<std::uint16_t> out, int row_tile, int col_tile);
+
+}  // namespace tkprobe::test_kernels::dsl_wg

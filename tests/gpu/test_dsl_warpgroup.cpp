@@ -1,0 +1,92 @@
+// The tile DSL's warpgroup-scope operations on the GPU: wgmma through warpgroup::mma_AB/mma_ABt
+// with A from shared memory or registers, and TMA tile loads and stores
+// (tests/gpu/dsl_warpgroup_kernels.hpp). Operands are fresh random values +-(1 + m/8) 2^e,
+// e in {-1, 0}: exact in bf16 and fp16, never zero; products and their sums over K <= 64 are
+// exact in f32, so the results must equal a host reference in double. Outputs start poisoned.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "tests/gpu/dsl_warpgroup_kernels.hpp"
+
+namespace wg = tkprobe::test_kernels::dsl_wg;
+
+namespace {
+
+constexpr int kM = 64;
+
+struct Value {
+  double v;
+  std::uint16_t bits;
+};
+
+// +-(1 + m/8) 2^e in the type's bits.
+Value random_value(wg::Half type, std::mt19937& rng) {
+  const int sign = int(rng() % 2), m = int(rng() % 8), e = -int(rng() % 2);
+  const double v = (sign ? -1 : 1) * (1 + m / 8.0) * std::ldexp(1.0, e);
+  if (type == wg::Half::f16) return {v, std::uint16_t(sign << 15 | (e + 15) << 10 | m << 7)};
+  const float f = float(v);
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return {v, std::uint16_t(u >> 16)};
+}
+
+std::vector<Value> random_matrix(int count, wg::Half type, std::mt19937& rng) {
+  std::vector<Value> out(count);
+  for (auto& x : out) x = random_value(type, rng);
+  return out;
+}
+
+std::vector<std::uint16_t> bits(const std::vector<Value>& m) {
+  std::vector<std::uint16_t> out;
+  for (const auto& x : m) out.push_back(x.bits);
+  return out;
+}
+
+const char* name(wg::Mma f) {
+  const char* names[] = {"mma_ABt (A in smem)", "mma_AB (A in smem)", "mma_ABt (A in registers)", "mma_AB (A in registers)"};
+  return names[int(f)];
+}
+
+}  // namespace
+
+TEST(DslWarpgroup, MmaFormsEqualTheHostProduct) {
+  std::mt19937 rng(std::random_device{}());
+  for (wg::Mma form : {wg::Mma::ABt_ss, wg::Mma::AB_ss, wg::Mma::ABt_rs, wg::Mma::AB_rs})
+    for (wg::Half type : {wg::Half::bf16, wg::Half::f16})
+      for (const auto& [k, n] : wg::kMmaShapes) {
+        const bool transposed = form == wg::Mma::ABt_ss || form == wg::Mma::ABt_rs;
+        const auto a = random_matrix(kM * k, type, rng), b = random_matrix(n * k, type, rng);
+        const auto d = wg::mma(form, type, k, n, bits(a), bits(b));
+        int wrong = 0;
+        for (int i = 0; i < kM; ++i)
+          for (int j = 0; j < n; ++j) {
+            double want = 0;
+            for (int x = 0; x < k; ++x) want += a[i * k + x].v * (transposed ? b[j * k + x].v : b[x * n + j].v);
+            wrong += d[i * n + j] != want;  // exact: see the file comment (NaN, the poison, fails too)
+          }
+        EXPECT_EQ(wrong, 0) << name(form) << (type == wg::Half::bf16 ? " bf16 " : " fp16 ") << "K=" << k << " N=" << n;
+      }
+}
+
+TEST(DslWarpgroup, TmaLoadsAndStoresATileInPlace) {
+  std::mt19937 rng(std::random_device{}());
+  constexpr std::uint16_t kUntouched = 0x7fc1;
+  for (const auto& [rows, cols] : wg::kTmaShapes) {
+    const int width = 2 * cols, height = 2 * rows;
+    std::vector<std::uint16_t> tensor(std::size_t(width) * height);
+    for (auto& x : tensor) x = std::uint16_t(rng());
+    const int row_tile = 1, col_tile = 1;
+    const auto out = wg::tma_round_trip(rows, cols, tensor, std::vector<std::uint16_t>(tensor.size(), kUntouched),
+                                        row_tile, col_tile);
+    int wrong = 0;
+    for (int r = 0; r < height; ++r)
+      for (int c = 0; c < width; ++c) {
+        const bool inside = r / rows == row_tile && c / cols == col_tile;
+        wrong += out[r * width + c] != (inside ? tensor[r * width + c] : kUntouched);
+      }
+    EXPECT_EQ(wrong, 0) << rows << "x" << cols << " tile";
+  }
+}
