@@ -1,11 +1,8 @@
 #include <algorithm>
 
 #include "kernels/gemm/gemm.hpp"
-#include "tk/ops/warpgroup/mma.cuh"
-#include "tk/ops/warpgroup/tma.cuh"
-#include "tk/sync/pipeline.cuh"
 #include "tk/types/gl.cuh"
-#include "tk/warp.cuh"
+#include "tk/warpgroup.cuh"
 
 namespace gemm {
 namespace {
