@@ -28,10 +28,12 @@ __device__ void fill(ST& t, const typename ST::element* m) {
 
 template <Mma F, class T, int K, int N>
 __global__ void __launch_bounds__(128) mma_kernel(const T* a, const T* b, float* d) {
-  constexpr bool transposed = F == Mma::ABt_ss || F == Mma::ABt_rs;
-  using b_tile = std::conditional_t<transposed, st<T, N, K>, st<T, K, N>>;
+  constexpr bool b_transposed = F == Mma::ABt_ss || F == Mma::ABt_rs || F == Mma::AtBt_ss;
+  constexpr bool a_transposed = F == Mma::AtB_ss || F == Mma::AtBt_ss;
+  using a_tile = std::conditional_t<a_transposed, st<T, K, warpgroup::kRows>, st<T, warpgroup::kRows, K>>;
+  using b_tile = std::conditional_t<b_transposed, st<T, N, K>, st<T, K, N>>;
   struct Smem {
-    st<T, warpgroup::kRows, K> a;
+    a_tile a;
     b_tile b;
   };
   Smem& sm = aligned_smem<Smem>();
@@ -41,13 +43,15 @@ __global__ void __launch_bounds__(128) mma_kernel(const T* a, const T* b, float*
   __syncthreads();
   const int w = threadIdx.x / 32;
   rt<T, 16, K> a_rows;
-  warp::load(a_rows, a + w * 16 * K, K);
+  if constexpr (!a_transposed) warp::load(a_rows, a + w * 16 * K, K);
   rt_fl<16, N> acc;
   warpgroup::mma_fence();
   if constexpr (F == Mma::ABt_ss) warpgroup::mma_ABt(acc, sm.a, sm.b, false);
   if constexpr (F == Mma::AB_ss) warpgroup::mma_AB(acc, sm.a, sm.b, false);
   if constexpr (F == Mma::ABt_rs) warpgroup::mma_ABt(acc, a_rows, sm.b, false);
   if constexpr (F == Mma::AB_rs) warpgroup::mma_AB(acc, a_rows, sm.b, false);
+  if constexpr (F == Mma::AtB_ss) warpgroup::mma_AtB(acc, sm.a, sm.b, false);
+  if constexpr (F == Mma::AtBt_ss) warpgroup::mma_AtBt(acc, sm.a, sm.b, false);
   warpgroup::mma_commit();
   warpgroup::mma_wait<0>();
   warp::store(d + w * 16 * N, acc, N);
@@ -126,6 +130,10 @@ std::vector<float> mma(Mma form, Half type, int k, int n, const std::vector<std:
       return run_mma<Mma::AB_ss>(type, k, n, a, b);
     case Mma::ABt_rs:
       return run_mma<Mma::ABt_rs>(type, k, n, a, b);
+    case Mma::AtB_ss:
+      return run_mma<Mma::AtB_ss>(type, k, n, a, b);
+    case Mma::AtBt_ss:
+      return run_mma<Mma::AtBt_ss>(type, k, n, a, b);
     default:
       return run_mma<Mma::AB_rs>(type, k, n, a, b);
   }

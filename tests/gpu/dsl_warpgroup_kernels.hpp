@@ -7,13 +7,15 @@
 
 namespace tkprobe::test_kernels::dsl_wg {
 
-enum class Mma { ABt_ss, AB_ss, ABt_rs, AB_rs };  // B^T or B; A from shared memory or registers
+// B^T or B; A from shared memory or registers; A^T (A stored K x 64) with B or B^T.
+enum class Mma { ABt_ss, AB_ss, ABt_rs, AB_rs, AtB_ss, AtBt_ss };
 enum class Half { bf16, f16 };
 
 // 64 x K times (N x K)^T or (K x N): the shapes with kernels.
 inline constexpr int kMmaShapes[][2] = {{32, 64}, {64, 128}};  // {K, N}
 
-// D (64 x N, row-major floats) = A (64 x K) times B (N x K when the form is ABt, K x N for AB).
+// D (64 x N, row-major floats) = A (64 x K; K x 64 for the At forms) times B (N x K for the
+// Bt forms, K x N otherwise).
 std::vector<float> mma(Mma form, Half type, int k, int n, const std::vector<std::uint16_t>& a,
                        const std::vector<std::uint16_t>& b);
 

@@ -46,7 +46,8 @@ std::vector<std::uint16_t> bits(const std::vector<Value>& m) {
 }
 
 const char* name(wg::Mma f) {
-  const char* names[] = {"mma_ABt (A in smem)", "mma_AB (A in smem)", "mma_ABt (A in registers)", "mma_AB (A in registers)"};
+  const char* names[] = {"mma_ABt (A in smem)",      "mma_AB (A in smem)", "mma_ABt (A in registers)",
+                         "mma_AB (A in registers)", "mma_AtB",            "mma_AtBt"};
   return names[int(f)];
 }
 
@@ -54,17 +55,20 @@ const char* name(wg::Mma f) {
 
 TEST(DslWarpgroup, MmaFormsEqualTheHostProduct) {
   std::mt19937 rng(std::random_device{}());
-  for (wg::Mma form : {wg::Mma::ABt_ss, wg::Mma::AB_ss, wg::Mma::ABt_rs, wg::Mma::AB_rs})
+  for (wg::Mma form : {wg::Mma::ABt_ss, wg::Mma::AB_ss, wg::Mma::ABt_rs, wg::Mma::AB_rs, wg::Mma::AtB_ss, wg::Mma::AtBt_ss})
     for (wg::Half type : {wg::Half::bf16, wg::Half::f16})
       for (const auto& [k, n] : wg::kMmaShapes) {
-        const bool transposed = form == wg::Mma::ABt_ss || form == wg::Mma::ABt_rs;
+        const bool b_transposed = form == wg::Mma::ABt_ss || form == wg::Mma::ABt_rs || form == wg::Mma::AtBt_ss;
+        const bool a_transposed = form == wg::Mma::AtB_ss || form == wg::Mma::AtBt_ss;
         const auto a = random_matrix(kM * k, type, rng), b = random_matrix(n * k, type, rng);
         const auto d = wg::mma(form, type, k, n, bits(a), bits(b));
         int wrong = 0;
         for (int i = 0; i < kM; ++i)
           for (int j = 0; j < n; ++j) {
             double want = 0;
-            for (int x = 0; x < k; ++x) want += a[i * k + x].v * (transposed ? b[j * k + x].v : b[x * n + j].v);
+            for (int x = 0; x < k; ++x) {
+              want += (a_transposed ? a[x * kM + i].v : a[i * k + x].v) * (b_transposed ? b[j * k + x].v : b[x * n + j].v);
+            }
             wrong += d[i * n + j] != want;  // exact: see the file comment (NaN, the poison, fails too)
           }
         EXPECT_EQ(wrong, 0) << name(form) << (type == wg::Half::bf16 ? " bf16 " : " fp16 ") << "K=" << k << " N=" << n;

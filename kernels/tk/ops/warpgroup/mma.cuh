@@ -5,6 +5,7 @@
 //   warpgroup::mma_ABt(acc, q, k);   // acc += Q K^T   (Q: st 64 x K, K: st N x K, both K-major)
 //   warpgroup::mma_AB(acc, p, v);    // acc += P V     (V: st K x N, N contiguous: MN-major;
 //                                    //                 P: st 64 x K, or each warp's rt 16 x K)
+//   warpgroup::mma_AtB(acc, a, b);   // acc += A^T B   (A stored K x 64, M contiguous), and AtBt
 //   warpgroup::mma_commit(); warpgroup::mma_wait<0>();
 //
 // Descriptors come from the tiles' own layout (tk/layout/wgmma_descriptor.hpp); a K slice of 16
@@ -77,6 +78,30 @@ __device__ __forceinline__ void mma_AB(Acc& acc, const SA& a, const SB& b, bool 
 #pragma unroll
   for (int s = 0; s < SA::cols / kSliceK; ++s) {
     Op::template ss<0, 1>(registers<SB::cols>(acc), k_major(a, s), mn_major(b, s), accumulate || s > 0);
+  }
+}
+
+// acc (+)= A^T B: A stored K x 64 (M contiguous: MN-major, imm-trans-a), B K x N (N contiguous).
+template <class Acc, class SA, class SB>
+__device__ __forceinline__ void mma_AtB(Acc& acc, const SA& a, const SB& b, bool accumulate = true) {
+  static_assert(SA::cols == kRows, "mma_AtB: A^T must have 64 rows (A stored K x 64)");
+  static_assert(SA::rows == SB::rows, "mma_AtB: A and B must share K (their rows)");
+  using Op = arch::Wgmma<typename mma_types<typename SA::element>::type, SB::cols>;
+#pragma unroll
+  for (int s = 0; s < SA::rows / kSliceK; ++s) {
+    Op::template ss<1, 1>(registers<SB::cols>(acc), mn_major(a, s), mn_major(b, s), accumulate || s > 0);
+  }
+}
+
+// acc (+)= A^T B^T: A stored K x 64 (MN-major), B N x K (K-major).
+template <class Acc, class SA, class SB>
+__device__ __forceinline__ void mma_AtBt(Acc& acc, const SA& a, const SB& b, bool accumulate = true) {
+  static_assert(SA::cols == kRows, "mma_AtBt: A^T must have 64 rows (A stored K x 64)");
+  static_assert(SA::rows == SB::cols, "mma_AtBt: A's rows and B's columns must both be K");
+  using Op = arch::Wgmma<typename mma_types<typename SA::element>::type, SB::rows>;
+#pragma unroll
+  for (int s = 0; s < SA::rows / kSliceK; ++s) {
+    Op::template ss<1, 0>(registers<SB::rows>(acc), mn_major(a, s), k_major(b, s), accumulate || s > 0);
   }
 }
 
