@@ -204,6 +204,37 @@ __global__ void store_global_kernel(const float* in, typename RT::element* globa
   warp::store(global, t, ld);
 }
 
+// A vector from N contiguous elements, of global memory or (copied there first) a shared vector.
+template <class RV>
+__global__ void load_vector_kernel(const typename RV::element* memory, bool through_shared, float* out) {
+  __shared__ tk::sv<typename RV::element, RV::length> s;
+  RV v;
+  if (through_shared) {
+    for (int i = threadIdx.x; i < RV::length; i += blockDim.x) s[i] = memory[i];
+    __syncwarp();
+    warp::load(v, s);
+  } else {
+    warp::load(v, memory);
+  }
+  store_fragments(v, out);
+}
+
+template <class RV>
+__global__ void store_vector_kernel(const float* in, bool through_shared, typename RV::element* memory) {
+  __shared__ tk::sv<typename RV::element, RV::length> s;
+  RV v;
+  load_fragments(v, in);
+  if (through_shared) {
+    for (int i = threadIdx.x; i < RV::length; i += blockDim.x) s[i] = memory[i];  // the poison
+    __syncwarp();
+    warp::store(s, v);
+    __syncwarp();
+    for (int i = threadIdx.x; i < RV::length; i += blockDim.x) memory[i] = s[i];
+  } else {
+    warp::store(memory, v);
+  }
+}
+
 template <class RT>
 using shared_tile = tk::st<typename RT::element, RT::rows, RT::cols>;
 
@@ -313,6 +344,16 @@ void with_tile_operand(const Operand& t, F&& f) {
   with_type(t.type, [&](auto ty) {
     using T = typename decltype(ty)::type;
     t.form == Form::row ? with_tile<T, tk::row_l>(t, f) : with_tile<T, tk::col_l>(t, f);
+  });
+}
+
+// f(tag<rv<...>>) for a vector operand of either layout.
+template <class F>
+void with_vector_operand(const Operand& v, F&& f) {
+  if (is_tile(v)) throw std::invalid_argument("dsl kernels: vector loads and stores take vectors");
+  with_type(v.type, [&](auto ty) {
+    using T = typename decltype(ty)::type;
+    v.form == Form::group ? with_vector<T, tk::group_vl>(v, f) : with_vector<T, tk::quad_vl>(v, f);
   });
 }
 
@@ -464,6 +505,29 @@ std::vector<float> run_store_global(const Operand& t, int ld, const std::vector<
     const DeviceArray<typename RT::element> g(std::size_t(t.rows) * ld);
     store_global_kernel<RT><<<1, kLanes>>>(in.get(), g.get(), ld);
     result = g.read();
+  });
+  return result;
+}
+
+std::vector<float> run_load_vector(const Operand& v, bool through_shared, const std::vector<float>& memory) {
+  DeviceArray<float> out(fragment_count(v));
+  with_vector_operand(v, [&](auto x) {
+    using RV = typename decltype(x)::type;
+    const DeviceArray<typename RV::element> m(RV::length, memory);
+    load_vector_kernel<RV><<<1, kLanes>>>(m.get(), through_shared, out.get());
+    TK_CUDA(cudaDeviceSynchronize());  // before m is freed
+  });
+  return out.read();
+}
+
+std::vector<float> run_store_vector(const Operand& v, bool through_shared, const std::vector<float>& s) {
+  const Fragments in(v, s);
+  std::vector<float> result;
+  with_vector_operand(v, [&](auto x) {
+    using RV = typename decltype(x)::type;
+    const DeviceArray<typename RV::element> m(RV::length);
+    store_vector_kernel<RV><<<1, kLanes>>>(in.get(), through_shared, m.get());
+    result = m.read();
   });
   return result;
 }

@@ -78,6 +78,10 @@ std::vector<float> run_broadcast(const Operand& t, Broadcast op, const std::vect
 // returned buffer is all rows x ld, the columns past the tile left poisoned).
 std::vector<float> run_load_global(const Operand& t, int ld, const std::vector<float>& global);
 std::vector<float> run_store_global(const Operand& t, int ld, const std::vector<float>& s);
+// A vector loaded from its N entries in global memory or, with through_shared, in a shared
+// vector (sv); a vector stored there (the returned entries start poisoned).
+std::vector<float> run_load_vector(const Operand& v, bool through_shared, const std::vector<float>& memory);
+std::vector<float> run_store_vector(const Operand& v, bool through_shared, const std::vector<float>& s);
 // An st<T, rows, cols> written element by element (st::operator()) from a row-major matrix,
 // loaded into a tile; a tile stored into an st (poisoned first), read back element by element.
 std::vector<float> run_load_shared(const Operand& t, const std::vector<float>& matrix);

@@ -292,6 +292,24 @@ TEST(DslWarp, GlobalLoadStore) {
   }
 }
 
+TEST(DslWarp, VectorLoadStore) {
+  Random rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  for (const Operand& v : all_operands()) {
+    if (dsl::is_tile(v)) continue;
+    for (const bool through_shared : {false, true}) {
+      const std::string where = through_shared ? " (shared vector)" : " (global)";
+      const auto entries = rng.values(v.type, std::size_t(v.cols));
+      const auto loaded = per_fragment<double>(v, [&](tk::layout::Coord c, int) { return entries[c.col]; });
+      expect_close(dsl::run_load_vector(v, through_shared, entries), loaded, 0.0, name(v) + " load" + where);
+      // Replicated entries agree, so every lane's copy is the same value.
+      const auto fragments = per_fragment<float>(v, [&](tk::layout::Coord c, int) { return float(entries[c.col]); });
+      expect_close(dsl::run_store_vector(v, through_shared, fragments),
+                   std::vector<double>(entries.begin(), entries.end()), 0.0, name(v) + " store" + where);
+    }
+  }
+}
+
 TEST(DslWarp, SharedLoadStore) {
   Random rng;
   SCOPED_TRACE("seed " + std::to_string(rng.seed()));

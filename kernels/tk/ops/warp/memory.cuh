@@ -9,12 +9,14 @@
 //   stmatrix .x4, one 16x16 subtile per instruction, col_l through .trans (so a row-major
 //   shared tile loads straight into an mma B operand); float tiles pair by pair through
 //   st::offset (8-byte ld/st.shared for row_l). stmatrix needs sm_90.
+//   Register vectors to and from N contiguous elements: global memory or a shared vector.
 #include <cstdint>
 
 #include "tk/arch/ldmatrix.cuh"
 #include "tk/arch/shared_memory.cuh"
 #include "tk/types/rt.cuh"
 #include "tk/types/st.cuh"
+#include "tk/types/sv.cuh"
 
 namespace tk::warp {
 namespace detail {
@@ -135,6 +137,40 @@ __device__ __forceinline__ void store(st<T, R, C>& d, const rt<T, R, C, L>& s) {
       }
     });
   }
+}
+
+// Register vector <-> N contiguous elements (global memory, or a shared vector's data): every
+// lane reads the entries it holds; of the lanes that hold the same entries (the 4 of a group
+// for group_vl, the 8 groups for quad_vl) one writes them.
+template <class T, int N, class L>
+__device__ __forceinline__ void load(rv<T, N, L>& d, const T* src) {
+  const int lane = detail::lane_id();
+#pragma unroll
+  for (int s = 0; s < rv<T, N, L>::pairs; ++s) {
+    d.data[s] = packed<T>{src[layout::rv_entry(lane, 2 * s, L::value)], src[layout::rv_entry(lane, 2 * s + 1, L::value)]};
+  }
+}
+
+template <class T, int N, class L>
+__device__ __forceinline__ void store(T* dst, const rv<T, N, L>& v) {
+  const int lane = detail::lane_id();
+  const bool writer = L::value == layout::RvLayout::group ? layout::thread_in_group(lane) == 0
+                                                          : layout::group_of(lane) == 0;
+  if (!writer) return;
+#pragma unroll
+  for (int s = 0; s < rv<T, N, L>::pairs; ++s) {
+    dst[layout::rv_entry(lane, 2 * s, L::value)] = v.data[s].x;
+    dst[layout::rv_entry(lane, 2 * s + 1, L::value)] = v.data[s].y;
+  }
+}
+
+template <class T, int N, class L>
+__device__ __forceinline__ void load(rv<T, N, L>& d, const sv<T, N>& s) {
+  load(d, s.data);
+}
+template <class T, int N, class L>
+__device__ __forceinline__ void store(sv<T, N>& d, const rv<T, N, L>& v) {
+  store(d.data, v);
 }
 
 }  // namespace tk::warp
