@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdint>
+
 namespace tk {
 
 template <class T>
@@ -23,5 +25,16 @@ struct packed_of<__half> {
 };
 template <class T>
 using packed = typename packed_of<T>::type;
+
+// A pair as the 32-bit register it is (the operand mma, ldmatrix and stmatrix take), and back.
+template <class P>
+__device__ __forceinline__ std::uint32_t bits(const P& v) {
+  static_assert(sizeof(P) == 4, "bits: a 16-bit pair");
+  return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+template <class P>
+__device__ __forceinline__ P from_bits(std::uint32_t v) {
+  return *reinterpret_cast<const P*>(&v);
+}
 
 }  // namespace tk

@@ -45,15 +45,6 @@ __device__ __forceinline__ void for_each_pair(F&& f) {
       }
 }
 
-template <class P>
-__device__ __forceinline__ std::uint32_t bits(const P& v) {
-  return *reinterpret_cast<const std::uint32_t*>(&v);
-}
-template <class P>
-__device__ __forceinline__ P from_bits(std::uint32_t v) {
-  return *reinterpret_cast<const P*>(&v);
-}
-
 }  // namespace detail
 
 // Global memory -> registers.
@@ -99,7 +90,7 @@ __device__ __forceinline__ void load(rt<T, R, C, L>& d, const st<T, R, C>& s) {
         std::uint32_t r[4];
         arch::ldmatrix_x4<!RT::row_major>(r, base + st<T, R, C>::offset(16 * i + row.row, 16 * j + row.col));
 #pragma unroll
-        for (int p = 0; p < layout::kPairsPerSubtile; ++p) d.at(i, j, p) = detail::from_bits<P>(r[p]);
+        for (int p = 0; p < layout::kPairsPerSubtile; ++p) d.at(i, j, p) = from_bits<P>(r[p]);
       }
   } else {
     detail::for_each_pair<RT>([&](int i, int j, int p, layout::Coord x, layout::Coord y) {
@@ -123,8 +114,8 @@ __device__ __forceinline__ void store(st<T, R, C>& d, const rt<T, R, C, L>& s) {
     for (int i = 0; i < RT::subtile_rows; ++i)
 #pragma unroll
       for (int j = 0; j < RT::subtile_cols; ++j) {
-        const std::uint32_t r[4] = {detail::bits(s.at(i, j, 0)), detail::bits(s.at(i, j, 1)),
-                                    detail::bits(s.at(i, j, 2)), detail::bits(s.at(i, j, 3))};
+        const std::uint32_t r[4] = {bits(s.at(i, j, 0)), bits(s.at(i, j, 1)),
+                                    bits(s.at(i, j, 2)), bits(s.at(i, j, 3))};
         arch::stmatrix_x4<!RT::row_major>(base + st<T, R, C>::offset(16 * i + row.row, 16 * j + row.col), r);
       }
   } else {

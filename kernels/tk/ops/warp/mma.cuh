@@ -17,28 +17,12 @@
 namespace tk::warp {
 namespace detail {
 
-template <class T>
-struct mma_types_of;
-template <>
-struct mma_types_of<__nv_bfloat16> {
-  using type = arch::bf16_f32;
-};
-template <>
-struct mma_types_of<__half> {
-  using type = arch::f16_f32;
-};
-
-template <class P>
-__device__ __forceinline__ std::uint32_t reg(const P& v) {
-  return *reinterpret_cast<const std::uint32_t*>(&v);
-}
-
 // d = a * b + c over M x N; b_subtile(k, j) gives the four pairs of B's subtile (k, j) of K x N.
 // Each accumulator subtile is read from c whole before d's is written, so d may be c.
 template <class T, int M, int K, int N, class BSubtile>
 __device__ __forceinline__ void mma(rt<float, M, N, row_l>& d, const rt<T, M, K, row_l>& a, BSubtile b_subtile,
                                     const rt<float, M, N, row_l>& c) {
-  using Mma = arch::MmaSync<typename mma_types_of<T>::type>;
+  using Mma = arch::MmaSync<arch::f32_accumulate_t<T>>;
 #pragma unroll
   for (int i = 0; i < M / layout::kSubtile; ++i)
 #pragma unroll
@@ -51,11 +35,11 @@ __device__ __forceinline__ void mma(rt<float, M, N, row_l>& d, const rt<T, M, K,
       }
 #pragma unroll
       for (int k = 0; k < K / layout::kSubtile; ++k) {
-        const std::uint32_t av[4] = {reg(a.at(i, k, 0)), reg(a.at(i, k, 1)), reg(a.at(i, k, 2)), reg(a.at(i, k, 3))};
+        const std::uint32_t av[4] = {bits(a.at(i, k, 0)), bits(a.at(i, k, 1)), bits(a.at(i, k, 2)), bits(a.at(i, k, 3))};
         const auto* b = b_subtile(k, j);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const std::uint32_t bv[2] = {reg(b[h]), reg(b[h + 2])};  // k 0-7, 8-15 of column g + 8h
+          const std::uint32_t bv[2] = {bits(b[h]), bits(b[h + 2])};  // k 0-7, 8-15 of column g + 8h
           Mma::mma(acc[h], av, bv);
         }
       }

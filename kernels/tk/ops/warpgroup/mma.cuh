@@ -24,17 +24,6 @@ namespace tk::warpgroup {
 inline constexpr int kRows = 64;     // a warpgroup's accumulator rows (m64)
 inline constexpr int kSliceK = 16;   // K of one wgmma for 16-bit inputs
 
-template <class T>
-struct mma_types;
-template <>
-struct mma_types<__nv_bfloat16> {
-  using type = arch::bf16_f32;
-};
-template <>
-struct mma_types<__half> {
-  using type = arch::f16_f32;
-};
-
 // Tile `t` as a K-major operand, from K slice `s` on.
 template <class ST>
 __device__ __forceinline__ std::uint64_t k_major(const ST& t, int s) {
@@ -57,54 +46,6 @@ __device__ __forceinline__ float (&registers(Acc& acc))[N / 2] {
   return reinterpret_cast<float(&)[N / 2]>(acc);
 }
 
-// acc (+)= A B^T: A 64 x K and B N x K, both K-major. accumulate = false overwrites acc.
-template <class Acc, class SA, class SB>
-__device__ __forceinline__ void mma_ABt(Acc& acc, const SA& a, const SB& b, bool accumulate = true) {
-  static_assert(SA::rows == kRows, "mma_ABt: A must have 64 rows (one warpgroup's m64)");
-  static_assert(SA::cols == SB::cols, "mma_ABt: A and B must share K (their columns)");
-  using Op = arch::Wgmma<typename mma_types<typename SA::element>::type, SB::rows>;
-#pragma unroll
-  for (int s = 0; s < SA::cols / kSliceK; ++s) {
-    Op::ss(registers<SB::rows>(acc), k_major(a, s), k_major(b, s), accumulate || s > 0);
-  }
-}
-
-// acc (+)= A B: A 64 x K (K-major), B K x N with N contiguous (MN-major, imm-trans-b).
-template <class Acc, class SA, class SB>
-__device__ __forceinline__ void mma_AB(Acc& acc, const SA& a, const SB& b, bool accumulate = true) {
-  static_assert(SA::rows == kRows, "mma_AB: A must have 64 rows (one warpgroup's m64)");
-  static_assert(SA::cols == SB::rows, "mma_AB: A's columns must be B's rows (K)");
-  using Op = arch::Wgmma<typename mma_types<typename SA::element>::type, SB::cols>;
-#pragma unroll
-  for (int s = 0; s < SA::cols / kSliceK; ++s) {
-    Op::template ss<0, 1>(registers<SB::cols>(acc), k_major(a, s), mn_major(b, s), accumulate || s > 0);
-  }
-}
-
-// acc (+)= A^T B: A stored K x 64 (M contiguous: MN-major, imm-trans-a), B K x N (N contiguous).
-template <class Acc, class SA, class SB>
-__device__ __forceinline__ void mma_AtB(Acc& acc, const SA& a, const SB& b, bool accumulate = true) {
-  static_assert(SA::cols == kRows, "mma_AtB: A^T must have 64 rows (A stored K x 64)");
-  static_assert(SA::rows == SB::rows, "mma_AtB: A and B must share K (their rows)");
-  using Op = arch::Wgmma<typename mma_types<typename SA::element>::type, SB::cols>;
-#pragma unroll
-  for (int s = 0; s < SA::rows / kSliceK; ++s) {
-    Op::template ss<1, 1>(registers<SB::cols>(acc), mn_major(a, s), mn_major(b, s), accumulate || s > 0);
-  }
-}
-
-// acc (+)= A^T B^T: A stored K x 64 (MN-major), B N x K (K-major).
-template <class Acc, class SA, class SB>
-__device__ __forceinline__ void mma_AtBt(Acc& acc, const SA& a, const SB& b, bool accumulate = true) {
-  static_assert(SA::cols == kRows, "mma_AtBt: A^T must have 64 rows (A stored K x 64)");
-  static_assert(SA::rows == SB::cols, "mma_AtBt: A's rows and B's columns must both be K");
-  using Op = arch::Wgmma<typename mma_types<typename SA::element>::type, SB::rows>;
-#pragma unroll
-  for (int s = 0; s < SA::rows / kSliceK; ++s) {
-    Op::template ss<1, 0>(registers<SB::rows>(acc), mn_major(a, s), k_major(b, s), accumulate || s > 0);
-  }
-}
-
 // A from registers (the RS form): each warp passes its 16 rows of A as a row-layout register
 // tile, whose 16 x 16 subtiles are exactly wgmma's A fragment (tk/layout/rt_layout.hpp).
 template <class T, int K>
@@ -112,26 +53,69 @@ __device__ __forceinline__ const std::uint32_t (&a_fragment(const rt<T, 16, K, r
   return reinterpret_cast<const std::uint32_t(&)[4]>(a.data[s * layout::kPairsPerSubtile]);
 }
 
-// acc (+)= A B^T with A in registers (16 x K per warp) and B N x K in shared memory.
-template <class Acc, class T, int K, class SB>
-__device__ __forceinline__ void mma_ABt(Acc& acc, const rt<T, 16, K, row_l>& a, const SB& b, bool accumulate = true) {
-  static_assert(K == SB::cols, "mma_ABt: A and B must share K (their columns)");
-  using Op = arch::Wgmma<typename mma_types<T>::type, SB::rows>;
+template <class A>
+inline constexpr bool in_registers = requires { typename A::tile_layout; };
+
+// A's part of the 64-row product: a 64-row shared tile, or each warp's 16-row row_l register tile.
+template <class A>
+constexpr bool warpgroup_rows() {
+  if constexpr (in_registers<A>) return A::rows == 16 && A::row_major;
+  return A::rows == kRows;
+}
+
+template <layout::Major M, class ST>
+__device__ __forceinline__ std::uint64_t operand(const ST& t, int s) {
+  if constexpr (M == layout::Major::k) return k_major(t, s);
+  return mn_major(t, s);
+}
+
+// The loop every form shares: one wgmma per 16 of K, A read with major MA (from shared memory)
+// or from registers, B with major MB; the first overwrites acc unless accumulate.
+template <int N, int K, layout::Major MA, layout::Major MB, class Acc, class A, class SB>
+__device__ __forceinline__ void mma_slices(Acc& acc, const A& a, const SB& b, bool accumulate) {
+  using Op = arch::Wgmma<arch::f32_accumulate_t<typename A::element>, N>;
+  constexpr int trans_a = MA == layout::Major::mn, trans_b = MB == layout::Major::mn;
 #pragma unroll
   for (int s = 0; s < K / kSliceK; ++s) {
-    Op::rs(registers<SB::rows>(acc), a_fragment(a, s), k_major(b, s), accumulate || s > 0);
+    if constexpr (in_registers<A>) {
+      Op::template rs<trans_b>(registers<N>(acc), a_fragment(a, s), operand<MB>(b, s), accumulate || s > 0);
+    } else {
+      Op::template ss<trans_a, trans_b>(registers<N>(acc), operand<MA>(a, s), operand<MB>(b, s), accumulate || s > 0);
+    }
   }
 }
 
-// acc (+)= A B with A in registers (16 x K per warp) and B K x N (N contiguous) in shared memory.
-template <class Acc, class T, int K, class SB>
-__device__ __forceinline__ void mma_AB(Acc& acc, const rt<T, 16, K, row_l>& a, const SB& b, bool accumulate = true) {
-  static_assert(K == SB::rows, "mma_AB: A's columns must be B's rows (K)");
-  using Op = arch::Wgmma<typename mma_types<T>::type, SB::cols>;
-#pragma unroll
-  for (int s = 0; s < K / kSliceK; ++s) {
-    Op::template rs<1>(registers<SB::cols>(acc), a_fragment(a, s), mn_major(b, s), accumulate || s > 0);
-  }
+// acc (+)= A B^T: A 64 x K (a shared tile, or each warp's 16 x K register tile), B N x K; both
+// K-major. accumulate = false overwrites acc.
+template <class Acc, class A, class SB>
+__device__ __forceinline__ void mma_ABt(Acc& acc, const A& a, const SB& b, bool accumulate = true) {
+  static_assert(warpgroup_rows<A>(), "mma_ABt: A must be a 64-row shared tile or a 16-row row_l register tile");
+  static_assert(A::cols == SB::cols, "mma_ABt: A and B must share K (their columns)");
+  mma_slices<SB::rows, A::cols, layout::Major::k, layout::Major::k>(acc, a, b, accumulate);
+}
+
+// acc (+)= A B: A as for mma_ABt (K-major), B K x N with N contiguous (MN-major, imm-trans-b).
+template <class Acc, class A, class SB>
+__device__ __forceinline__ void mma_AB(Acc& acc, const A& a, const SB& b, bool accumulate = true) {
+  static_assert(warpgroup_rows<A>(), "mma_AB: A must be a 64-row shared tile or a 16-row row_l register tile");
+  static_assert(A::cols == SB::rows, "mma_AB: A's columns must be B's rows (K)");
+  mma_slices<SB::cols, A::cols, layout::Major::k, layout::Major::mn>(acc, a, b, accumulate);
+}
+
+// acc (+)= A^T B: A stored K x 64 (M contiguous: MN-major, imm-trans-a), B K x N (N contiguous).
+template <class Acc, class SA, class SB>
+__device__ __forceinline__ void mma_AtB(Acc& acc, const SA& a, const SB& b, bool accumulate = true) {
+  static_assert(SA::cols == kRows, "mma_AtB: A^T must have 64 rows (A stored K x 64)");
+  static_assert(SA::rows == SB::rows, "mma_AtB: A and B must share K (their rows)");
+  mma_slices<SB::cols, SA::rows, layout::Major::mn, layout::Major::mn>(acc, a, b, accumulate);
+}
+
+// acc (+)= A^T B^T: A stored K x 64 (MN-major), B N x K (K-major).
+template <class Acc, class SA, class SB>
+__device__ __forceinline__ void mma_AtBt(Acc& acc, const SA& a, const SB& b, bool accumulate = true) {
+  static_assert(SA::cols == kRows, "mma_AtBt: A^T must have 64 rows (A stored K x 64)");
+  static_assert(SA::rows == SB::cols, "mma_AtBt: A's rows and B's columns must both be K");
+  mma_slices<SB::rows, SA::rows, layout::Major::mn, layout::Major::k>(acc, a, b, accumulate);
 }
 
 __device__ __forceinline__ void mma_fence() { arch::wgmma_fence(); }
