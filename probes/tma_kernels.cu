@@ -5,6 +5,7 @@
 #include "tk/arch/mbarrier.cuh"
 #include "tk/arch/shared_memory.cuh"
 #include "tk/arch/tma.cuh"
+#include "tk/types/gl.cuh"
 
 namespace tkprobe::tma {
 namespace {
@@ -36,17 +37,6 @@ __global__ void load_box_kernel(const __grid_constant__ CUtensorMap map, int box
   for (int i = threadIdx.x; i < region_bytes; i += blockDim.x) out[i] = region[i];
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    TK_CUDA(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess) throw CudaError("the driver has no cuTensorMapEncodeTiled");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }();
-  return fn;
-}
-
 CUtensorMapDataType data_type(int element_bytes) {
   return element_bytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
          : element_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
@@ -61,7 +51,7 @@ CUresult encode_map(CUtensorMap* map, void* global, int element_bytes, Extent te
   const cuuint64_t strides[1] = {tensor.cols * element_bytes};
   const cuuint32_t box_dims[2] = {cuuint32_t(box.cols), cuuint32_t(box.rows)};
   const cuuint32_t element_strides[2] = {1, 1};
-  return encoder()(map, data_type(element_bytes), 2, global, dims, strides, box_dims, element_strides,
+  return tk::tensor_map_encoder()(map, data_type(element_bytes), 2, global, dims, strides, box_dims, element_strides,
                    CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
