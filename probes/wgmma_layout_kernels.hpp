@@ -14,7 +14,6 @@ inline constexpr int kThreads = 128;              // one warpgroup
 inline constexpr int kAccRegs = kM * kN / kThreads;  // f32 accumulators per thread
 inline constexpr int kARegs = 4;                     // A from registers: 4 x bf16x2 per thread
 inline constexpr int kRegionAlign = 1024;  // regions start on the 128B swizzle's repeat
-inline constexpr int kMaxRegionBytes = 64 * 1024;
 
 // Which operands come from where: A from shared memory (SS) or registers (RS), and whether the
 // shared operands are K-major or MN-major (imm-trans-a/b).

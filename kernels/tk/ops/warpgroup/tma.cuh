@@ -26,8 +26,8 @@ __device__ __forceinline__ void load_async(ST& dst, const CUtensorMap& map, int 
 
 // Stores the tile to tile (row_tile, col_tile) of the tensor, one bulk group per call. Every
 // thread that wrote the tile must have called arch::fence_proxy_async() and synchronised with
-// the issuing thread first. The tile may be rewritten once store_wait_read<0>() returns; the
-// global writes are done once store_wait<0>() returns.
+// the issuing thread first. The tile may be rewritten, and the global writes are done, once
+// store_wait<0>() returns.
 template <class ST>
 __device__ __forceinline__ void store_async(const CUtensorMap& map, const ST& src, int row_tile, int col_tile) {
   const std::uint32_t base = arch::shared_address(src.data);
@@ -38,10 +38,6 @@ __device__ __forceinline__ void store_async(const CUtensorMap& map, const ST& sr
   arch::bulk_commit();
 }
 
-template <int Pending>
-__device__ __forceinline__ void store_wait_read() {
-  arch::bulk_wait_read<Pending>();
-}
 template <int Pending>
 __device__ __forceinline__ void store_wait() {
   arch::bulk_wait<Pending>();
