@@ -1,0 +1,38 @@
+#include <string>
+
+#include "kernels/attention/attention.hpp"
+#include "kernels/attention/launchers.hpp"
+
+namespace attention {
+
+double flops(Shape s) {
+  const double full = 4.0 * s.batch * s.heads * double(s.seq) * s.seq * s.head_dim;
+  return s.causal ? full / 2 : full;
+}
+
+std::string refusal(Shape s, Kernel kernel) {
+  constexpr int kMaxGridDim = 65535;  // heads and batch are grid dimensions y and z
+  const auto positive = [](const char* name, int v) {
+    return v > 0 ? std::string() : std::string(name) + " = " + std::to_string(v) + ": give a positive number";
+  };
+  for (const std::string& why : {positive("batch", s.batch), positive("heads", s.heads),
+                                 positive("kv heads", s.kv_heads), positive("seq", s.seq)}) {
+    if (!why.empty()) return why;
+  }
+  if (s.heads % s.kv_heads != 0) {
+    return "heads = " + std::to_string(s.heads) + ", kv heads = " + std::to_string(s.kv_heads) +
+           ": the query heads must be a multiple of the key/value heads";
+  }
+  if (s.head_dim != 64 && s.head_dim != 128) {
+    return "head dim = " + std::to_string(s.head_dim) + ": give 64 or 128";
+  }
+  if (s.heads > kMaxGridDim || s.batch > kMaxGridDim) {
+    return "batch and heads must each be at most " + std::to_string(kMaxGridDim);
+  }
+  return kernel == Kernel::wgmma ? detail::hopper_refusal(s) : detail::portable_refusal(s);
+}
+
+Forward::Forward(const Tensors& t, Shape s, Kernel kernel)
+    : launch_(kernel == Kernel::wgmma ? detail::hopper_forward(t, s) : detail::portable_forward(t, s)) {}
+
+}  // namespace attention

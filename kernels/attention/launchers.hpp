@@ -1,0 +1,19 @@
+#pragma once
+// What each attention kernel file gives attention.cpp: why it refuses a shape beyond the common
+// rules (attention::refusal checks those first), and a launch with everything prepared.
+#include <functional>
+#include <string>
+
+#include "kernels/attention/attention.hpp"
+
+namespace attention::detail {
+
+using Launch = std::function<void(cudaStream_t)>;
+
+std::string hopper_refusal(Shape s);  // attention_hopper.cu
+Launch hopper_forward(const Tensors& t, Shape s);
+
+std::string portable_refusal(Shape s);  // attention_portable.cu
+Launch portable_forward(const Tensors& t, Shape s);
+
+}  // namespace attention::detail
