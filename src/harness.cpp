@@ -106,17 +106,22 @@ Measurement Harness::time_kernel_rate(std::string_view label, const std::functio
   return time_kernel(label, launch, device_clock, [work](double ms) { return work / (ms * 1e-3); });
 }
 
+double Harness::launch_ms(const std::function<void(cudaStream_t)>& launch) {
+  if (config_.flush_l2) flush_l2();
+  TK_CUDA(cudaEventRecord(start_, stream_));
+  launch(stream_);
+  TK_CUDA(cudaGetLastError());
+  TK_CUDA(cudaEventRecord(stop_, stream_));
+  TK_CUDA(cudaEventSynchronize(stop_));
+  float ms = 0;
+  TK_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
+  return ms;
+}
+
 Measurement Harness::time_kernel(std::string_view label, const std::function<void(cudaStream_t)>& launch,
                                  const ClockWindow* device_clock, const std::function<double(double)>& value_of_ms) {
   return measure(label, [&]() {
-    if (config_.flush_l2) flush_l2();
-    TK_CUDA(cudaEventRecord(start_, stream_));
-    launch(stream_);
-    TK_CUDA(cudaGetLastError());
-    TK_CUDA(cudaEventRecord(stop_, stream_));
-    TK_CUDA(cudaEventSynchronize(stop_));
-    float ms = 0;
-    TK_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
+    const double ms = launch_ms(launch);
     Sample s{value_of_ms(ms), std::nan(""), ms / 1e3};
     if (device_clock) {
       ClockWindow w{};

@@ -71,6 +71,10 @@ class Harness {
   Measurement time_kernel_rate(std::string_view label, const std::function<void(cudaStream_t)>& launch, double work,
                                const ClockWindow* device_clock = nullptr);
 
+  // Milliseconds of one launch on stream() by CUDA events (after an L2 flush under --flush-l2):
+  // for samples that time several kernels each, e.g. a ratio from back-to-back launches.
+  double launch_ms(const std::function<void(cudaStream_t)>& launch);
+
   // Evicts L2 (writes twice its size of other data on stream()): --flush-l2 does this before
   // every sample; probes that must start cold call it themselves.
   void flush_l2();

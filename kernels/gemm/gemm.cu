@@ -19,7 +19,9 @@ constexpr int kGroupM = 8;  // tiles of M walked before moving along N, so block
 using a_tile = st<bf16, warpgroup::kRows, kBlockK>;  // one consumer's 64 rows x 64 of K
 using b_tile = st<bf16, kBlockN, kBlockK>;           // 256 x 64
 using c_tile = rt_fl<16, kBlockN>;                   // each warp's 16 rows of C, accumulated
-using c_out = rt_bf<16, kBlockN>;                    // and as stored
+using c_out = rt_bf<16, kBlockN>;                    // and rounded to bf16
+constexpr int kStoreCols = kBlockN / 2;              // C leaves through shared memory in two halves
+using c_stage = st<bf16, warpgroup::kRows, kStoreCols>;  // one consumer's half-tile on its way out
 
 struct Stage {
   a_tile a[kConsumers];
@@ -27,13 +29,15 @@ struct Stage {
 };
 struct Smem {
   Stage stage[kStages];
+  c_stage c[kConsumers];
   pipeline<kStages> pipe;
 };
 constexpr std::uint32_t kStageBytes = kConsumers * tma::bytes<a_tile>() + tma::bytes<b_tile>();
 constexpr int kSmemBytes = sizeof(Smem) + kSmemAlign;  // room to align the ring
+static_assert(kSmemBytes <= kMaxSmemBytes, "the ring and the staging tiles must fit");
 
 struct Maps {
-  CUtensorMap a, b;
+  CUtensorMap a, b, c;
 };
 
 // Block `block`'s tile of C: kGroupM tiles down M, then the next column of tiles.
@@ -43,9 +47,26 @@ __device__ int2 tile_of(int block, Shape s) {
   return {first_m + block % per_group % group_rows, block % per_group / group_rows};
 }
 
+// Consumer w's 64 x 256 of C leaves as two 64 x 128 TMA stores through its staging tile, so the
+// consumer goes back to multiplying as soon as the second half is in shared memory. Named
+// barrier 1 + w keeps the warpgroup's writes behind the previous store's read of the tile, and
+// the store behind the writes.
+__device__ void store_tile(c_stage& staging, const CUtensorMap& map, c_out& out, int row_tile, int col_tile, int w) {
+  const bool issuer = warpgroup::thread() == 0;
+#pragma unroll
+  for (int half = 0; half < kBlockN / kStoreCols; ++half) {
+    if (issuer) tma::store_wait_read<0>();
+    warpgroup::sync(1 + w);
+    warpgroup::store(staging, column_slice<kStoreCols>(out, half));
+    arch::fence_proxy_async();
+    warpgroup::sync(1 + w);
+    if (issuer) tma::store_async(map, staging, row_tile, col_tile * (kBlockN / kStoreCols) + half);
+  }
+}
+
 // Persistent: each block walks tiles blockIdx.x, + gridDim.x, ...; the ring's step count runs on
 // across tiles, so the producer fills the next tile's stages while the consumers store this one.
-__global__ void __launch_bounds__(kThreads, 1) gemm_kernel(const __grid_constant__ Maps maps, bf16* c, Shape s) {
+__global__ void __launch_bounds__(kThreads, 1) gemm_kernel(const __grid_constant__ Maps maps, Shape s) {
   extern __shared__ std::uint8_t raw[];
   Smem& sm = *reinterpret_cast<Smem*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
   const int tiles = (s.m / kBlockM) * (s.n / kBlockN), steps = s.k / kBlockK;
@@ -85,10 +106,10 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_kernel(const __grid_constant
     }
     warpgroup::mma_wait<0>();
     if (releaser) sm.pipe.release(step - 1);
-    const int row = tile.x * kBlockM + w * warpgroup::kRows + 16 * (warpgroup::thread() / 32);
     warp::copy(out, acc);
-    warp::store(c + std::size_t(row) * s.n + tile.y * kBlockN, out, s.n);
+    store_tile(sm.c[w], maps.c, out, tile.x * kConsumers + w, tile.y, w);
   }
+  if (warpgroup::thread() == 0) tma::store_wait<0>();  // the shared tile must outlive the store
 }
 
 }  // namespace
@@ -106,7 +127,10 @@ std::string refusal(Shape s) {
 }
 
 Gemm::Gemm(const bf16* a, const bf16* b, bf16* c, Shape s)
-    : a_map_(tma_map<a_tile>(a, s.m, s.k)), b_map_(tma_map<b_tile>(b, s.n, s.k)), c_(c), shape_(s) {
+    : a_map_(tma_map<a_tile>(a, s.m, s.k)),
+      b_map_(tma_map<b_tile>(b, s.n, s.k)),
+      c_map_(tma_map<c_stage>(c, s.m, s.n)),
+      shape_(s) {
   cudaFuncSetAttribute(gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   int device = 0;
   cudaGetDevice(&device);
@@ -115,7 +139,7 @@ Gemm::Gemm(const bf16* a, const bf16* b, bf16* c, Shape s)
 
 void Gemm::operator()(cudaStream_t stream) const {
   const int tiles = (shape_.m / kBlockM) * (shape_.n / kBlockN);
-  gemm_kernel<<<std::min(tiles, sms_), kThreads, kSmemBytes, stream>>>(Maps{a_map_, b_map_}, c_, shape_);
+  gemm_kernel<<<std::min(tiles, sms_), kThreads, kSmemBytes, stream>>>(Maps{a_map_, b_map_, c_map_}, shape_);
 }
 
 }  // namespace gemm

@@ -27,8 +27,7 @@ class Gemm {
   void operator()(cudaStream_t stream) const;
 
  private:
-  CUtensorMap a_map_, b_map_;
-  __nv_bfloat16* c_;
+  CUtensorMap a_map_, b_map_, c_map_;
   Shape shape_;
   int sms_ = 0;  // one persistent block per SM
 };

@@ -19,12 +19,23 @@ __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap
       : "memory");
 }
 
-// A box of a 2-D tensor map at element coordinates (col, row) from shared memory at `src`, in
-// this thread's current bulk group. Shared memory written by threads must be fenced first
-// (fence_proxy_async): the copy engine reads through the async proxy.
-__device__ __forceinline__ void tma_store_2d(const CUtensorMap& map, int col, int row, std::uint32_t src) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(&map), "r"(col),
-               "r"(row), "r"(src)
+// A box of a 3-D tensor map at element coordinates (col, row, depth) into shared memory at `dst`.
+__device__ __forceinline__ void tma_load_3d(std::uint32_t dst, const CUtensorMap& map, int col, int row, int depth,
+                                            std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];" ::"r"(dst),
+      "l"(&map), "r"(col), "r"(row), "r"(depth), "r"(bar)
+      : "memory");
+}
+
+// A box of a 3-D tensor map at element coordinates (col, row, depth) from shared memory at
+// `src`, in this thread's current bulk group; elements outside the tensor are not written.
+// Shared memory written by threads must be fenced first (fence_proxy_async): the copy engine
+// reads through the async proxy.
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap& map, int col, int row, int depth, std::uint32_t src) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(&map),
+               "r"(col), "r"(row), "r"(depth), "r"(src)
                : "memory");
 }
 

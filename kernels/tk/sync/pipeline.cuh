@@ -52,6 +52,10 @@ __device__ __forceinline__ void increase_registers() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Registers));
 }
 
+// Synchronises the warpgroup's 128 threads alone on named barrier `id` (1..15; 0 is the one
+// __syncthreads uses), so warpgroups wait for their own members only (PTX ISA 9.7.13.1 "bar").
+__device__ __forceinline__ void sync(int id) { asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory"); }
+
 __device__ __forceinline__ int index() { return threadIdx.x / 128; }  // which warpgroup of the block
 __device__ __forceinline__ int thread() { return threadIdx.x % 128; }  // thread within the warpgroup
 

@@ -1,5 +1,5 @@
 #pragma once
-// A global 2-D tensor as the TMA sees it: a CUtensorMap whose box is one box of a shared tile
+// A global tensor (a batch of matrices) as the TMA sees it: a CUtensorMap whose box is one box of a shared tile
 // type (tk/types/st.cuh), so loading a tile is one bulk tensor copy per box. Host side; the
 // driver's encoder is reached through the runtime (cudaGetDriverEntryPointByVersion), so
 // nothing links libcuda.
@@ -42,17 +42,20 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 
-// The map for a row-major rows x cols tensor at `data`, read in tiles of type ST (one box = ST's
-// rows x one swizzle span of columns). Throws, naming the driver's result, if it is refused.
+// The map for `depth` row-major rows x cols matrices stored one after the other at `data` (a
+// batch of them, or one with depth 1), read in tiles of type ST (one box = ST's rows x one
+// swizzle span of columns, one matrix deep). The TMA fills what a box reads past a matrix's
+// rows or columns with zeros and drops what a store writes there, so tiles may overhang the
+// edges. Throws, naming the driver's result, if the map is refused.
 template <class ST>
-CUtensorMap tma_map(const typename ST::element* data, std::uint64_t rows, std::uint64_t cols) {
+CUtensorMap tma_map(const typename ST::element* data, std::uint64_t rows, std::uint64_t cols, std::uint64_t depth = 1) {
   using T = typename ST::element;
   CUtensorMap map;
-  const cuuint64_t dims[2] = {cols, rows};
-  const cuuint64_t strides[1] = {cols * sizeof(T)};
-  const cuuint32_t box[2] = {cuuint32_t(ST::box_cols), cuuint32_t(ST::rows)};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = tensor_map_encoder()(&map, tma_type<T>(), 2, const_cast<T*>(data), dims, strides, box,
+  const cuuint64_t dims[3] = {cols, rows, depth};
+  const cuuint64_t strides[2] = {cols * sizeof(T), rows * cols * sizeof(T)};
+  const cuuint32_t box[3] = {cuuint32_t(ST::box_cols), cuuint32_t(ST::rows), 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult r = tensor_map_encoder()(&map, tma_type<T>(), 3, const_cast<T*>(data), dims, strides, box,
                                           element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, tma_swizzle(ST::swizzle),
                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) throw std::runtime_error("cuTensorMapEncodeTiled refused the map: CUresult " + std::to_string(r));

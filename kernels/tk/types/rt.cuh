@@ -44,6 +44,15 @@ struct rt {
   pair data[pairs];
 };
 
+// Columns [Cs * index, Cs * (index + 1)) of a tile one subtile high, as a tile of their own: the
+// same registers, since such a tile's subtiles are stored left to right. Give `index` as a
+// constant (or in an unrolled loop): a runtime index would move the tile to local memory.
+template <int Cs, class T, int C, class L>
+__device__ __forceinline__ rt<T, 16, Cs, L>& column_slice(rt<T, 16, C, L>& t, int index) {
+  static_assert(C % Cs == 0, "column_slice: the slice width must divide the tile's columns");
+  return reinterpret_cast<rt<T, 16, Cs, L>&>(t.data[index * rt<T, 16, Cs, L>::pairs]);
+}
+
 template <int R, int C, class L = row_l>
 using rt_fl = rt<float, R, C, L>;
 template <int R, int C, class L = row_l>

@@ -13,6 +13,9 @@ namespace tk {
 
 inline constexpr int kTileUnit = 16;       // every tile dimension is a multiple of 16
 inline constexpr int kSmemAlign = 1024;    // the 128B swizzle repeats every 1024 bytes
+// The most dynamic shared memory a block may opt in to on sm_90 (CUDA C++ Programming Guide,
+// "Technical Specifications per Compute Capability": 227 KB).
+inline constexpr int kMaxSmemBytes = 227 * 1024;
 
 // The widest swizzle whose span divides a row of `row_bytes`.
 constexpr layout::Swizzle swizzle_for_row(int row_bytes) {

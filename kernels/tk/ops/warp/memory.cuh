@@ -48,11 +48,14 @@ __device__ __forceinline__ void store(T* dst, const rt<T, R, C, L>& s, int ld) {
   });
 }
 
-// Shared tile -> registers. The caller makes the tile's writes visible first (__syncwarp,
+// Shared tile -> registers: the R x C block of the tile from (row0, col0) on (multiples of 16;
+// the whole tile by default). The caller makes the tile's writes visible first (__syncwarp,
 // __syncthreads or a barrier).
-template <class T, int R, int C, class L>
-__device__ __forceinline__ void load(rt<T, R, C, L>& d, const st<T, R, C>& s) {
+template <class T, int SR, int SC, int R, int C, class L>
+__device__ __forceinline__ void load(rt<T, R, C, L>& d, const st<T, SR, SC>& s, int row0 = 0, int col0 = 0) {
+  static_assert(R <= SR && C <= SC, "warp::load: the register tile must fit in the shared tile");
   using RT = rt<T, R, C, L>;
+  using ST = st<T, SR, SC>;
   using P = packed<T>;
   if constexpr (sizeof(T) == 2) {
     const layout::Coord row = layout::ldmatrix_row(detail::lane_id(), L::value);
@@ -62,25 +65,28 @@ __device__ __forceinline__ void load(rt<T, R, C, L>& d, const st<T, R, C>& s) {
 #pragma unroll
       for (int j = 0; j < RT::subtile_cols; ++j) {
         std::uint32_t r[4];
-        arch::ldmatrix_x4<!RT::row_major>(r, base + st<T, R, C>::offset(16 * i + row.row, 16 * j + row.col));
+        arch::ldmatrix_x4<!RT::row_major>(r, base + ST::offset(row0 + 16 * i + row.row, col0 + 16 * j + row.col));
 #pragma unroll
         for (int p = 0; p < layout::kPairsPerSubtile; ++p) d.at(i, j, p) = from_bits<P>(r[p]);
       }
   } else {
     detail::for_each_pair<RT>([&](int i, int j, int p, layout::Coord x, layout::Coord y) {
       if constexpr (RT::row_major) {
-        d.at(i, j, p) = *reinterpret_cast<const P*>(s.data + st<T, R, C>::offset(x.row, x.col));
+        d.at(i, j, p) = *reinterpret_cast<const P*>(s.data + ST::offset(row0 + x.row, col0 + x.col));
       } else {
-        d.at(i, j, p) = P{s(x.row, x.col), s(y.row, y.col)};
+        d.at(i, j, p) = P{s(row0 + x.row, col0 + x.col), s(row0 + y.row, col0 + y.col)};
       }
     });
   }
 }
 
-// Registers -> shared tile. The caller syncs before others read it.
-template <class T, int R, int C, class L>
-__device__ __forceinline__ void store(st<T, R, C>& d, const rt<T, R, C, L>& s) {
+// Registers -> the R x C block of a shared tile from (row0, col0) on (as for load). The caller
+// syncs before others read it.
+template <class T, int SR, int SC, int R, int C, class L>
+__device__ __forceinline__ void store(st<T, SR, SC>& d, const rt<T, R, C, L>& s, int row0 = 0, int col0 = 0) {
+  static_assert(R <= SR && C <= SC, "warp::store: the register tile must fit in the shared tile");
   using RT = rt<T, R, C, L>;
+  using ST = st<T, SR, SC>;
   if constexpr (sizeof(T) == 2) {
     const layout::Coord row = layout::ldmatrix_row(detail::lane_id(), L::value);
     const std::uint32_t base = arch::shared_address(&d);
@@ -90,15 +96,15 @@ __device__ __forceinline__ void store(st<T, R, C>& d, const rt<T, R, C, L>& s) {
       for (int j = 0; j < RT::subtile_cols; ++j) {
         const std::uint32_t r[4] = {bits(s.at(i, j, 0)), bits(s.at(i, j, 1)),
                                     bits(s.at(i, j, 2)), bits(s.at(i, j, 3))};
-        arch::stmatrix_x4<!RT::row_major>(base + st<T, R, C>::offset(16 * i + row.row, 16 * j + row.col), r);
+        arch::stmatrix_x4<!RT::row_major>(base + ST::offset(row0 + 16 * i + row.row, col0 + 16 * j + row.col), r);
       }
   } else {
     detail::for_each_pair<RT>([&](int i, int j, int p, layout::Coord x, layout::Coord y) {
       if constexpr (RT::row_major) {
-        *reinterpret_cast<packed<T>*>(d.data + st<T, R, C>::offset(x.row, x.col)) = s.at(i, j, p);
+        *reinterpret_cast<packed<T>*>(d.data + ST::offset(row0 + x.row, col0 + x.col)) = s.at(i, j, p);
       } else {
-        d(x.row, x.col) = s.at(i, j, p).x;
-        d(y.row, y.col) = s.at(i, j, p).y;
+        d(row0 + x.row, col0 + x.col) = s.at(i, j, p).x;
+        d(row0 + y.row, col0 + y.col) = s.at(i, j, p).y;
       }
     });
   }
@@ -116,16 +122,18 @@ __device__ __forceinline__ void load(rv<T, N, L>& d, const T* src) {
   }
 }
 
+// Entries from `valid` on are not written (a vector that overhangs the end of a sequence).
 template <class T, int N, class L>
-__device__ __forceinline__ void store(T* dst, const rv<T, N, L>& v) {
+__device__ __forceinline__ void store(T* dst, const rv<T, N, L>& v, int valid = N) {
   const int lane = detail::lane_id();
   const bool writer = L::value == layout::RvLayout::group ? layout::thread_in_group(lane) == 0
                                                           : layout::group_of(lane) == 0;
   if (!writer) return;
 #pragma unroll
   for (int s = 0; s < rv<T, N, L>::pairs; ++s) {
-    dst[layout::rv_entry(lane, 2 * s, L::value)] = v.data[s].x;
-    dst[layout::rv_entry(lane, 2 * s + 1, L::value)] = v.data[s].y;
+    const int x = layout::rv_entry(lane, 2 * s, L::value), y = layout::rv_entry(lane, 2 * s + 1, L::value);
+    if (x < valid) dst[x] = v.data[s].x;
+    if (y < valid) dst[y] = v.data[s].y;
   }
 }
 

@@ -94,6 +94,12 @@ struct exp2_op {
   template <class H>
   __device__ static H apply(H a) { return through_float<exp2_op>(a); }
 };
+// log2f is lg2.approx with denormal handling (CUDA C++ Programming Guide: 1 ulp off).
+struct log2_op {
+  __device__ static float2 apply(float2 a) { return {log2f(a.x), log2f(a.y)}; }
+  template <class H>
+  __device__ static H apply(H a) { return through_float<log2_op>(a); }
+};
 
 // Scalar reductions, run in float whatever the element type (one rounding at the end).
 struct max_reduce {

@@ -13,29 +13,39 @@ constexpr std::uint32_t bytes() {
   return ST::bytes;
 }
 
-// Tile (row_tile, col_tile) of the tensor, in units of the tile's own rows and columns.
+// Tile (row_tile, col_tile) of matrix `depth` of the tensor, in units of the tile's own rows and
+// columns.
 template <class ST>
 __device__ __forceinline__ void load_async(ST& dst, const CUtensorMap& map, int row_tile, int col_tile,
-                                           std::uint32_t bar) {
+                                           std::uint32_t bar, int depth = 0) {
   const std::uint32_t base = arch::shared_address(dst.data);
 #pragma unroll
   for (int b = 0; b < ST::boxes; ++b) {
-    arch::tma_load_2d(base + b * ST::box_bytes, map, col_tile * ST::cols + b * ST::box_cols, row_tile * ST::rows, bar);
+    arch::tma_load_3d(base + b * ST::box_bytes, map, col_tile * ST::cols + b * ST::box_cols, row_tile * ST::rows, depth,
+                      bar);
   }
 }
 
-// Stores the tile to tile (row_tile, col_tile) of the tensor, one bulk group per call. Every
+// Stores the tile to tile (row_tile, col_tile) of matrix `depth`, one bulk group per call. Every
 // thread that wrote the tile must have called arch::fence_proxy_async() and synchronised with
 // the issuing thread first. The tile may be rewritten, and the global writes are done, once
 // store_wait<0>() returns.
 template <class ST>
-__device__ __forceinline__ void store_async(const CUtensorMap& map, const ST& src, int row_tile, int col_tile) {
+__device__ __forceinline__ void store_async(const CUtensorMap& map, const ST& src, int row_tile, int col_tile,
+                                           int depth = 0) {
   const std::uint32_t base = arch::shared_address(src.data);
 #pragma unroll
   for (int b = 0; b < ST::boxes; ++b) {
-    arch::tma_store_2d(map, col_tile * ST::cols + b * ST::box_cols, row_tile * ST::rows, base + b * ST::box_bytes);
+    arch::tma_store_3d(map, col_tile * ST::cols + b * ST::box_cols, row_tile * ST::rows, depth, base + b * ST::box_bytes);
   }
   arch::bulk_commit();
+}
+
+// The tile of every store but the last `Pending` may be rewritten (the copy engine has read it);
+// the global writes may still be in flight.
+template <int Pending>
+__device__ __forceinline__ void store_wait_read() {
+  arch::bulk_wait_read<Pending>();
 }
 
 template <int Pending>
