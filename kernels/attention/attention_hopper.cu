@@ -1,9 +1,13 @@
-// The Hopper FlashAttention forward (attention.hpp), in the DSL. One block per 128 or 192 query
-// rows of one (batch, head): a producer warpgroup streams K and V tiles through a ring of stages
-// with the TMA, and two or three consumer warpgroups of 64 query rows each run the online
-// softmax between two wgmma products (S = Q K^T, O += P V). The TMA zero-fills the rows of Q, K and V past the
-// sequence and drops the rows of O past it; scores of keys past it are masked to -inf.
+// The Hopper FlashAttention forward (attention.hpp), in the DSL. A persistent grid, one block
+// per SM, walks work items of 128 or 192 query rows of one (batch, head). In each block a
+// producer warpgroup streams Q and the K and V tiles with the TMA, through a ring of stages
+// that runs on from one item to the next, and two or three consumer warpgroups of 64 query rows
+// each run the online softmax between two wgmma products (S = Q K^T, O += P V). The TMA
+// zero-fills the rows of Q, K and V past the sequence and drops the rows of O past it; the
+// scores of keys past it are masked to -inf.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/attention/launchers.hpp"
 #include "tk/types/gl.cuh"
@@ -28,26 +32,27 @@ struct Config {
   static constexpr int consumer_registers = D == 64 ? 160 : 240;
   static constexpr int producer_registers = 24;
   static constexpr int threads = (1 + consumers) * 128;
-  static constexpr int block_q = consumers * warpgroup::kRows;  // query rows per block
+  static constexpr int block_q = consumers * warpgroup::kRows;  // query rows per item
 
-  using q = st<bf16, warpgroup::kRows, D>;  // one consumer's queries, and at the end its output
+  using q = st<bf16, warpgroup::kRows, D>;  // one consumer's queries, or its output on the way out
   using kv = st<bf16, kBlockKV, D>;         // a tile of keys or values
   using scores = rt_fl<16, kBlockKV>;       // each warp's 16 rows of S
   using probs = rt_bf<16, kBlockKV>;        // and of P, the A operand of P V
   using out = rt_fl<16, D>;                 // each warp's 16 rows of O, accumulated
   using out_bf = rt_bf<16, D>;
   using rows = scores::row_vec;             // a value per row: max, sum, rescale factor
-  static constexpr int stages = D == 64 ? 4 : 3;  // 4 x 32 KB or 3 x 64 KB
+  static constexpr int stages = D == 64 ? 4 : 2;  // 4 x 32 KB or 2 x 64 KB
   static constexpr std::uint32_t stage_bytes = 2 * tma::bytes<kv>();
 };
 
+// Q and O have tiles of their own, so the next item's Q lands while this item's O leaves.
 template <int D>
 struct Smem {
   using C = Config<D>;
-  typename C::q q[C::consumers];
+  typename C::q q[C::consumers], o[C::consumers];
   typename C::kv k[C::stages], v[C::stages];
   pipeline<C::stages> pipe;
-  std::uint64_t q_full;
+  std::uint64_t q_full, q_empty;
 };
 template <int D>
 constexpr int kSmemBytes = sizeof(Smem<D>) + kSmemAlign;  // room to align the tiles
@@ -58,142 +63,198 @@ struct Maps {
 };
 
 struct Problem {
-  int seq, heads, kv_heads;
+  int seq, heads, kv_heads, matrices, q_blocks;  // matrices: batch x heads
   bool causal;
-  float scale_log2;  // log2(e) / sqrt(D): scores in base 2, so the softmax uses exp2
+  float scale_log2;  // log2(e) / sqrt(D): the softmax runs in base 2
   float* lse;
+  __host__ __device__ int items() const { return q_blocks * matrices; }
 };
 
-// Key tiles block `q_block` reads: all of them, or with a causal mask those up to its last row.
+// Work item t: a block of query rows of one (batch, head) and the key tiles it reads (all, or
+// with a causal mask those up to its last row). Causal items run longest at the end of the
+// sequence: those come first, for every head, so the grid's last items are the short ones.
+struct Item {
+  int q_block, qh, kvh, tiles;  // qh, kvh: the Q/O and K/V matrices
+};
 template <int D>
-__device__ int kv_tiles(const Problem& p, int q_block) {
+__device__ Item item(const Problem& p, int t) {
+  const int order = t / p.matrices, qh = t % p.matrices;
+  const int q_block = p.causal ? p.q_blocks - 1 - order : order;
+  const int head = qh % p.heads, kvh = qh / p.heads * p.kv_heads + head / (p.heads / p.kv_heads);
   const int last_key = p.causal ? min(p.seq, (q_block + 1) * Config<D>::block_q) : p.seq;
-  return (last_key + kBlockKV - 1) / kBlockKV;
+  return {q_block, qh, kvh, (last_key + kBlockKV - 1) / kBlockKV};
 }
 
+// One thread: each item's Q once the consumers are done reading the last one, then its K and V
+// tiles, one ring step each.
 template <int D>
-__device__ void produce(Smem<D>& sm, const Maps& maps, const Problem& p, int q_block, int qh, int kvh) {
-  const std::uint32_t q_full = arch::shared_address(&sm.q_full);
-  constexpr int consumers = Config<D>::consumers;
-  arch::mbarrier_arrive_expect_tx(q_full, consumers * tma::bytes<typename Config<D>::q>());
-  for (int w = 0; w < consumers; ++w) tma::load_async(sm.q[w], maps.q, q_block * consumers + w, 0, q_full, qh);
-  for (int j = 0; j < kv_tiles<D>(p, q_block); ++j) {
-    const int s = sm.pipe.stage(j);
-    const std::uint32_t full = sm.pipe.acquire(j, Config<D>::stage_bytes);
-    tma::load_async(sm.k[s], maps.k, j, 0, full, kvh);
-    tma::load_async(sm.v[s], maps.v, j, 0, full, kvh);
+__device__ void produce(Smem<D>& sm, const Maps& maps, const Problem& p) {
+  using C = Config<D>;
+  const std::uint32_t q_full = arch::shared_address(&sm.q_full), q_empty = arch::shared_address(&sm.q_empty);
+  for (int t = blockIdx.x, n = 0, step = 0; t < p.items(); t += gridDim.x, ++n) {
+    const Item it = item<D>(p, t);
+    if (n > 0) arch::mbarrier_wait(q_empty, (n - 1) & 1);
+    arch::mbarrier_arrive_expect_tx(q_full, C::consumers * tma::bytes<typename C::q>());
+    for (int w = 0; w < C::consumers; ++w) tma::load_async(sm.q[w], maps.q, it.q_block * C::consumers + w, 0, q_full, it.qh);
+    for (int j = 0; j < it.tiles; ++j, ++step) {
+      const std::uint32_t full = sm.pipe.acquire(step, C::stage_bytes);
+      tma::load_async(sm.k[sm.pipe.stage(step)], maps.k, j, 0, full, it.kvh);
+      tma::load_async(sm.v[sm.pipe.stage(step)], maps.v, j, 0, full, it.kvh);
+    }
   }
 }
 
-// Consumer w: 64 query rows from q0, each warp 16 of them from `row0`.
+// O / l leaves through the consumer's O tile once the last item's store has read it, and the
+// row logsumexp beside it: ln(sum exp(q.k / sqrt(D))) = (m scale + log2 l) ln 2 (m the raw max).
 template <int D>
-__device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, int q_block, int qh) {
-  using T = Config<D>;
+__device__ void store_output(Smem<D>& sm, const Maps& maps, const Problem& p, const Item& it,
+                             typename Config<D>::out& o, const typename Config<D>::rows& m,
+                             typename Config<D>::rows& l, int row0) {
+  using C = Config<D>;
   const int w = warpgroup::index() - 1;
-  const int q0 = q_block * T::block_q + w * warpgroup::kRows, row0 = q0 + warpgroup::warp_row();
+  typename C::out_bf o_bf;
+  typename C::rows lse;
+  warp::div_row(o, o, l);
+  warp::copy(o_bf, o);
+  if (warpgroup::thread() == 0) tma::store_wait_read<0>();
+  warpgroup::sync(1 + w);
+  warpgroup::store(sm.o[w], o_bf);
+  arch::fence_proxy_async();
+  warpgroup::sync(1 + w);
+  if (warpgroup::thread() == 0) tma::store_async(maps.o, sm.o[w], it.q_block * C::consumers + w, 0, it.qh);
+  warp::log2(l, l);
+  warp::mul(lse, m, p.scale_log2);
+  warp::add(lse, lse, l);
+  warp::mul(lse, lse, float(M_LN2));
+  warp::store(p.lse + std::size_t(it.qh) * p.seq + row0, lse, p.seq - row0);
+}
+
+// One key tile of the online softmax: S (raw scores of keys kv0.. against rows row0..) becomes
+// exp2(S scale - m scale) with m the running row max, l the running row sum, and `rescale` the
+// factor O must take for the new max.
+template <int D>
+__device__ void online_softmax(typename Config<D>::scores& s, typename Config<D>::rows& m, typename Config<D>::rows& l,
+                               typename Config<D>::rows& rescale, const Problem& p, int kv0, int q0, int row0) {
+  typename Config<D>::rows m_prev, shift;
+  if (kv0 + kBlockKV > p.seq || (p.causal && kv0 + kBlockKV - 1 > q0)) {
+    warp::fill_where(s, -INFINITY, [&](int r, int c) { return kv0 + c >= p.seq || (p.causal && kv0 + c > row0 + r); });
+  }
+  warp::copy(m_prev, m);
+  warp::row_max(m, s, m);
+  warp::mul(shift, m, p.scale_log2);
+  warp::exp2_row(s, s, p.scale_log2, shift);
+  warp::sub(rescale, m_prev, m);
+  warp::mul(rescale, rescale, p.scale_log2);
+  warp::exp2(rescale, rescale);
+  warp::mul(l, l, rescale);
+  warp::row_sum(l, s, l);
+}
+
+// Consumer w of item `it`: 64 query rows from q0, each warp 16 of them from row0; the item's
+// first ring step is `step`. Software-pipelined: while the softmax of key tile j runs, the tensor
+// cores multiply P V of tile j - 1.
+template <int D>
+__device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const Item& it, int n, int step) {
+  using C = Config<D>;
+  const int w = warpgroup::index() - 1;
+  const int q0 = it.q_block * C::block_q + w * warpgroup::kRows, row0 = q0 + warpgroup::warp_row();
+  // With a causal mask the tiles past these 64 rows' diagonal are all future: only released.
+  const int mine = p.causal ? min(it.tiles, (q0 + warpgroup::kRows + kBlockKV - 1) / kBlockKV) : it.tiles;
   const bool releaser = threadIdx.x % 32 == 0;
-  typename T::scores s;
-  typename T::probs pr;
-  typename T::out o;
-  typename T::out_bf o_bf;
-  typename T::rows m, m_prev, l, rescale;
+  typename C::scores s;
+  typename C::probs pr;
+  typename C::out o;
+  typename C::rows m, l, rescale;
   warp::neg_inf(m);
   warp::zero(l);
   warp::zero(o);
-  arch::mbarrier_wait(arch::shared_address(&sm.q_full), 0);
+  arch::mbarrier_wait(arch::shared_address(&sm.q_full), n & 1);
 
-  for (int j = 0; j < kv_tiles<D>(p, q_block); ++j) {
-    const int kv0 = j * kBlockKV;
-    sm.pipe.wait_full(j);
-    if (!p.causal || kv0 <= q0 + warpgroup::kRows - 1) {  // else every key is in these rows' future
-      warpgroup::mma_fence();
-      warpgroup::mma_ABt(s, sm.q[w], sm.k[sm.pipe.stage(j)], false);
-      warpgroup::mma_commit();
-      warpgroup::mma_wait<0>();
-
-      warp::mul(s, s, p.scale_log2);
-      if (kv0 + kBlockKV > p.seq || (p.causal && kv0 + kBlockKV - 1 > q0)) {
-        warp::fill_where(s, -INFINITY, [&](int r, int c) {
-          return kv0 + c >= p.seq || (p.causal && kv0 + c > row0 + r);
-        });
-      }
-      warp::copy(m_prev, m);
-      warp::row_max(m, s, m);
-      warp::sub_row(s, s, m);
-      warp::exp2(s, s);
-      warp::sub(rescale, m_prev, m);
-      warp::exp2(rescale, rescale);
-      warp::mul(l, l, rescale);
-      warp::row_sum(l, s, l);
-      warp::mul_row(o, o, rescale);
-      warp::copy(pr, s);
-
-      warpgroup::mma_fence();
-      warpgroup::mma_AB(o, pr, sm.v[sm.pipe.stage(j)]);
-      warpgroup::mma_commit();
-      warpgroup::mma_wait<0>();
-    }
-    if (releaser) sm.pipe.release(j);
+  sm.pipe.wait_full(step);
+  warpgroup::mma_fence();
+  warpgroup::mma_ABt(s, sm.q[w], sm.k[sm.pipe.stage(step)], false);
+  warpgroup::mma_commit();
+  warpgroup::mma_wait<0>();
+  online_softmax<D>(s, m, l, rescale, p, 0, q0, row0);
+  warp::copy(pr, s);
+  for (int j = 1; j < mine; ++j) {
+    sm.pipe.wait_full(step + j);
+    warpgroup::mma_fence();
+    warpgroup::mma_ABt(s, sm.q[w], sm.k[sm.pipe.stage(step + j)], false);
+    warpgroup::mma_commit();
+    warpgroup::mma_AB(o, pr, sm.v[sm.pipe.stage(step + j - 1)]);
+    warpgroup::mma_commit();
+    warpgroup::mma_wait<1>();  // S of tile j
+    online_softmax<D>(s, m, l, rescale, p, j * kBlockKV, q0, row0);
+    warpgroup::mma_wait<0>();  // P V of tile j - 1: O and P are free, and so is its stage
+    if (releaser) sm.pipe.release(step + j - 1);
+    warp::mul_row(o, o, rescale);
+    warp::copy(pr, s);
   }
-
-  // O = O / l leaves through this consumer's Q tile, which no product reads any more.
-  warp::div_row(o, o, l);
-  warp::copy(o_bf, o);
-  warpgroup::store(sm.q[w], o_bf);
-  arch::fence_proxy_async();
-  warpgroup::sync(1 + w);
-  if (warpgroup::thread() == 0) {
-    tma::store_async(maps.o, sm.q[w], q_block * T::consumers + w, 0, qh);
-    tma::store_wait<0>();  // the tile must outlive the store
+  if (releaser) arch::mbarrier_arrive(arch::shared_address(&sm.q_empty));  // no product reads Q any more
+  warpgroup::mma_fence();
+  warpgroup::mma_AB(o, pr, sm.v[sm.pipe.stage(step + mine - 1)]);
+  warpgroup::mma_commit();
+  warpgroup::mma_wait<0>();
+  if (releaser) sm.pipe.release(step + mine - 1);
+  for (int j = mine; j < it.tiles; ++j) {
+    sm.pipe.wait_full(step + j);
+    if (releaser) sm.pipe.release(step + j);
   }
-  // LSE = ln(sum exp(q.k / sqrt(D))) = (m + log2 l) ln 2, m and l being in base 2.
-  warp::log2(l, l);
-  warp::add(l, l, m);
-  warp::mul(l, l, float(M_LN2));
-  warp::store(p.lse + std::size_t(qh) * p.seq + row0, l, p.seq - row0);
+  store_output<D>(sm, maps, p, it, o, m, l, row0);
 }
 
 template <int D>
 __global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __grid_constant__ Maps maps, const Problem p) {
+  using C = Config<D>;
   extern __shared__ std::uint8_t raw[];
   Smem<D>& sm = *reinterpret_cast<Smem<D>*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
-  // Causal blocks are longest at the end of the sequence: start those first.
-  const int q_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z;
-  const int qh = batch * p.heads + head;                                   // Q and O matrix
-  const int kvh = batch * p.kv_heads + head / (p.heads / p.kv_heads);  // K and V matrix
   if (threadIdx.x == 0) {
-    sm.pipe.init(Config<D>::consumers * 4);  // every consumer warp releases a stage
+    sm.pipe.init(C::consumers * 4);  // every consumer warp releases a stage, and Q
     arch::mbarrier_init(arch::shared_address(&sm.q_full), 1);
+    arch::mbarrier_init(arch::shared_address(&sm.q_empty), C::consumers * 4);
     arch::fence_mbarrier_init();
   }
   __syncthreads();
 
   if (warpgroup::index() == 0) {
-    warpgroup::decrease_registers<Config<D>::producer_registers>();
-    if (warpgroup::thread() == 0) produce(sm, maps, p, q_block, qh, kvh);
+    warpgroup::decrease_registers<C::producer_registers>();
+    if (warpgroup::thread() == 0) produce(sm, maps, p);
     return;
   }
-  warpgroup::increase_registers<Config<D>::consumer_registers>();
-  consume(sm, maps, p, q_block, qh);
+  warpgroup::increase_registers<C::consumer_registers>();
+  for (int t = blockIdx.x, n = 0, step = 0; t < p.items(); t += gridDim.x, ++n) {
+    const Item it = item<D>(p, t);
+    consume(sm, maps, p, it, n, step);
+    step += it.tiles;
+  }
+  if (warpgroup::thread() == 0) tma::store_wait_read<0>();  // the O tile must outlive its last store
 }
 
 template <int D>
 Launch launch_for(const Tensors& t, Shape s) {
-  using T = Config<D>;
+  using C = Config<D>;
   const std::uint64_t rows = s.seq, q_matrices = std::uint64_t(s.batch) * s.heads;
   const std::uint64_t kv_matrices = std::uint64_t(s.batch) * s.kv_heads;
-  const Maps maps{tma_map<typename T::q>(t.q, rows, D, q_matrices), tma_map<typename T::kv>(t.k, rows, D, kv_matrices),
-                  tma_map<typename T::kv>(t.v, rows, D, kv_matrices), tma_map<typename T::q>(t.o, rows, D, q_matrices)};
-  const Problem p{s.seq, s.heads, s.kv_heads, s.causal, float(M_LOG2E / std::sqrt(double(D))), t.lse};
+  const Maps maps{tma_map<typename C::q>(t.q, rows, D, q_matrices), tma_map<typename C::kv>(t.k, rows, D, kv_matrices),
+                  tma_map<typename C::kv>(t.v, rows, D, kv_matrices), tma_map<typename C::q>(t.o, rows, D, q_matrices)};
+  const int q_blocks = (s.seq + C::block_q - 1) / C::block_q;
+  const Problem p{s.seq, s.heads, s.kv_heads, s.batch * s.heads, q_blocks, s.causal,
+                  float(M_LOG2E / std::sqrt(double(D))), t.lse};
   cudaFuncSetAttribute(forward_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<D>);
-  const dim3 grid((s.seq + T::block_q - 1) / T::block_q, s.heads, s.batch);
-  return [=](cudaStream_t stream) { forward_kernel<D><<<grid, T::threads, kSmemBytes<D>, stream>>>(maps, p); };
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const int grid = std::min(p.items(), sms);
+  return [=](cudaStream_t stream) { forward_kernel<D><<<grid, C::threads, kSmemBytes<D>, stream>>>(maps, p); };
 }
 
 }  // namespace
 
-std::string hopper_refusal(Shape) { return ""; }  // attention::refusal's rules are all it needs
+std::string hopper_refusal(Shape s) {
+  if (std::int64_t(s.batch) * s.heads * ((s.seq + 63) / 64) > INT32_MAX) return "batch x heads x seq is too large";
+  return "";
+}
 
 Launch hopper_forward(const Tensors& t, Shape s) { return s.head_dim == 64 ? launch_for<64>(t, s) : launch_for<128>(t, s); }
 

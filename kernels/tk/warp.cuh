@@ -1,6 +1,7 @@
 #pragma once
 // The tile DSL at warp scope: register tiles and vectors and the operations on them.
 #include "tk/ops/warp/elementwise.cuh"
+#include "tk/ops/warp/fused.cuh"
 #include "tk/ops/warp/masks.cuh"
 #include "tk/ops/warp/memory.cuh"
 #include "tk/ops/warp/mma.cuh"
