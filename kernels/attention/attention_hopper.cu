@@ -41,17 +41,23 @@ struct Config {
   using out = rt_fl<16, D>;                 // each warp's 16 rows of O, accumulated
   using out_bf = rt_bf<16, D>;
   using rows = scores::row_vec;             // a value per row: max, sum, rescale factor
-  static constexpr int stages = D == 64 ? 4 : 2;  // 4 x 32 KB or 2 x 64 KB
-  static constexpr std::uint32_t stage_bytes = 2 * tma::bytes<kv>();
+  // K and V have rings of their own: a K tile is free once S is, a V tile only once P V is,
+  // a softmax later. At D = 128 two V stages still give each load two tiles' time.
+  static constexpr int k_stages = D == 64 ? 4 : 3, v_stages = D == 64 ? 4 : 2;
+  static constexpr bool take_turns = true;
 };
+
+// Named barriers: 1 + w for consumer w alone; kTurn + w for its turn at the tensor cores.
+constexpr int kTurn = 4;
 
 // Q and O have tiles of their own, so the next item's Q lands while this item's O leaves.
 template <int D>
 struct Smem {
   using C = Config<D>;
   typename C::q q[C::consumers], o[C::consumers];
-  typename C::kv k[C::stages], v[C::stages];
-  pipeline<C::stages> pipe;
+  typename C::kv k[C::k_stages], v[C::v_stages];
+  pipeline<C::k_stages> k_pipe;
+  pipeline<C::v_stages> v_pipe;
   std::uint64_t q_full, q_empty;
 };
 template <int D>
@@ -71,35 +77,45 @@ struct Problem {
 };
 
 // Work item t: a block of query rows of one (batch, head) and the key tiles it reads (all, or
-// with a causal mask those up to its last row). Causal items run longest at the end of the
-// sequence: those come first, for every head, so the grid's last items are the short ones.
+// with a causal mask those up to its last row). Without a mask items run head by head, so the
+// blocks in flight share one head's K and V in L2 (at N = 16384 a head's are 4-8 MB; 132 heads'
+// would overflow it). With one, the longest items (the end of the sequence) of every head come
+// first and the shortest last, so the grid's blocks, taking items in turn, finish together.
 struct Item {
   int q_block, qh, kvh, tiles;  // qh, kvh: the Q/O and K/V matrices
 };
 template <int D>
 __device__ Item item(const Problem& p, int t) {
-  const int order = t / p.matrices, qh = t % p.matrices;
+  const int qh = p.causal ? t % p.matrices : t / p.q_blocks;
+  const int order = p.causal ? t / p.matrices : t % p.q_blocks;
   const int q_block = p.causal ? p.q_blocks - 1 - order : order;
   const int head = qh % p.heads, kvh = qh / p.heads * p.kv_heads + head / (p.heads / p.kv_heads);
   const int last_key = p.causal ? min(p.seq, (q_block + 1) * Config<D>::block_q) : p.seq;
   return {q_block, qh, kvh, (last_key + kBlockKV - 1) / kBlockKV};
 }
 
-// One thread: each item's Q once the consumers are done reading the last one, then its K and V
-// tiles, one ring step each.
+// Two threads of the producer warpgroup. Warp 0's: each item's Q, once the consumers are done
+// reading the last one, then its K tiles; warp 1's: the V tiles. Each tile is one step of its
+// ring, and the rings run on from one item to the next.
 template <int D>
-__device__ void produce(Smem<D>& sm, const Maps& maps, const Problem& p) {
+__device__ void produce(Smem<D>& sm, const Maps& maps, const Problem& p, bool keys) {
   using C = Config<D>;
   const std::uint32_t q_full = arch::shared_address(&sm.q_full), q_empty = arch::shared_address(&sm.q_empty);
   for (int t = blockIdx.x, n = 0, step = 0; t < p.items(); t += gridDim.x, ++n) {
     const Item it = item<D>(p, t);
-    if (n > 0) arch::mbarrier_wait(q_empty, (n - 1) & 1);
-    arch::mbarrier_arrive_expect_tx(q_full, C::consumers * tma::bytes<typename C::q>());
-    for (int w = 0; w < C::consumers; ++w) tma::load_async(sm.q[w], maps.q, it.q_block * C::consumers + w, 0, q_full, it.qh);
+    if (keys) {
+      if (n > 0) arch::mbarrier_wait(q_empty, (n - 1) & 1);
+      arch::mbarrier_arrive_expect_tx(q_full, C::consumers * tma::bytes<typename C::q>());
+      for (int w = 0; w < C::consumers; ++w) {
+        tma::load_async(sm.q[w], maps.q, it.q_block * C::consumers + w, 0, q_full, it.qh);
+      }
+    }
     for (int j = 0; j < it.tiles; ++j, ++step) {
-      const std::uint32_t full = sm.pipe.acquire(step, C::stage_bytes);
-      tma::load_async(sm.k[sm.pipe.stage(step)], maps.k, j, 0, full, it.kvh);
-      tma::load_async(sm.v[sm.pipe.stage(step)], maps.v, j, 0, full, it.kvh);
+      if (keys) {
+        tma::load_async(sm.k[sm.k_pipe.stage(step)], maps.k, j, 0, sm.k_pipe.acquire(step, tma::bytes<typename C::kv>()), it.kvh);
+      } else {
+        tma::load_async(sm.v[sm.v_pipe.stage(step)], maps.v, j, 0, sm.v_pipe.acquire(step, tma::bytes<typename C::kv>()), it.kvh);
+      }
     }
   }
 }
@@ -128,6 +144,22 @@ __device__ void store_output(Smem<D>& sm, const Maps& maps, const Problem& p, co
   warp::mul(lse, lse, float(M_LN2));
   warp::store(p.lse + std::size_t(it.qh) * p.seq + row0, lse, p.seq - row0);
 }
+
+// Consumers take turns to issue their products (FA3's "ping-pong"): consumer w issues after
+// consumer w - 1 has, so one's products run under the others' softmax instead of all of them
+// queueing at the tensor cores together and then all computing exponentials together. Every
+// consumer takes tiles + 1 turns per item (tiles past its causal diagonal too), so the turns
+// stay paired.
+template <int D>
+struct Turns {
+  int w;
+  __device__ void wait() const {
+    if constexpr (Config<D>::take_turns) warpgroup::sync(kTurn + w, 256);
+  }
+  __device__ void pass() const {
+    if constexpr (Config<D>::take_turns) warpgroup::arrive(kTurn + (w + 1) % Config<D>::consumers, 256);
+  }
+};
 
 // One key tile of the online softmax: S (raw scores of keys kv0.. against rows row0..) becomes
 // exp2(S scale - m scale) with m the running row max, l the running row sum, and `rescale` the
@@ -161,6 +193,7 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
   // With a causal mask the tiles past these 64 rows' diagonal are all future: only released.
   const int mine = p.causal ? min(it.tiles, (q0 + warpgroup::kRows + kBlockKV - 1) / kBlockKV) : it.tiles;
   const bool releaser = threadIdx.x % 32 == 0;
+  const Turns<D> turn{w};
   typename C::scores s;
   typename C::probs pr;
   typename C::out o;
@@ -170,36 +203,52 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
   warp::zero(o);
   arch::mbarrier_wait(arch::shared_address(&sm.q_full), n & 1);
 
-  sm.pipe.wait_full(step);
+  turn.wait();
+  sm.k_pipe.wait_full(step);
   warpgroup::mma_fence();
-  warpgroup::mma_ABt(s, sm.q[w], sm.k[sm.pipe.stage(step)], false);
+  warpgroup::mma_ABt(s, sm.q[w], sm.k[sm.k_pipe.stage(step)], false);
   warpgroup::mma_commit();
+  turn.pass();
   warpgroup::mma_wait<0>();
+  if (releaser) sm.k_pipe.release(step);
   online_softmax<D>(s, m, l, rescale, p, 0, q0, row0);
   warp::copy(pr, s);
   for (int j = 1; j < mine; ++j) {
-    sm.pipe.wait_full(step + j);
+    turn.wait();
+    sm.k_pipe.wait_full(step + j);
+    sm.v_pipe.wait_full(step + j - 1);
     warpgroup::mma_fence();
-    warpgroup::mma_ABt(s, sm.q[w], sm.k[sm.pipe.stage(step + j)], false);
+    warpgroup::mma_ABt(s, sm.q[w], sm.k[sm.k_pipe.stage(step + j)], false);
     warpgroup::mma_commit();
-    warpgroup::mma_AB(o, pr, sm.v[sm.pipe.stage(step + j - 1)]);
+    warpgroup::mma_AB(o, pr, sm.v[sm.v_pipe.stage(step + j - 1)]);
     warpgroup::mma_commit();
-    warpgroup::mma_wait<1>();  // S of tile j
+    turn.pass();
+    warpgroup::mma_wait<1>();  // S of tile j: its K tile is free
+    if (releaser) sm.k_pipe.release(step + j);
     online_softmax<D>(s, m, l, rescale, p, j * kBlockKV, q0, row0);
-    warpgroup::mma_wait<0>();  // P V of tile j - 1: O and P are free, and so is its stage
-    if (releaser) sm.pipe.release(step + j - 1);
+    warpgroup::mma_wait<0>();  // P V of tile j - 1: O, P and the V tile are free
+    if (releaser) sm.v_pipe.release(step + j - 1);
     warp::mul_row(o, o, rescale);
     warp::copy(pr, s);
   }
   if (releaser) arch::mbarrier_arrive(arch::shared_address(&sm.q_empty));  // no product reads Q any more
+  turn.wait();
+  sm.v_pipe.wait_full(step + mine - 1);
   warpgroup::mma_fence();
-  warpgroup::mma_AB(o, pr, sm.v[sm.pipe.stage(step + mine - 1)]);
+  warpgroup::mma_AB(o, pr, sm.v[sm.v_pipe.stage(step + mine - 1)]);
   warpgroup::mma_commit();
+  turn.pass();
   warpgroup::mma_wait<0>();
-  if (releaser) sm.pipe.release(step + mine - 1);
-  for (int j = mine; j < it.tiles; ++j) {
-    sm.pipe.wait_full(step + j);
-    if (releaser) sm.pipe.release(step + j);
+  if (releaser) sm.v_pipe.release(step + mine - 1);
+  for (int j = mine; j < it.tiles; ++j) {  // tiles past the diagonal: released unread
+    turn.wait();
+    turn.pass();
+    sm.k_pipe.wait_full(step + j);
+    sm.v_pipe.wait_full(step + j);
+    if (releaser) {
+      sm.k_pipe.release(step + j);
+      sm.v_pipe.release(step + j);
+    }
   }
   store_output<D>(sm, maps, p, it, o, m, l, row0);
 }
@@ -210,7 +259,8 @@ __global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __
   extern __shared__ std::uint8_t raw[];
   Smem<D>& sm = *reinterpret_cast<Smem<D>*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
   if (threadIdx.x == 0) {
-    sm.pipe.init(C::consumers * 4);  // every consumer warp releases a stage, and Q
+    sm.k_pipe.init(C::consumers * 4);  // every consumer warp releases each stage, and Q
+    sm.v_pipe.init(C::consumers * 4);
     arch::mbarrier_init(arch::shared_address(&sm.q_full), 1);
     arch::mbarrier_init(arch::shared_address(&sm.q_empty), C::consumers * 4);
     arch::fence_mbarrier_init();
@@ -219,15 +269,18 @@ __global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __
 
   if (warpgroup::index() == 0) {
     warpgroup::decrease_registers<C::producer_registers>();
-    if (warpgroup::thread() == 0) produce(sm, maps, p);
+    if (warpgroup::thread() % 32 == 0 && warpgroup::thread() < 64) produce(sm, maps, p, warpgroup::thread() == 0);
     return;
   }
   warpgroup::increase_registers<C::consumer_registers>();
+  const int w = warpgroup::index() - 1;
+  if (C::take_turns && w == C::consumers - 1) warpgroup::arrive(kTurn, 256);  // consumer 0 goes first
   for (int t = blockIdx.x, n = 0, step = 0; t < p.items(); t += gridDim.x, ++n) {
     const Item it = item<D>(p, t);
     consume(sm, maps, p, it, n, step);
     step += it.tiles;
   }
+  if (C::take_turns && w == 0) warpgroup::sync(kTurn, 256);  // the last consumer's last pass
   if (warpgroup::thread() == 0) tma::store_wait_read<0>();  // the O tile must outlive its last store
 }
 

@@ -52,9 +52,17 @@ __device__ __forceinline__ void increase_registers() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Registers));
 }
 
-// Synchronises the warpgroup's 128 threads alone on named barrier `id` (1..15; 0 is the one
-// __syncthreads uses), so warpgroups wait for their own members only (PTX ISA 9.7.13.1 "bar").
-__device__ __forceinline__ void sync(int id) { asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory"); }
+// Named barriers (PTX ISA 9.7.13.1 "bar", "barrier"): ids 1..15 (0 is __syncthreads's), each
+// completing once `threads` threads have arrived. sync arrives and waits; arrive only arrives,
+// so one warpgroup can let another go on without waiting itself.
+//   sync(id): the warpgroup's 128 threads alone.
+//   sync(id, 256) in one warpgroup + arrive(id, 256) in another: the first waits for the second.
+__device__ __forceinline__ void sync(int id, int threads = 128) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 
 __device__ __forceinline__ int index() { return threadIdx.x / 128; }  // which warpgroup of the block
 __device__ __forceinline__ int thread() { return threadIdx.x % 128; }  // thread within the warpgroup
