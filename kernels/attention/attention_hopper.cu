@@ -43,22 +43,24 @@ struct Config {
   using rows = scores::row_vec;             // a value per row: max, sum, rescale factor
   // K and V have rings of their own: a K tile is free once S is, a V tile only once P V is,
   // a softmax later. At D = 128 two V stages still give each load two tiles' time.
-  static constexpr int k_stages = D == 64 ? 4 : 3, v_stages = D == 64 ? 4 : 2;
+  static constexpr int k_stages = D == 64 ? 4 : 2, v_stages = D == 64 ? 4 : 2;
   static constexpr bool take_turns = true;
 };
+
+constexpr int kQSlots = 2;
 
 // Named barriers: 1 + w for consumer w alone; kTurn + w for its turn at the tensor cores.
 constexpr int kTurn = 4;
 
-// Q and O have tiles of their own, so the next item's Q lands while this item's O leaves.
+// Q has two slots, so the next item's Q lands during this item, and O a tile of its own.
 template <int D>
 struct Smem {
   using C = Config<D>;
-  typename C::q q[C::consumers], o[C::consumers];
+  typename C::q q[kQSlots][C::consumers], o[C::consumers];
   typename C::kv k[C::k_stages], v[C::v_stages];
+  pipeline<kQSlots> q_pipe;
   pipeline<C::k_stages> k_pipe;
   pipeline<C::v_stages> v_pipe;
-  std::uint64_t q_full, q_empty;
 };
 template <int D>
 constexpr int kSmemBytes = sizeof(Smem<D>) + kSmemAlign;  // room to align the tiles
@@ -94,28 +96,32 @@ __device__ Item item(const Problem& p, int t) {
   return {q_block, qh, kvh, (last_key + kBlockKV - 1) / kBlockKV};
 }
 
-// Two threads of the producer warpgroup. Warp 0's: each item's Q, once the consumers are done
-// reading the last one, then its K tiles; warp 1's: the V tiles. Each tile is one step of its
-// ring, and the rings run on from one item to the next.
+// The producer warpgroup's lane 0 of warps 0, 1 and 2 stream Q, K and V each through a ring of
+// its own that runs on from one item to the next: a stream never waits for another's slots.
+enum class Stream { q, k, v };
+
+// One item's K or V tiles, one step of `ring` each.
+template <class Ring, class Tile>
+__device__ void stream_tiles(Ring& ring, Tile* tiles, const CUtensorMap& map, const Item& it, int& step) {
+  for (int j = 0; j < it.tiles; ++j, ++step) {
+    tma::load_async(tiles[ring.stage(step)], map, j, 0, ring.acquire(step, tma::bytes<Tile>()), it.kvh);
+  }
+}
+
 template <int D>
-__device__ void produce(Smem<D>& sm, const Maps& maps, const Problem& p, bool keys) {
+__device__ void produce(Smem<D>& sm, const Maps& maps, const Problem& p, Stream stream) {
   using C = Config<D>;
-  const std::uint32_t q_full = arch::shared_address(&sm.q_full), q_empty = arch::shared_address(&sm.q_empty);
   for (int t = blockIdx.x, n = 0, step = 0; t < p.items(); t += gridDim.x, ++n) {
     const Item it = item<D>(p, t);
-    if (keys) {
-      if (n > 0) arch::mbarrier_wait(q_empty, (n - 1) & 1);
-      arch::mbarrier_arrive_expect_tx(q_full, C::consumers * tma::bytes<typename C::q>());
+    if (stream == Stream::q) {
+      const std::uint32_t full = sm.q_pipe.acquire(n, C::consumers * tma::bytes<typename C::q>());
       for (int w = 0; w < C::consumers; ++w) {
-        tma::load_async(sm.q[w], maps.q, it.q_block * C::consumers + w, 0, q_full, it.qh);
+        tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_block * C::consumers + w, 0, full, it.qh);
       }
-    }
-    for (int j = 0; j < it.tiles; ++j, ++step) {
-      if (keys) {
-        tma::load_async(sm.k[sm.k_pipe.stage(step)], maps.k, j, 0, sm.k_pipe.acquire(step, tma::bytes<typename C::kv>()), it.kvh);
-      } else {
-        tma::load_async(sm.v[sm.v_pipe.stage(step)], maps.v, j, 0, sm.v_pipe.acquire(step, tma::bytes<typename C::kv>()), it.kvh);
-      }
+    } else if (stream == Stream::k) {
+      stream_tiles(sm.k_pipe, sm.k, maps.k, it, step);
+    } else {
+      stream_tiles(sm.v_pipe, sm.v, maps.v, it, step);
     }
   }
 }
@@ -201,12 +207,13 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
   warp::neg_inf(m);
   warp::zero(l);
   warp::zero(o);
-  arch::mbarrier_wait(arch::shared_address(&sm.q_full), n & 1);
+  sm.q_pipe.wait_full(n);
+  const typename C::q& q = sm.q[sm.q_pipe.stage(n)][w];
 
   turn.wait();
   sm.k_pipe.wait_full(step);
   warpgroup::mma_fence();
-  warpgroup::mma_ABt(s, sm.q[w], sm.k[sm.k_pipe.stage(step)], false);
+  warpgroup::mma_ABt(s, q, sm.k[sm.k_pipe.stage(step)], false);
   warpgroup::mma_commit();
   turn.pass();
   warpgroup::mma_wait<0>();
@@ -218,7 +225,7 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
     sm.k_pipe.wait_full(step + j);
     sm.v_pipe.wait_full(step + j - 1);
     warpgroup::mma_fence();
-    warpgroup::mma_ABt(s, sm.q[w], sm.k[sm.k_pipe.stage(step + j)], false);
+    warpgroup::mma_ABt(s, q, sm.k[sm.k_pipe.stage(step + j)], false);
     warpgroup::mma_commit();
     warpgroup::mma_AB(o, pr, sm.v[sm.v_pipe.stage(step + j - 1)]);
     warpgroup::mma_commit();
@@ -231,7 +238,7 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
     warp::mul_row(o, o, rescale);
     warp::copy(pr, s);
   }
-  if (releaser) arch::mbarrier_arrive(arch::shared_address(&sm.q_empty));  // no product reads Q any more
+  if (releaser) sm.q_pipe.release(n);  // no product reads this Q any more
   turn.wait();
   sm.v_pipe.wait_full(step + mine - 1);
   warpgroup::mma_fence();
@@ -259,17 +266,15 @@ __global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __
   extern __shared__ std::uint8_t raw[];
   Smem<D>& sm = *reinterpret_cast<Smem<D>*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
   if (threadIdx.x == 0) {
-    sm.k_pipe.init(C::consumers * 4);  // every consumer warp releases each stage, and Q
+    sm.q_pipe.init(C::consumers * 4);  // every consumer warp releases each slot
+    sm.k_pipe.init(C::consumers * 4);
     sm.v_pipe.init(C::consumers * 4);
-    arch::mbarrier_init(arch::shared_address(&sm.q_full), 1);
-    arch::mbarrier_init(arch::shared_address(&sm.q_empty), C::consumers * 4);
-    arch::fence_mbarrier_init();
   }
   __syncthreads();
 
   if (warpgroup::index() == 0) {
     warpgroup::decrease_registers<C::producer_registers>();
-    if (warpgroup::thread() % 32 == 0 && warpgroup::thread() < 64) produce(sm, maps, p, warpgroup::thread() == 0);
+    if (warpgroup::thread() % 32 == 0 && warpgroup::thread() < 96) produce(sm, maps, p, Stream(warpgroup::thread() / 32));
     return;
   }
   warpgroup::increase_registers<C::consumer_registers>();
