@@ -190,6 +190,15 @@ __global__ void broadcast_kernel(Broadcast op, const float* in, const float* vec
   store_fragments(d, out);
 }
 
+// The predicate is dsl::masked's, written out here for the device.
+template <class RT>
+__global__ void fill_where_kernel(Mask m, int offset, float value, const float* in, float* out) {
+  RT t;
+  load_fragments(t, in);
+  warp::fill_where(t, value, [=](int row, int col) { return m == Mask::causal ? col > row + offset : col >= offset; });
+  store_fragments(t, out);
+}
+
 template <class RT>
 __global__ void load_global_kernel(const typename RT::element* global, int ld, float* out) {
   RT t;
@@ -340,7 +349,7 @@ void with_operand(const Operand& o, F&& f) {
 // f(tag<rt<...>>) for a tile operand of either layout.
 template <class F>
 void with_tile_operand(const Operand& t, F&& f) {
-  if (!is_tile(t)) throw std::invalid_argument("dsl kernels: loads and stores take tiles");
+  if (!is_tile(t)) throw std::invalid_argument("dsl kernels: this operation takes tiles");
   with_type(t.type, [&](auto ty) {
     using T = typename decltype(ty)::type;
     t.form == Form::row ? with_tile<T, tk::row_l>(t, f) : with_tile<T, tk::col_l>(t, f);
@@ -462,26 +471,29 @@ std::vector<float> run_binary_scalar(const Operand& d, Binary op, const std::vec
 }
 
 std::vector<float> run_reduce(const Operand& t, Reduce op, const std::vector<float>& s, const std::vector<float>& prev) {
-  if (t.form != Form::row) throw std::invalid_argument("dsl kernels: reductions take row_l tiles");
   const Operand v = op == Reduce::row_max || op == Reduce::row_sum ? row_vec(t) : col_vec(t);
   const Fragments in(t, s), prev_in(v, prev);
   DeviceArray<float> out(fragment_count(v));
-  with_type(t.type, [&](auto ty) {
-    with_tile<typename decltype(ty)::type, tk::row_l>(t, [&](auto x) {
-      reduce_kernel<typename decltype(x)::type><<<1, kLanes>>>(op, in.get(), prev_in.get(), out.get());
-    });
+  with_tile_operand(t, [&](auto x) {
+    reduce_kernel<typename decltype(x)::type><<<1, kLanes>>>(op, in.get(), prev_in.get(), out.get());
   });
   return out.read();
 }
 
 std::vector<float> run_broadcast(const Operand& t, Broadcast op, const std::vector<float>& s, const std::vector<float>& v) {
-  if (t.form != Form::row) throw std::invalid_argument("dsl kernels: broadcasts take row_l tiles");
   const Fragments in(t, s), vec(op <= Broadcast::div_row ? row_vec(t) : col_vec(t), v);
   DeviceArray<float> out(fragment_count(t));
-  with_type(t.type, [&](auto ty) {
-    with_tile<typename decltype(ty)::type, tk::row_l>(t, [&](auto x) {
-      broadcast_kernel<typename decltype(x)::type><<<1, kLanes>>>(op, in.get(), vec.get(), out.get());
-    });
+  with_tile_operand(t, [&](auto x) {
+    broadcast_kernel<typename decltype(x)::type><<<1, kLanes>>>(op, in.get(), vec.get(), out.get());
+  });
+  return out.read();
+}
+
+std::vector<float> run_fill_where(const Operand& t, Mask m, int offset, float value, const std::vector<float>& s) {
+  const Fragments in(t, s);
+  DeviceArray<float> out(fragment_count(t));
+  with_tile_operand(t, [&](auto x) {
+    fill_where_kernel<typename decltype(x)::type><<<1, kLanes>>>(m, offset, value, in.get(), out.get());
   });
   return out.read();
 }

@@ -50,9 +50,14 @@ inline tk::layout::Coord coord(const Operand& o, int lane, int f) {
   }
 }
 
-// The vectors that line up with a row_l tile's rows and columns (rt::row_vec, rt::col_vec).
-inline Operand row_vec(const Operand& t) { return {t.type, Form::group, 1, t.rows}; }
-inline Operand col_vec(const Operand& t) { return {t.type, Form::quad, 1, t.cols}; }
+// The vectors that line up with a tile's rows and columns (rt::row_vec, rt::col_vec): group_vl
+// and quad_vl for a row_l tile, quad_vl and group_vl for a col_l one.
+inline Form vector_form(const Operand& t, tk::layout::Axis axis) {
+  const auto tile = t.form == Form::row ? tk::layout::RtLayout::row : tk::layout::RtLayout::col;
+  return tk::layout::rv_layout_along(tile, axis) == tk::layout::RvLayout::group ? Form::group : Form::quad;
+}
+inline Operand row_vec(const Operand& t) { return {t.type, vector_form(t, tk::layout::Axis::row), 1, t.rows}; }
+inline Operand col_vec(const Operand& t) { return {t.type, vector_form(t, tk::layout::Axis::col), 1, t.cols}; }
 
 // x rounded to the nearest value of `type`.
 float round_to(DType type, float x);
@@ -68,11 +73,21 @@ std::vector<float> run_init(const Operand& d, Init op, float value);
 std::vector<float> run_unary(const Operand& d, DType src_type, Unary op, const std::vector<float>& s);
 std::vector<float> run_binary(const Operand& d, Binary op, const std::vector<float>& a, const std::vector<float>& b);
 std::vector<float> run_binary_scalar(const Operand& d, Binary op, const std::vector<float>& a, float b);
-// A row_l tile reduced into its row_vec (row_*) or col_vec (col_*). With `prev` (fragment order,
-// non-empty) the accumulating form, in place: v = prev; row_max(v, s, v).
+// A tile (either layout) reduced into its row_vec (row_*) or col_vec (col_*). With `prev`
+// (fragment order, non-empty) the accumulating form, in place: v = prev; row_max(v, s, v).
 std::vector<float> run_reduce(const Operand& t, Reduce op, const std::vector<float>& s, const std::vector<float>& prev);
-// d = op(s, v) for a row_l tile s and its row_vec (xxx_row) or col_vec (xxx_col).
+// d = op(s, v) for a tile s (either layout) and its row_vec (xxx_row) or col_vec (xxx_col).
 std::vector<float> run_broadcast(const Operand& t, Broadcast op, const std::vector<float>& s, const std::vector<float>& v);
+
+// warp::fill_where on a tile (either layout) holding s: the elements whose tile coordinates
+// (row, col) the mask picks become `value`. causal: col > row + offset (a causal mask whose
+// diagonal is shifted by `offset`, as attention's q0 - kv0); cols_from: col >= offset (the
+// columns past the end of a partial key tile).
+enum class Mask { causal, cols_from };
+inline bool masked(Mask m, int offset, int row, int col) {
+  return m == Mask::causal ? col > row + offset : col >= offset;
+}
+std::vector<float> run_fill_where(const Operand& t, Mask m, int offset, float value, const std::vector<float>& s);
 
 // Global memory, rows x ld elements row-major, into a tile; a tile into global memory (the
 // returned buffer is all rows x ld, the columns past the tile left poisoned).

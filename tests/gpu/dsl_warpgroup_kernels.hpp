@@ -15,17 +15,31 @@ enum class Half { bf16, f16 };
 inline constexpr int kMmaShapes[][2] = {{32, 64}, {64, 128}};  // {K, N}
 
 // D (64 x N, row-major floats) = A (64 x K; K x 64 for the At forms) times B (N x K for the
-// Bt forms, K x N otherwise).
+// Bt forms, K x N otherwise), + C where c (64 x N, row-major) is given: the accumulator is
+// loaded with C and the mma accumulates onto it (accumulate = true), else it overwrites the
+// accumulator's unset registers (accumulate = false).
 std::vector<float> mma(Mma form, Half type, int k, int n, const std::vector<std::uint16_t>& a,
-                       const std::vector<std::uint16_t>& b);
+                       const std::vector<std::uint16_t>& b, const std::vector<float>& c = {});
 
-// Tile shapes the TMA round trip runs: rows x cols of 16-bit elements.
+// Tile shapes the TMA round trip runs: rows x cols elements.
 inline constexpr int kTmaShapes[][2] = {{64, 64}, {128, 128}};
 
 // A rows x cols tile at tile coordinates (row_tile, col_tile) of a row-major (rows * 2) x
 // (cols * 2) tensor, loaded into shared memory by the TMA and stored by the TMA into the same
-// place of a second tensor, which is returned (its other elements as `out` had them).
+// place of a second tensor, which is returned (its other elements as `out` had them). The
+// elements travel as their bits: 16-bit ones (st<bf16, ...>: the map of every 16-bit type)
+// or floats (st<float, ...>: a FLOAT32 map, boxes half as many columns wide).
 std::vector<std::uint16_t> tma_round_trip(int rows, int cols, const std::vector<std::uint16_t>& tensor,
                                           std::vector<std::uint16_t> out, int row_tile, int col_tile);
+std::vector<std::uint32_t> tma_round_trip(int rows, int cols, const std::vector<std::uint32_t>& tensor,
+                                          std::vector<std::uint32_t> out, int row_tile, int col_tile);
+
+// The producer/consumer ring (tk::pipeline, tk/sync/pipeline.cuh) with the stage counts that have
+// kernels: one producer thread (warpgroup 0) loads `steps` 64 x 64 16-bit tiles, tile s being
+// rows 64s..64s+63 of a row-major (64 steps) x 64 tensor, each through the TMA into stage s %
+// Stages; the four warps of warpgroup 1 wait for each stage, copy it out (16 rows each) into the
+// same place of a second tensor, which is returned, and release it.
+inline constexpr int kPipelineStages[] = {2, 3};
+std::vector<std::uint16_t> pipeline_copy(int stages, int steps, const std::vector<std::uint16_t>& tensor);
 
 }  // namespace tkprobe::test_kernels::dsl_wg

@@ -4,7 +4,8 @@
 // to the element type, so none is zero; outputs start poisoned (NaN), so an element a kernel
 // leaves unwritten fails. A check passes where |got - ref| <= tol * scale, scale |ref| unless
 // said otherwise:
-//   exact operations (init, abs, max/min, copy to a wider type, loads/stores): tol 0;
+//   exact operations (init, abs, max/min, row/column max, fill_where, copy to a wider type,
+//   loads/stores): tol 0;
 //   rounded once to the element type: float 1e-6, bf16 1e-2 (8-bit significand), fp16 2e-3;
 //   exp, exp2 in float: 1e-5 (__expf is within 2 + 1.173|x| ulp, exp2f 2 ulp);
 //   sums: scale = sum of |terms|, tol 1e-5 for float (float accumulation), else as rounded once;
@@ -57,10 +58,11 @@ std::vector<Operand> all_operands() {
   return out;
 }
 
-std::vector<Operand> row_tiles() {
+// Every tile form and shape of every type.
+std::vector<Operand> tiles() {
   std::vector<Operand> out;
-  for (const DType t : kTypes)
-    for (const auto& shape : dsl::kTileShapes) out.push_back({t, Form::row, shape[0], shape[1]});
+  for (const Operand& o : all_operands())
+    if (dsl::is_tile(o)) out.push_back(o);
   return out;
 }
 
@@ -222,7 +224,7 @@ TEST(DslWarp, Binary) {
 TEST(DslWarp, Reductions) {
   Random rng;
   SCOPED_TRACE("seed " + std::to_string(rng.seed()));
-  for (const Operand& t : row_tiles())
+  for (const Operand& t : tiles())
     for (const Reduce op : {Reduce::row_max, Reduce::row_sum, Reduce::col_max, Reduce::col_sum})
       for (const bool accumulate : {false, true}) {
         const bool rows = op == Reduce::row_max || op == Reduce::row_sum;
@@ -250,9 +252,11 @@ TEST(DslWarp, Reductions) {
         const auto ref = per_fragment<double>(v, [&](tk::layout::Coord c, int) { return want[c.col]; });
         const auto scale = per_fragment<double>(v, [&](tk::layout::Coord c, int) { return mag[c.col]; });
         const auto prev = accumulate ? scatter(v, prev_entries) : std::vector<float>{};
-        const double tol = t.type == DType::f32 && sum ? 1e-5 : tolerance(t.type);
+        // A max is one of its inputs, exact in any type; a sum rounds (see the file comment).
+        const double tol = !sum ? 0.0 : t.type == DType::f32 ? 1e-5 : tolerance(t.type);
+        const char* names[] = {"row_max", "row_sum", "col_max", "col_sum"};
         expect_close(dsl::run_reduce(t, op, in, prev), ref, scale, tol,
-                     name(t) + " reduce " + std::to_string(int(op)) + (accumulate ? " accumulating" : ""));
+                     name(t) + " " + names[int(op)] + (accumulate ? " accumulating" : ""));
       }
 }
 
@@ -260,7 +264,8 @@ TEST(DslWarp, Broadcasts) {
   Random rng;
   SCOPED_TRACE("seed " + std::to_string(rng.seed()));
   const Binary ops[] = {Binary::add, Binary::sub, Binary::mul, Binary::div};
-  for (const Operand& t : row_tiles())
+  const char* names[] = {"add_row", "sub_row", "mul_row", "div_row", "add_col", "sub_col", "mul_col", "div_col"};
+  for (const Operand& t : tiles())
     for (int i = 0; i < 8; ++i) {
       const auto op = Broadcast(i);
       const bool rows = op <= Broadcast::div_row;
@@ -271,8 +276,33 @@ TEST(DslWarp, Broadcasts) {
         return apply(ops[i % 4], in[at], entries[rows ? c.row : c.col]);
       });
       expect_close(dsl::run_broadcast(t, op, in, scatter(v, entries)), ref, tolerance(t.type),
-                   name(t) + " broadcast " + std::to_string(i));
+                   name(t) + " " + names[i]);
     }
+}
+
+TEST(DslWarp, FillWhere) {
+  Random rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  // Causal masks with the diagonal shifted either way and a partial key tile; each picks some
+  // elements and spares others in every tile shape (checked below).
+  const std::pair<dsl::Mask, int> masks[] = {
+      {dsl::Mask::causal, -5}, {dsl::Mask::causal, 0}, {dsl::Mask::causal, 9}, {dsl::Mask::cols_from, 7}};
+  for (const Operand& t : tiles())
+    for (const auto& [mask, offset] : masks)
+      for (const float value : {-std::numeric_limits<float>::infinity(), rng.value(t.type)}) {
+        const auto in = rng.values(t.type, std::size_t(dsl::kLanes) * dsl::scalars_per_lane(t));
+        int picked = 0;
+        const auto ref = per_fragment<double>(t, [&](tk::layout::Coord c, int at) {
+          const bool m = dsl::masked(mask, offset, c.row, c.col);
+          picked += m;
+          return m ? double(value) : double(in[at]);
+        });
+        const std::string what = name(t) + (mask == dsl::Mask::causal ? " causal " : " cols_from ") +
+                                 std::to_string(offset) + " value " + std::to_string(value);
+        ASSERT_TRUE(picked > 0 && picked < int(ref.size())) << what << ": the mask must pick some elements, not all";
+        // Picked elements become the value, the others stay as they were: all exact.
+        expect_close(dsl::run_fill_where(t, mask, offset, value, in), ref, 0.0, what);
+      }
 }
 
 TEST(DslWarp, GlobalLoadStore) {

@@ -1,13 +1,17 @@
 // The tile DSL's warpgroup-scope operations on the GPU: wgmma through warpgroup::mma_AB/mma_ABt
-// with A from shared memory or registers, and TMA tile loads and stores
-// (tests/gpu/dsl_warpgroup_kernels.hpp). Operands are fresh random values +-(1 + m/8) 2^e,
-// e in {-1, 0}: exact in bf16 and fp16, never zero; products and their sums over K <= 64 are
-// exact in f32, so the results must equal a host reference in double. Outputs start poisoned.
+// with A from shared memory or registers, overwriting the accumulator or adding to it, and TMA
+// tile loads and stores of 16-bit and float tiles, and the producer/consumer ring (tk::pipeline)
+// with two stage counts (tests/gpu/dsl_warpgroup_kernels.hpp).
+// Operands (and the accumulator's starting values) are fresh random values +-(1 + m/8) 2^e,
+// e in {-1, 0}: exact in bf16 and fp16, never zero; products are multiples of 2^-8 below 4, so
+// their sums over K <= 64 plus C stay below 2^9 with at most 17 significant bits: exact in f32,
+// so the results must equal a host reference in double. Outputs start poisoned.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "tests/gpu/dsl_warpgroup_kernels.hpp"
 
@@ -54,43 +58,87 @@ const char* name(wg::Mma f) {
 }  // namespace
 
 TEST(DslWarpgroup, MmaFormsEqualTheHostProduct) {
-  std::mt19937 rng(std::random_device{}());
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   for (wg::Mma form : {wg::Mma::ABt_ss, wg::Mma::AB_ss, wg::Mma::ABt_rs, wg::Mma::AB_rs, wg::Mma::AtB_ss, wg::Mma::AtBt_ss})
     for (wg::Half type : {wg::Half::bf16, wg::Half::f16})
-      for (const auto& [k, n] : wg::kMmaShapes) {
-        const bool b_transposed = form == wg::Mma::ABt_ss || form == wg::Mma::ABt_rs || form == wg::Mma::AtBt_ss;
-        const bool a_transposed = form == wg::Mma::AtB_ss || form == wg::Mma::AtBt_ss;
-        const auto a = random_matrix(kM * k, type, rng), b = random_matrix(n * k, type, rng);
-        const auto d = wg::mma(form, type, k, n, bits(a), bits(b));
-        int wrong = 0;
-        for (int i = 0; i < kM; ++i)
-          for (int j = 0; j < n; ++j) {
-            double want = 0;
-            for (int x = 0; x < k; ++x) {
-              want += (a_transposed ? a[x * kM + i].v : a[i * k + x].v) * (b_transposed ? b[j * k + x].v : b[x * n + j].v);
+      for (const auto& [k, n] : wg::kMmaShapes)
+        for (const bool accumulate : {false, true}) {
+          const bool b_transposed = form == wg::Mma::ABt_ss || form == wg::Mma::ABt_rs || form == wg::Mma::AtBt_ss;
+          const bool a_transposed = form == wg::Mma::AtB_ss || form == wg::Mma::AtBt_ss;
+          const auto a = random_matrix(kM * k, type, rng), b = random_matrix(n * k, type, rng);
+          // The accumulator's starting values: the same kind of values, as floats (exact).
+          std::vector<float> c;
+          if (accumulate)
+            for (const auto& x : random_matrix(kM * n, type, rng)) c.push_back(float(x.v));
+          const auto d = wg::mma(form, type, k, n, bits(a), bits(b), c);
+          int wrong = 0;
+          for (int i = 0; i < kM; ++i)
+            for (int j = 0; j < n; ++j) {
+              double want = accumulate ? c[i * n + j] : 0.0;
+              for (int x = 0; x < k; ++x) {
+                const double ax = a_transposed ? a[x * kM + i].v : a[i * k + x].v;
+                want += ax * (b_transposed ? b[j * k + x].v : b[x * n + j].v);
+              }
+              wrong += d[i * n + j] != want;  // exact: see the file comment (NaN, the poison, fails too)
             }
-            wrong += d[i * n + j] != want;  // exact: see the file comment (NaN, the poison, fails too)
-          }
-        EXPECT_EQ(wrong, 0) << name(form) << (type == wg::Half::bf16 ? " bf16 " : " fp16 ") << "K=" << k << " N=" << n;
-      }
+          EXPECT_EQ(wrong, 0) << name(form) << (type == wg::Half::bf16 ? " bf16 " : " fp16 ") << "K=" << k << " N=" << n
+                              << (accumulate ? " accumulating onto C" : "");
+        }
 }
 
-TEST(DslWarpgroup, TmaLoadsAndStoresATileInPlace) {
-  std::mt19937 rng(std::random_device{}());
-  constexpr std::uint16_t kUntouched = 0x7fc1;
+namespace {
+
+// The TMA round trip of a tile of Bits-sized elements (tma_round_trip's overloads): random
+// bits in, the tile at (1, 1) must come back bit for bit, the rest of the output untouched.
+// Float bits are random finite values (exponent field never all ones).
+template <class Bits>
+void check_tma_round_trip(std::mt19937& rng, Bits untouched, const char* what) {
   for (const auto& [rows, cols] : wg::kTmaShapes) {
     const int width = 2 * cols, height = 2 * rows;
-    std::vector<std::uint16_t> tensor(std::size_t(width) * height);
-    for (auto& x : tensor) x = std::uint16_t(rng());
+    std::vector<Bits> tensor(std::size_t(width) * height);
+    for (auto& x : tensor) {
+      x = Bits(rng());
+      if constexpr (sizeof(Bits) == 4) x &= ~(Bits(1) << 30);  // the exponent's top bit clear: finite
+    }
     const int row_tile = 1, col_tile = 1;
-    const auto out = wg::tma_round_trip(rows, cols, tensor, std::vector<std::uint16_t>(tensor.size(), kUntouched),
-                                        row_tile, col_tile);
+    const auto out =
+        wg::tma_round_trip(rows, cols, tensor, std::vector<Bits>(tensor.size(), untouched), row_tile, col_tile);
     int wrong = 0;
     for (int r = 0; r < height; ++r)
       for (int c = 0; c < width; ++c) {
         const bool inside = r / rows == row_tile && c / cols == col_tile;
-        wrong += out[r * width + c] != (inside ? tensor[r * width + c] : kUntouched);
+        wrong += out[r * width + c] != (inside ? tensor[r * width + c] : untouched);
       }
-    EXPECT_EQ(wrong, 0) << rows << "x" << cols << " tile";
+    EXPECT_EQ(wrong, 0) << what << " " << rows << "x" << cols << " tile";
+  }
+}
+
+}  // namespace
+
+TEST(DslWarpgroup, TmaLoadsAndStoresATileInPlace) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  check_tma_round_trip<std::uint16_t>(rng, 0x7fc1, "16-bit");
+  check_tma_round_trip<std::uint32_t>(rng, 0x7fc00001u, "float");
+}
+
+TEST(DslWarpgroup, PipelineRingDeliversEveryStepInOrder) {
+  // More steps than stages, not a multiple of either stage count: every stage is reused with
+  // both barrier parities, and a stage released too early or read before it landed shows up as
+  // a wrong (or poisoned) tile.
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  constexpr int kSteps = 7, kTile = 64;
+  for (const int stages : wg::kPipelineStages) {
+    std::vector<std::uint16_t> tensor(std::size_t(kSteps) * kTile * kTile);
+    for (auto& x : tensor) x = std::uint16_t(rng());
+    const auto out = wg::pipeline_copy(stages, kSteps, tensor);
+    int wrong = 0;
+    for (std::size_t i = 0; i < tensor.size(); ++i) wrong += out[i] != tensor[i];
+    EXPECT_EQ(wrong, 0) << stages << " stages, " << kSteps << " steps";
   }
 }

@@ -1,7 +1,9 @@
 // The register tile and vector layouts (kernels/tk/layout/rt_layout.hpp): every map covers its
 // tile or vector exactly once, agrees with the mma.sync / wgmma fragments (fragments.hpp), a
-// col_l tile is the transpose of a row_l one, and the ldmatrix / stmatrix lane addresses put
-// each matrix where the tile's pairs want it (the PTX ISA's fragment rule, simulated).
+// col_l tile is the transpose of a row_l one, the vectors along either axis of either tile
+// layout hold the entries the reductions and broadcasts need in the scalars they use, and the
+// ldmatrix / stmatrix lane addresses put each matrix where the tile's pairs want it (the PTX
+// ISA's fragment rule, simulated).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -122,4 +124,86 @@ TEST(LdmatrixLayout, LaneAddressesDeliverTheTilePairs) {
     }
     EXPECT_EQ(rows.size(), std::size_t(kLanes));
   }
+}
+
+TEST(RvLayout, AlongEachAxisOfEachTileLayout) {
+  // A lane's g picks a row_l tile's rows and a col_l tile's columns (group_vl), t the other.
+  EXPECT_EQ(rv_layout_along(RtLayout::row, Axis::row), RvLayout::group);
+  EXPECT_EQ(rv_layout_along(RtLayout::row, Axis::col), RvLayout::quad);
+  EXPECT_EQ(rv_layout_along(RtLayout::col, Axis::row), RvLayout::quad);
+  EXPECT_EQ(rv_layout_along(RtLayout::col, Axis::col), RvLayout::group);
+  EXPECT_EQ(rv_replica_bits(RvLayout::group), 0b00011);
+  EXPECT_EQ(rv_replica_bits(RvLayout::quad), 0b11100);
+}
+
+namespace {
+
+// The row (Axis::row) or column index of element e of pair p of `lane` within its subtile.
+int line_of(int lane, int p, int e, RtLayout tile, Axis axis) {
+  const Coord c = rt_pair(lane, p, e, tile);
+  return axis == Axis::row ? c.row : c.col;
+}
+
+}  // namespace
+
+TEST(RvLayout, ScalarForPairHoldsThatElementsRowOrColumn) {
+  // What the reductions and broadcasts rely on: scalar rv_scalar_for_pair(p, e) of block b of
+  // the vector along an axis holds entry 16 b + (the element's row or column in its subtile).
+  for (const RtLayout tile : {RtLayout::row, RtLayout::col})
+    for (const Axis axis : {Axis::row, Axis::col}) {
+      const RvLayout v = rv_layout_along(tile, axis);
+      const int per_block = 2 * rv_pairs_per_16(v);
+      for (int lane = 0; lane < kLanes; ++lane)
+        for (int p = 0; p < kPairsPerSubtile; ++p) {
+          for (int e = 0; e < 2; ++e) {
+            const int s = rv_scalar_for_pair(p, e, v);
+            EXPECT_TRUE(s >= 0 && s < per_block);
+            for (int b = 0; b < 4; ++b)
+              EXPECT_EQ(rv_entry(lane, per_block * b + s, v), kSubtile * b + line_of(lane, p, e, tile, axis))
+                  << "lane " << lane << " pair " << p << " element " << e;
+          }
+          // A pair's elements take one scalar twice or one vector pair {x, y} in order.
+          const int s0 = rv_scalar_for_pair(p, 0, v), s1 = rv_scalar_for_pair(p, 1, v);
+          EXPECT_TRUE(s0 == s1 || (s0 % 2 == 0 && s1 == s0 + 1)) << "pair " << p;
+        }
+    }
+  // A col_l tile's rows are quad_vl: lane 6 (g 1, t 2) pair 3 element 1 is row 8 + 4 + 1,
+  // scalar 3 of its block.
+  EXPECT_EQ(rv_scalar_for_pair(3, 1, rv_layout_along(RtLayout::col, Axis::row)), 3);
+  EXPECT_EQ(rv_entry(6, 3, RvLayout::quad), 13);
+  EXPECT_EQ(rt_pair(6, 3, 1, RtLayout::col).row, 13);
+}
+
+TEST(RvLayout, ReplicaBitsJoinEveryLaneOfARowOrColumn) {
+  // For every row (column) of a subtile, the lanes holding tile elements on it and the lanes
+  // holding its vector entry are the same set: one lane and every lane that differs from it in
+  // rv_replica_bits only (a butterfly over those bits reaches exactly them, each once).
+  for (const RtLayout tile : {RtLayout::row, RtLayout::col})
+    for (const Axis axis : {Axis::row, Axis::col}) {
+      const RvLayout v = rv_layout_along(tile, axis);
+      const int bits = rv_replica_bits(v), per_block = 2 * rv_pairs_per_16(v);
+      for (int entry = 0; entry < kSubtile; ++entry) {
+        std::set<int> in_tile, in_vector;
+        for (int lane = 0; lane < kLanes; ++lane) {
+          for (int p = 0; p < kPairsPerSubtile; ++p)
+            for (int e = 0; e < 2; ++e)
+              if (line_of(lane, p, e, tile, axis) == entry) in_tile.insert(lane);
+          for (int f = 0; f < per_block; ++f)
+            if (rv_entry(lane, f, v) == entry) in_vector.insert(lane);
+        }
+        EXPECT_EQ(in_tile, in_vector) << "entry " << entry;
+        ASSERT_FALSE(in_tile.empty());
+        const int first = *in_tile.begin();
+        std::set<int> coset;
+        for (int lane = 0; lane < kLanes; ++lane)
+          if (((lane ^ first) & ~bits) == 0) coset.insert(lane);
+        EXPECT_EQ(in_tile, coset) << "entry " << entry;
+      }
+      // The lanes that share a vector scalar hold the same entry in it.
+      for (int lane = 0; lane < kLanes; ++lane)
+        for (int m = 1; m < kLanes; m *= 2) {
+          if ((bits & m) == 0) continue;
+          for (int f = 0; f < per_block; ++f) EXPECT_EQ(rv_entry(lane ^ m, f, v), rv_entry(lane, f, v));
+        }
+    }
 }

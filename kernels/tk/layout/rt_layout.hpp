@@ -33,10 +33,11 @@ constexpr Coord rt_element(int lane, int f, int cols, RtLayout layout) {
   return {kSubtile * (subtile / across) + in.row, kSubtile * (subtile % across) + in.col};
 }
 
-// Vectors hold, replicated across the lanes that share them, what a lane needs of a row_l
-// tile's rows or columns. group: entries g and g+8 of every 16 (the rows a lane holds; one pair
+// Vectors hold, replicated across the lanes that share them, what a lane needs of a tile's rows
+// or columns. A lane's g picks a row_l tile's rows and a col_l tile's columns (g + 8 (p%2));
+// its t picks the other axis (8 (p/2) + 2t + e). group: entries g and g+8 of every 16 (one pair
 // per 16 entries, replicated over the 4 lanes of a group). quad: entries 2t, 2t+1, 2t+8, 2t+9
-// of every 16 (the columns a lane holds; two pairs per 16, replicated over the 8 groups).
+// of every 16 (two pairs per 16, replicated over the 8 groups).
 constexpr int rv_pairs_per_16(RvLayout layout) { return layout == RvLayout::group ? 1 : 2; }
 
 // The entry that scalar f of a lane's vector registers holds.
@@ -44,6 +45,30 @@ constexpr int rv_entry(int lane, int f, RvLayout layout) {
   if (layout == RvLayout::group) return kSubtile * (f / 2) + group_of(lane) + 8 * (f % 2);
   return kSubtile * (f / 4) + 8 * (f / 2 % 2) + 2 * thread_in_group(lane) + f % 2;
 }
+
+// A tile's two axes: a vector "along rows" has one entry per row (row_max's result), one
+// "along columns" one entry per column.
+enum class Axis { row, col };
+
+// The vector layout that lines up with a tile's rows or columns (rt::row_vec, rt::col_vec):
+// group where the lane's g picks the axis (row_l rows, col_l columns), quad where t does.
+constexpr RvLayout rv_layout_along(RtLayout tile, Axis axis) {
+  return (tile == RtLayout::row) == (axis == Axis::row) ? RvLayout::group : RvLayout::quad;
+}
+
+// Of the 2 * rv_pairs_per_16 scalars a lane holds per 16 entries of a vector of `layout`, the
+// one holding the row (column) of element e of tile pair p, in the matching 16-entry block:
+// group: p % 2 (both elements share row or column g + 8 (p%2)); quad: 2 (p/2) + e (entry
+// 8 (p/2) + 2t + e). So a pair's two elements take either one scalar twice or the two scalars
+// of one vector pair, in order: the broadcasts use the vector pair as it stands or one half of it.
+constexpr int rv_scalar_for_pair(int p, int e, RvLayout layout) {
+  return layout == RvLayout::group ? p % 2 : 2 * (p / 2) + e;
+}
+
+// The lanes that hold the same entries of a vector differ only in these lane-index bits: t's
+// (1, 2) for group, g's (4, 8, 16) for quad. They are also every lane holding elements of that
+// row (column) of the tile, so a butterfly over these bits finishes a reduction.
+constexpr int rv_replica_bits(RvLayout layout) { return layout == RvLayout::group ? 0x03 : 0x1c; }
 
 // ldmatrix / stmatrix .x4 (PTX ISA 9.7.13.4.15, 9.7.13.4.16): lanes 8m..8m+7 address rows 0..7
 // of 8x8 matrix m, and register m of lane l holds row g, columns 2t and 2t+1 of matrix m (with

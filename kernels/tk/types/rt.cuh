@@ -31,9 +31,10 @@ struct rt {
   static constexpr int subtile_rows = R / layout::kSubtile, subtile_cols = C / layout::kSubtile;
   static constexpr int pairs = subtile_rows * subtile_cols * layout::kPairsPerSubtile;  // per lane
   static constexpr bool row_major = std::is_same_v<L, row_l>;
-  // The vectors that line up with the tile's rows and columns (rv.cuh).
-  using row_vec = rv<T, R, std::conditional_t<row_major, group_vl, quad_vl>>;
-  using col_vec = rv<T, C, std::conditional_t<row_major, quad_vl, group_vl>>;
+  // The vectors that line up with the tile's rows and columns (rv.cuh): group_vl and quad_vl
+  // for a row_l tile, quad_vl and group_vl for a col_l one.
+  using row_vec = rv<T, R, vec_layout_of<layout::rv_layout_along(L::value, layout::Axis::row)>>;
+  using col_vec = rv<T, C, vec_layout_of<layout::rv_layout_along(L::value, layout::Axis::col)>>;
 
   // Pair p of subtile (i, j).
   __device__ pair& at(int i, int j, int p) { return data[(i * subtile_cols + j) * layout::kPairsPerSubtile + p]; }

@@ -1,14 +1,18 @@
 #pragma once
-// Row and column reductions and broadcasts at warp scope, on row_l tiles (the layout of mma
-// accumulators, where softmax happens). A lane holds rows g and g+8 of each 16-row subtile,
-// spread over the 4 lanes of its group, and columns 2t, 2t+1, 2t+8, 2t+9 of each 16-column
-// subtile, spread over the 8 groups (tk/layout/rt_layout.hpp). So a row reduction combines a
-// lane's own columns, then the group's lanes (xor 1, 2); a column reduction combines a lane's
-// own rows, then the groups (xor 4, 8, 16). Results land in rt::row_vec (group_vl) and
-// rt::col_vec (quad_vl), replicated over the lanes that share them. Reductions run in float
-// and round once.
+// Row and column reductions and broadcasts at warp scope, on register tiles of either layout.
+// One implementation serves both layouts and both axes, through the layout math of
+// tk/layout/rt_layout.hpp: a lane holds, per 16x16 subtile, the entries g and g + 8 of the axis
+// its group g picks (a row_l tile's rows, a col_l tile's columns) and the entries 2t, 2t+1,
+// 2t+8, 2t+9 of the other. The vector along an axis (rt::row_vec, rt::col_vec) is group_vl or
+// quad_vl to match (layout::rv_layout_along), and layout::rv_scalar_for_pair says which of its
+// scalars holds the row (column) of each element of a tile pair. A reduction folds each of a
+// lane's elements into that scalar, then combines the lanes that share it with a butterfly over
+// layout::rv_replica_bits: xor 1, 2 (group_vl, the 4 lanes of a group) or xor 4, 8, 16 (quad_vl,
+// the 8 groups). Results are replicated over those lanes. Reductions run in float and round once.
 //
 //   warp::row_max(m, s, m);  warp::sub_row(s, s, m);  warp::exp2(s, s);  warp::row_sum(l, s, l);
+#include <type_traits>
+
 #include "tk/ops/warp/pair_math.cuh"
 #include "tk/types/rt.cuh"
 
@@ -17,146 +21,140 @@ namespace detail {
 
 inline constexpr unsigned kFullWarp = 0xffffffffu;
 
+// v combined over the lanes that differ from this one only in `bits`.
 template <class Op>
-__device__ __forceinline__ float butterfly(float v, int first_mask, int last_mask) {
+__device__ __forceinline__ float butterfly(float v, int bits) {
 #pragma unroll
-  for (int m = first_mask; m <= last_mask; m *= 2) v = Op::apply(v, __shfl_xor_sync(kFullWarp, v, m));
+  for (int m = 1; m < 32; m *= 2)
+    if (bits & m) v = Op::apply(v, __shfl_xor_sync(kFullWarp, v, m));
   return v;
 }
 
-// Row-subtile i of `s` reduced along its rows: x = row g, y = row g + 8.
-template <class Op, class T, int R, int C>
-__device__ __forceinline__ float2 reduce_rows(const rt<T, R, C, row_l>& s, int i) {
-  float2 acc{Op::identity, Op::identity};
+// The vector type along axis A of tile RT.
+template <class RT, layout::Axis A>
+using vec_along = std::conditional_t<A == layout::Axis::row, typename RT::row_vec, typename RT::col_vec>;
+
+// Which 16-entry block of the vector along A subtile (i, j) lines up with.
+template <layout::Axis A>
+__device__ __forceinline__ constexpr int block_of(int i, int j) {
+  return A == layout::Axis::row ? i : j;
+}
+
+// The vector's two values for tile pair p of a subtile in block `block`: a scalar twice
+// ({x, x} or {y, y} of one vector pair) or one vector pair as it stands (rt_layout.hpp).
+template <class V>
+__device__ __forceinline__ typename V::pair vector_pair(const V& v, int block, int p) {
+  constexpr layout::RvLayout vl = V::vec_layout::value;
+  constexpr int per_block = 2 * layout::rv_pairs_per_16(vl);
+  const int s0 = per_block * block + layout::rv_scalar_for_pair(p, 0, vl);
+  const int s1 = per_block * block + layout::rv_scalar_for_pair(p, 1, vl);
+  const typename V::pair& pair = v.data[s0 / 2];
+  if (s0 == s1) return s0 % 2 == 0 ? lows(pair) : highs(pair);
+  return pair;  // s1 == s0 + 1, s0 even
+}
+
+// v = Op over axis A's lines of s (one entry per row for A = row), then Op(prev, v) with prev.
+template <class Op, layout::Axis A, class RT>
+__device__ __forceinline__ void reduce(vec_along<RT, A>& v, const RT& s, const vec_along<RT, A>* prev) {
+  using V = vec_along<RT, A>;
+  constexpr layout::RvLayout vl = V::vec_layout::value;
+  constexpr int per_block = 2 * layout::rv_pairs_per_16(vl);
+  float acc[2 * V::pairs];
 #pragma unroll
-  for (int j = 0; j < C / layout::kSubtile; ++j)
+  for (int f = 0; f < 2 * V::pairs; ++f) acc[f] = Op::identity;
 #pragma unroll
-    for (int p = 0; p < layout::kPairsPerSubtile; ++p) {
-      const float2 v = to_float2(s.at(i, j, p));
-      float& row = p % 2 == 0 ? acc.x : acc.y;
-      row = Op::apply(row, Op::apply(v.x, v.y));
+  for (int i = 0; i < RT::subtile_rows; ++i)
+#pragma unroll
+    for (int j = 0; j < RT::subtile_cols; ++j)
+#pragma unroll
+      for (int p = 0; p < layout::kPairsPerSubtile; ++p) {
+        const float2 x = to_float2(s.at(i, j, p));
+        const int base = per_block * block_of<A>(i, j);
+        float& a0 = acc[base + layout::rv_scalar_for_pair(p, 0, vl)];
+        a0 = Op::apply(a0, x.x);
+        float& a1 = acc[base + layout::rv_scalar_for_pair(p, 1, vl)];
+        a1 = Op::apply(a1, x.y);
+      }
+#pragma unroll
+  for (int k = 0; k < V::pairs; ++k) {
+    float2 r{butterfly<Op>(acc[2 * k], layout::rv_replica_bits(vl)),
+             butterfly<Op>(acc[2 * k + 1], layout::rv_replica_bits(vl))};
+    if (prev != nullptr) {
+      const float2 q = to_float2(prev->data[k]);
+      r = {Op::apply(q.x, r.x), Op::apply(q.y, r.y)};
     }
-  return {butterfly<Op>(acc.x, 1, 2), butterfly<Op>(acc.y, 1, 2)};
-}
-
-// Columns 8q + 2t and +1 of column-subtile j of `s`, reduced along the columns.
-template <class Op, class T, int R, int C>
-__device__ __forceinline__ float2 reduce_cols(const rt<T, R, C, row_l>& s, int j, int q) {
-  float2 acc{Op::identity, Op::identity};
-#pragma unroll
-  for (int i = 0; i < R / layout::kSubtile; ++i)
-#pragma unroll
-    for (int rows = 0; rows < 2; ++rows) {  // pairs 2q (rows g) and 2q + 1 (rows g + 8)
-      const float2 v = to_float2(s.at(i, j, 2 * q + rows));
-      acc = {Op::apply(acc.x, v.x), Op::apply(acc.y, v.y)};
-    }
-  return {butterfly<Op>(acc.x, 4, 16), butterfly<Op>(acc.y, 4, 16)};
-}
-
-template <class Op, class V>
-__device__ __forceinline__ typename V::pair combine(float2 r, const V* prev, int k) {
-  if (prev != nullptr) {
-    const float2 p = to_float2(prev->data[k]);
-    r = {Op::apply(p.x, r.x), Op::apply(p.y, r.y)};
-  }
-  return from_float2<typename V::pair>(r);
-}
-
-template <class Op, class T, int R, int C>
-__device__ __forceinline__ void row_reduce(rv<T, R, group_vl>& v, const rt<T, R, C, row_l>& s,
-                                           const rv<T, R, group_vl>* prev) {
-#pragma unroll
-  for (int i = 0; i < R / layout::kSubtile; ++i) v.data[i] = combine<Op>(reduce_rows<Op>(s, i), prev, i);
-}
-
-template <class Op, class T, int R, int C>
-__device__ __forceinline__ void col_reduce(rv<T, C, quad_vl>& v, const rt<T, R, C, row_l>& s,
-                                           const rv<T, C, quad_vl>* prev) {
-#pragma unroll
-  for (int j = 0; j < C / layout::kSubtile; ++j)
-#pragma unroll
-    for (int q = 0; q < 2; ++q) v.data[2 * j + q] = combine<Op>(reduce_cols<Op>(s, j, q), prev, 2 * j + q);
-}
-
-// d(r, c) = Op(s(r, c), v(r)).
-template <class Op, class T, int R, int C>
-__device__ __forceinline__ void row_broadcast(rt<T, R, C, row_l>& d, const rt<T, R, C, row_l>& s,
-                                              const rv<T, R, group_vl>& v) {
-#pragma unroll
-  for (int i = 0; i < R / layout::kSubtile; ++i) {
-    const auto lo = lows(v.data[i]), hi = highs(v.data[i]);  // rows g, g + 8
-#pragma unroll
-    for (int j = 0; j < C / layout::kSubtile; ++j)
-#pragma unroll
-      for (int p = 0; p < layout::kPairsPerSubtile; ++p) d.at(i, j, p) = Op::apply(s.at(i, j, p), p % 2 == 0 ? lo : hi);
+    v.data[k] = from_float2<typename V::pair>(r);
   }
 }
 
-// d(r, c) = Op(s(r, c), v(c)): vector pair 2j + p/2 holds exactly pair p's two columns.
-template <class Op, class T, int R, int C>
-__device__ __forceinline__ void col_broadcast(rt<T, R, C, row_l>& d, const rt<T, R, C, row_l>& s,
-                                              const rv<T, C, quad_vl>& v) {
+// d(r, c) = Op(s(r, c), v(r)) for A = row, Op(s(r, c), v(c)) for A = col.
+template <class Op, layout::Axis A, class RT>
+__device__ __forceinline__ void broadcast(RT& d, const RT& s, const vec_along<RT, A>& v) {
 #pragma unroll
-  for (int i = 0; i < R / layout::kSubtile; ++i)
+  for (int i = 0; i < RT::subtile_rows; ++i)
 #pragma unroll
-    for (int j = 0; j < C / layout::kSubtile; ++j)
+    for (int j = 0; j < RT::subtile_cols; ++j)
 #pragma unroll
-      for (int p = 0; p < layout::kPairsPerSubtile; ++p) d.at(i, j, p) = Op::apply(s.at(i, j, p), v.data[2 * j + p / 2]);
+      for (int p = 0; p < layout::kPairsPerSubtile; ++p)
+        d.at(i, j, p) = Op::apply(s.at(i, j, p), vector_pair(v, block_of<A>(i, j), p));
 }
 
 }  // namespace detail
 
 // v = max (sum) of each row of s; with `prev`: v = max(prev, ...) (prev + ...). v may be prev.
-template <class T, int R, int C>
-__device__ __forceinline__ void row_max(rv<T, R, group_vl>& v, const rt<T, R, C, row_l>& s) {
-  detail::row_reduce<detail::max_reduce>(v, s, static_cast<const rv<T, R, group_vl>*>(nullptr));
+// v is rt::row_vec: group_vl for a row_l tile, quad_vl for a col_l one.
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void row_max(typename rt<T, R, C, L>::row_vec& v, const rt<T, R, C, L>& s) {
+  detail::reduce<detail::max_reduce, layout::Axis::row>(v, s, nullptr);
 }
-template <class T, int R, int C>
-__device__ __forceinline__ void row_max(rv<T, R, group_vl>& v, const rt<T, R, C, row_l>& s,
-                                        const rv<T, R, group_vl>& prev) {
-  detail::row_reduce<detail::max_reduce>(v, s, &prev);
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void row_max(typename rt<T, R, C, L>::row_vec& v, const rt<T, R, C, L>& s,
+                                        const typename rt<T, R, C, L>::row_vec& prev) {
+  detail::reduce<detail::max_reduce, layout::Axis::row>(v, s, &prev);
 }
-template <class T, int R, int C>
-__device__ __forceinline__ void row_sum(rv<T, R, group_vl>& v, const rt<T, R, C, row_l>& s) {
-  detail::row_reduce<detail::sum_reduce>(v, s, static_cast<const rv<T, R, group_vl>*>(nullptr));
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void row_sum(typename rt<T, R, C, L>::row_vec& v, const rt<T, R, C, L>& s) {
+  detail::reduce<detail::sum_reduce, layout::Axis::row>(v, s, nullptr);
 }
-template <class T, int R, int C>
-__device__ __forceinline__ void row_sum(rv<T, R, group_vl>& v, const rt<T, R, C, row_l>& s,
-                                        const rv<T, R, group_vl>& prev) {
-  detail::row_reduce<detail::sum_reduce>(v, s, &prev);
-}
-
-// v = max (sum) of each column of s; with `prev` as for the rows.
-template <class T, int R, int C>
-__device__ __forceinline__ void col_max(rv<T, C, quad_vl>& v, const rt<T, R, C, row_l>& s) {
-  detail::col_reduce<detail::max_reduce>(v, s, static_cast<const rv<T, C, quad_vl>*>(nullptr));
-}
-template <class T, int R, int C>
-__device__ __forceinline__ void col_max(rv<T, C, quad_vl>& v, const rt<T, R, C, row_l>& s,
-                                        const rv<T, C, quad_vl>& prev) {
-  detail::col_reduce<detail::max_reduce>(v, s, &prev);
-}
-template <class T, int R, int C>
-__device__ __forceinline__ void col_sum(rv<T, C, quad_vl>& v, const rt<T, R, C, row_l>& s) {
-  detail::col_reduce<detail::sum_reduce>(v, s, static_cast<const rv<T, C, quad_vl>*>(nullptr));
-}
-template <class T, int R, int C>
-__device__ __forceinline__ void col_sum(rv<T, C, quad_vl>& v, const rt<T, R, C, row_l>& s,
-                                        const rv<T, C, quad_vl>& prev) {
-  detail::col_reduce<detail::sum_reduce>(v, s, &prev);
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void row_sum(typename rt<T, R, C, L>::row_vec& v, const rt<T, R, C, L>& s,
+                                        const typename rt<T, R, C, L>::row_vec& prev) {
+  detail::reduce<detail::sum_reduce, layout::Axis::row>(v, s, &prev);
 }
 
-// d = s op v, v broadcast along each row (xxx_row: one value per row) or column (xxx_col).
-#define TK_WARP_BROADCAST(name)                                                                         \
-  template <class T, int R, int C>                                                                      \
-  __device__ __forceinline__ void name##_row(rt<T, R, C, row_l>& d, const rt<T, R, C, row_l>& s,        \
-                                             const rv<T, R, group_vl>& v) {                             \
-    detail::row_broadcast<detail::name##_op>(d, s, v);                                                  \
-  }                                                                                                     \
-  template <class T, int R, int C>                                                                      \
-  __device__ __forceinline__ void name##_col(rt<T, R, C, row_l>& d, const rt<T, R, C, row_l>& s,        \
-                                             const rv<T, C, quad_vl>& v) {                              \
-    detail::col_broadcast<detail::name##_op>(d, s, v);                                                  \
+// v = max (sum) of each column of s, v rt::col_vec (quad_vl for row_l, group_vl for col_l);
+// with `prev` as for the rows.
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void col_max(typename rt<T, R, C, L>::col_vec& v, const rt<T, R, C, L>& s) {
+  detail::reduce<detail::max_reduce, layout::Axis::col>(v, s, nullptr);
+}
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void col_max(typename rt<T, R, C, L>::col_vec& v, const rt<T, R, C, L>& s,
+                                        const typename rt<T, R, C, L>::col_vec& prev) {
+  detail::reduce<detail::max_reduce, layout::Axis::col>(v, s, &prev);
+}
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void col_sum(typename rt<T, R, C, L>::col_vec& v, const rt<T, R, C, L>& s) {
+  detail::reduce<detail::sum_reduce, layout::Axis::col>(v, s, nullptr);
+}
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void col_sum(typename rt<T, R, C, L>::col_vec& v, const rt<T, R, C, L>& s,
+                                        const typename rt<T, R, C, L>::col_vec& prev) {
+  detail::reduce<detail::sum_reduce, layout::Axis::col>(v, s, &prev);
+}
+
+// d = s op v, v broadcast along each row (xxx_row: v is rt::row_vec, one value per row) or
+// column (xxx_col: rt::col_vec). d may be s.
+#define TK_WARP_BROADCAST(name)                                                                             \
+  template <class T, int R, int C, class L>                                                                 \
+  __device__ __forceinline__ void name##_row(rt<T, R, C, L>& d, const rt<T, R, C, L>& s,                    \
+                                             const typename rt<T, R, C, L>::row_vec& v) {                   \
+    detail::broadcast<detail::name##_op, layout::Axis::row>(d, s, v);                                       \
+  }                                                                                                         \
+  template <class T, int R, int C, class L>                                                                 \
+  __device__ __forceinline__ void name##_col(rt<T, R, C, L>& d, const rt<T, R, C, L>& s,                    \
+                                             const typename rt<T, R, C, L>::col_vec& v) {                   \
+    detail::broadcast<detail::name##_op, layout::Axis::col>(d, s, v);                                       \
   }
 TK_WARP_BROADCAST(add)
 TK_WARP_BROADCAST(sub)
