@@ -71,6 +71,9 @@ __global__ void unary_kernel(Unary op, const float* in, float* out) {
       case Unary::copy:
         warp::copy(d, s);
         break;
+      case Unary::log:
+        warp::log(d, s);
+        break;
     }
   } else {
     warp::copy(d, s);
@@ -207,10 +210,14 @@ __global__ void load_global_kernel(const typename RT::element* global, int ld, f
 }
 
 template <class RT>
-__global__ void store_global_kernel(const float* in, typename RT::element* global, int ld) {
+__global__ void store_global_kernel(const float* in, typename RT::element* global, int ld, int valid_rows) {
   RT t;
   load_fragments(t, in);
-  warp::store(global, t, ld);
+  if (valid_rows < RT::rows) {
+    warp::store(global, t, ld, valid_rows);
+  } else {
+    warp::store(global, t, ld);
+  }
 }
 
 // A vector from N contiguous elements, of global memory or (copied there first) a shared vector.
@@ -229,7 +236,7 @@ __global__ void load_vector_kernel(const typename RV::element* memory, bool thro
 }
 
 template <class RV>
-__global__ void store_vector_kernel(const float* in, bool through_shared, typename RV::element* memory) {
+__global__ void store_vector_kernel(const float* in, bool through_shared, int valid, typename RV::element* memory) {
   __shared__ tk::sv<typename RV::element, RV::length> s;
   RV v;
   load_fragments(v, in);
@@ -239,6 +246,8 @@ __global__ void store_vector_kernel(const float* in, bool through_shared, typena
     warp::store(s, v);
     __syncwarp();
     for (int i = threadIdx.x; i < RV::length; i += blockDim.x) memory[i] = s[i];
+  } else if (valid < RV::length) {
+    warp::store(memory, v, valid);
   } else {
     warp::store(memory, v);
   }
@@ -509,13 +518,13 @@ std::vector<float> run_load_global(const Operand& t, int ld, const std::vector<f
   return out.read();
 }
 
-std::vector<float> run_store_global(const Operand& t, int ld, const std::vector<float>& s) {
+std::vector<float> run_store_global(const Operand& t, int ld, const std::vector<float>& s, int valid_rows) {
   const Fragments in(t, s);
   std::vector<float> result;
   with_tile_operand(t, [&](auto x) {
     using RT = typename decltype(x)::type;
     const DeviceArray<typename RT::element> g(std::size_t(t.rows) * ld);
-    store_global_kernel<RT><<<1, kLanes>>>(in.get(), g.get(), ld);
+    store_global_kernel<RT><<<1, kLanes>>>(in.get(), g.get(), ld, valid_rows);
     result = g.read();
   });
   return result;
@@ -532,13 +541,13 @@ std::vector<float> run_load_vector(const Operand& v, bool through_shared, const 
   return out.read();
 }
 
-std::vector<float> run_store_vector(const Operand& v, bool through_shared, const std::vector<float>& s) {
+std::vector<float> run_store_vector(const Operand& v, bool through_shared, const std::vector<float>& s, int valid) {
   const Fragments in(v, s);
   std::vector<float> result;
   with_vector_operand(v, [&](auto x) {
     using RV = typename decltype(x)::type;
     const DeviceArray<typename RV::element> m(RV::length);
-    store_vector_kernel<RV><<<1, kLanes>>>(in.get(), through_shared, m.get());
+    store_vector_kernel<RV><<<1, kLanes>>>(in.get(), through_shared, valid, m.get());
     result = m.read();
   });
   return result;

@@ -63,7 +63,7 @@ inline Operand col_vec(const Operand& t) { return {t.type, vector_form(t, tk::la
 float round_to(DType type, float x);
 
 enum class Init { zero, fill, neg_inf };
-enum class Unary { exp, exp2, abs, copy };
+enum class Unary { exp, exp2, abs, copy, log };
 enum class Binary { add, sub, mul, div, max, min };
 enum class Reduce { row_max, row_sum, col_max, col_sum };
 enum class Broadcast { add_row, sub_row, mul_row, div_row, add_col, sub_col, mul_col, div_col };
@@ -90,13 +90,15 @@ inline bool masked(Mask m, int offset, int row, int col) {
 std::vector<float> run_fill_where(const Operand& t, Mask m, int offset, float value, const std::vector<float>& s);
 
 // Global memory, rows x ld elements row-major, into a tile; a tile into global memory (the
-// returned buffer is all rows x ld, the columns past the tile left poisoned).
+// returned buffer is all rows x ld, the columns past the tile left poisoned), with valid_rows
+// < rows through the bounded store (rows from valid_rows on left poisoned too).
 std::vector<float> run_load_global(const Operand& t, int ld, const std::vector<float>& global);
-std::vector<float> run_store_global(const Operand& t, int ld, const std::vector<float>& s);
+std::vector<float> run_store_global(const Operand& t, int ld, const std::vector<float>& s, int valid_rows);
 // A vector loaded from its N entries in global memory or, with through_shared, in a shared
-// vector (sv); a vector stored there (the returned entries start poisoned).
+// vector (sv); a vector stored there (the returned entries start poisoned), into global memory
+// with valid < N through the bounded store.
 std::vector<float> run_load_vector(const Operand& v, bool through_shared, const std::vector<float>& memory);
-std::vector<float> run_store_vector(const Operand& v, bool through_shared, const std::vector<float>& s);
+std::vector<float> run_store_vector(const Operand& v, bool through_shared, const std::vector<float>& s, int valid);
 // An st<T, rows, cols> written element by element (st::operator()) from a row-major matrix,
 // loaded into a tile; a tile stored into an st (poisoned first), read back element by element.
 std::vector<float> run_load_shared(const Operand& t, const std::vector<float>& matrix);

@@ -7,11 +7,12 @@
 //   exact operations (init, abs, max/min, row/column max, fill_where, copy to a wider type,
 //   loads/stores): tol 0;
 //   rounded once to the element type: float 1e-6, bf16 1e-2 (8-bit significand), fp16 2e-3;
-//   exp, exp2 in float: 1e-5 (__expf is within 2 + 1.173|x| ulp, exp2f 2 ulp);
+//   exp, exp2, log in float: 1e-5 (__expf is within 2 + 1.173|x| ulp, exp2f 2 ulp, logf 1 ulp);
 //   sums: scale = sum of |terms|, tol 1e-5 for float (float accumulation), else as rounded once;
 //   mma: scale = sum |a b| + |c|, tol 1e-4 (fp32 accumulation over K <= 64).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -80,6 +81,7 @@ class Random {
     for (auto& v : out) v = value(type);
     return out;
   }
+  int below(int n) { return std::uniform_int_distribution<int>(0, n - 1)(gen_); }
 
  private:
   unsigned seed_;
@@ -179,10 +181,14 @@ TEST(DslWarp, Unary) {
       {Unary::exp, [](double x) { return std::exp(x); }},
       {Unary::exp2, [](double x) { return std::exp2(x); }},
       {Unary::abs, [](double x) { return std::abs(x); }},
+      {Unary::log, [](double x) { return std::log(x); }},
   };
   for (const Operand& o : all_operands())
     for (const auto& [op, f] : cases) {
-      const auto in = rng.values(o.type, std::size_t(dsl::kLanes) * dsl::scalars_per_lane(o));
+      auto in = rng.values(o.type, std::size_t(dsl::kLanes) * dsl::scalars_per_lane(o));
+      if (op == Unary::log) {
+        for (float& x : in) x = std::abs(x);  // in its domain
+      }
       std::vector<double> ref(in.size());
       for (std::size_t i = 0; i < in.size(); ++i) ref[i] = f(in[i]);
       const bool transcendental = op != Unary::abs;
@@ -316,9 +322,14 @@ TEST(DslWarp, GlobalLoadStore) {
     expect_close(dsl::run_load_global(t, ld, global), loaded, 0.0, name(t) + " load global");
 
     const auto in = rng.values(t.type, std::size_t(dsl::kLanes) * dsl::scalars_per_lane(t));
-    std::vector<double> stored(std::size_t(t.rows) * ld, kNan);
-    for_each_fragment(t, [&](tk::layout::Coord c, int at) { stored[c.row * ld + c.col] = in[at]; });
-    expect_close(dsl::run_store_global(t, ld, in), stored, 0.0, name(t) + " store global");
+    for (const int valid_rows : {t.rows, rng.below(t.rows)}) {  // every row, and the bounded store
+      std::vector<double> stored(std::size_t(t.rows) * ld, kNan);
+      for_each_fragment(t, [&](tk::layout::Coord c, int at) {
+        if (c.row < valid_rows) stored[c.row * ld + c.col] = in[at];
+      });
+      expect_close(dsl::run_store_global(t, ld, in, valid_rows), stored, 0.0,
+                   name(t) + " store global, " + std::to_string(valid_rows) + " valid rows");
+    }
   }
 }
 
@@ -334,8 +345,14 @@ TEST(DslWarp, VectorLoadStore) {
       expect_close(dsl::run_load_vector(v, through_shared, entries), loaded, 0.0, name(v) + " load" + where);
       // Replicated entries agree, so every lane's copy is the same value.
       const auto fragments = per_fragment<float>(v, [&](tk::layout::Coord c, int) { return float(entries[c.col]); });
-      expect_close(dsl::run_store_vector(v, through_shared, fragments),
+      expect_close(dsl::run_store_vector(v, through_shared, fragments, v.cols),
                    std::vector<double>(entries.begin(), entries.end()), 0.0, name(v) + " store" + where);
+      if (through_shared) continue;
+      const int valid = rng.below(v.cols);  // the bounded store
+      std::vector<double> stored(entries.begin(), entries.end());
+      std::fill(stored.begin() + valid, stored.end(), kNan);
+      expect_close(dsl::run_store_vector(v, through_shared, fragments, valid), stored, 0.0,
+                   name(v) + " store" + where + ", " + std::to_string(valid) + " valid entries");
     }
   }
 }

@@ -73,6 +73,10 @@ __device__ __forceinline__ void log2(X& d, const X& a) {
   detail::map<detail::log2_op>(d, a);
 }
 template <class X>
+__device__ __forceinline__ void log(X& d, const X& a) {  // natural logarithm
+  detail::map<detail::log_op>(d, a);
+}
+template <class X>
 __device__ __forceinline__ void abs(X& d, const X& a) {
   detail::map<detail::abs_op>(d, a);
 }

@@ -10,6 +10,8 @@
 //   shared tile loads straight into an mma B operand); float tiles pair by pair through
 //   st::offset (8-byte ld/st.shared for row_l). stmatrix needs sm_90.
 //   Register vectors to and from N contiguous elements: global memory or a shared vector.
+//   Stores to global memory take an optional bound (valid rows, valid entries) for tiles and
+//   vectors that run past the end of a tensor.
 #include <cstdint>
 
 #include "tk/arch/ldmatrix.cuh"
@@ -34,18 +36,50 @@ __device__ __forceinline__ void load(rt<T, R, C, L>& d, const T* src, int ld) {
   });
 }
 
+namespace detail {
+
+// Registers -> global memory, the rows `keep(row)` picks.
+template <class T, int R, int C, class L, class Keep>
+__device__ __forceinline__ void store_rows(T* dst, const rt<T, R, C, L>& s, int ld, Keep keep) {
+  using P = packed<T>;
+  for_each_pair<rt<T, R, C, L>>([&](int i, int j, int p, layout::Coord x, layout::Coord y) {
+    if constexpr (rt<T, R, C, L>::row_major) {
+      if (keep(x.row)) *reinterpret_cast<P*>(dst + x.row * ld + x.col) = s.at(i, j, p);
+    } else {
+      if (keep(x.row)) dst[x.row * ld + x.col] = s.at(i, j, p).x;
+      if (keep(y.row)) dst[y.row * ld + y.col] = s.at(i, j, p).y;
+    }
+  });
+}
+
+// Register vector -> N contiguous elements, the entries `keep(entry)` picks.
+template <class T, int N, class L, class Keep>
+__device__ __forceinline__ void store_entries(T* dst, const rv<T, N, L>& v, Keep keep) {
+  const int lane = lane_id();
+  const bool writer = L::value == layout::RvLayout::group ? layout::thread_in_group(lane) == 0
+                                                          : layout::group_of(lane) == 0;
+  if (!writer) return;
+#pragma unroll
+  for (int s = 0; s < rv<T, N, L>::pairs; ++s) {
+    const int x = layout::rv_entry(lane, 2 * s, L::value), y = layout::rv_entry(lane, 2 * s + 1, L::value);
+    if (keep(x)) dst[x] = v.data[s].x;
+    if (keep(y)) dst[y] = v.data[s].y;
+  }
+}
+
+}  // namespace detail
+
 // Registers -> global memory.
 template <class T, int R, int C, class L>
 __device__ __forceinline__ void store(T* dst, const rt<T, R, C, L>& s, int ld) {
-  using P = packed<T>;
-  detail::for_each_pair<rt<T, R, C, L>>([&](int i, int j, int p, layout::Coord x, layout::Coord y) {
-    if constexpr (rt<T, R, C, L>::row_major) {
-      *reinterpret_cast<P*>(dst + x.row * ld + x.col) = s.at(i, j, p);
-    } else {
-      dst[x.row * ld + x.col] = s.at(i, j, p).x;
-      dst[y.row * ld + y.col] = s.at(i, j, p).y;
-    }
-  });
+  detail::store_rows(dst, s, ld, [](int) { return true; });
+}
+
+// Registers -> global memory, rows at and beyond `valid_rows` left untouched: a tile that runs
+// past the end of a tensor whose length is not a multiple of the tile's.
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void store(T* dst, const rt<T, R, C, L>& s, int ld, int valid_rows) {
+  detail::store_rows(dst, s, ld, [=](int row) { return row < valid_rows; });
 }
 
 // Shared tile -> registers: the R x C block of the tile from (row0, col0) on (multiples of 16;
@@ -122,19 +156,15 @@ __device__ __forceinline__ void load(rv<T, N, L>& d, const T* src) {
   }
 }
 
-// Entries from `valid` on are not written (a vector that overhangs the end of a sequence).
 template <class T, int N, class L>
-__device__ __forceinline__ void store(T* dst, const rv<T, N, L>& v, int valid = N) {
-  const int lane = detail::lane_id();
-  const bool writer = L::value == layout::RvLayout::group ? layout::thread_in_group(lane) == 0
-                                                          : layout::group_of(lane) == 0;
-  if (!writer) return;
-#pragma unroll
-  for (int s = 0; s < rv<T, N, L>::pairs; ++s) {
-    const int x = layout::rv_entry(lane, 2 * s, L::value), y = layout::rv_entry(lane, 2 * s + 1, L::value);
-    if (x < valid) dst[x] = v.data[s].x;
-    if (y < valid) dst[y] = v.data[s].y;
-  }
+__device__ __forceinline__ void store(T* dst, const rv<T, N, L>& v) {
+  detail::store_entries(dst, v, [](int) { return true; });
+}
+
+// Entries at and beyond `valid` left untouched (a vector past the end of a tensor).
+template <class T, int N, class L>
+__device__ __forceinline__ void store(T* dst, const rv<T, N, L>& v, int valid) {
+  detail::store_entries(dst, v, [=](int entry) { return entry < valid; });
 }
 
 template <class T, int N, class L>

@@ -2,7 +2,7 @@
 // Arithmetic on the packed pairs that register tiles and vectors hold: conversions through
 // float2, and the element-wise operations as functors with a float2 form and a packed 16-bit
 // form. add, sub, mul, max, min and abs use the packed bf16x2 / f16x2 instructions (one
-// rounding, as in float); div, exp and exp2 compute in float and round once.
+// rounding, as in float); div, exp, exp2 and log compute in float and round once.
 #include <limits>
 
 #include "tk/types/packed.cuh"
@@ -99,6 +99,14 @@ struct log2_op {
   __device__ static float2 apply(float2 a) { return {log2f(a.x), log2f(a.y)}; }
   template <class H>
   __device__ static H apply(H a) { return through_float<log2_op>(a); }
+};
+
+// logf is within 1 ulp (CUDA C++ Programming Guide, mathematical functions): a logsumexp is
+// computed once per row, so there is no call for the approximate __logf.
+struct log_op {
+  __device__ static float2 apply(float2 a) { return {logf(a.x), logf(a.y)}; }
+  template <class H>
+  __device__ static H apply(H a) { return through_float<log_op>(a); }
 };
 
 // Scalar reductions, run in float whatever the element type (one rounding at the end).
