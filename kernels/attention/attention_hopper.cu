@@ -136,7 +136,9 @@ __device__ void store_output(Smem<D>& sm, const Maps& maps, const Problem& p, co
   const int w = warpgroup::index() - 1;
   typename C::out_bf o_bf;
   typename C::rows lse;
-  warp::div_row(o, o, l);
+  warp::fill(lse, 1.0f);
+  warp::div(lse, lse, l);  // 1 / l: one division per row instead of per element
+  warp::mul_row(o, o, lse);
   warp::copy(o_bf, o);
   if (warpgroup::thread() == 0) tma::store_wait_read<0>();
   warpgroup::sync(1 + w);
@@ -188,11 +190,26 @@ __device__ void online_softmax(typename Config<D>::scores& s, typename Config<D>
   warp::row_sum(l, s, l);
 }
 
-// Consumer w of item `it`: 64 query rows from q0, each warp 16 of them from row0; the item's
-// first ring step is `step`. Software-pipelined: while the softmax of key tile j runs, the tensor
-// cores multiply P V of tile j - 1.
+// Issues S = Q K^T of an item's first key tile (Q slot n, ring step `step`) for consumer w.
 template <int D>
-__device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const Item& it, int n, int step) {
+__device__ void issue_first_scores(Smem<D>& sm, typename Config<D>::scores& s, int w, int n, int step) {
+  sm.q_pipe.wait_full(n);
+  sm.k_pipe.wait_full(step);
+  warpgroup::mma_fence();
+  warpgroup::mma_ABt(s, sm.q[sm.q_pipe.stage(n)][w], sm.k[sm.k_pipe.stage(step)], false);
+  warpgroup::mma_commit();
+}
+
+// Consumer w of item n, `it`: 64 query rows from q0, each warp 16 of them from row0; the item's
+// first ring step is `step`, and the S of its first key tile is already in flight in `s`.
+// Software-pipelined: while the softmax of key tile j runs, the tensor cores multiply P V of
+// tile j - 1; and the next item's first S is issued with this item's last P V, to run under
+// this item's output.
+// `Next`: whether another item follows (a template parameter: ptxas serialises every wgmma of a
+// kernel whose wgmmas are issued under a runtime condition, C7515).
+template <int D, bool Next>
+__device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const Item& it, int n, int step,
+                        typename Config<D>::scores& s) {
   using C = Config<D>;
   const int w = warpgroup::index() - 1;
   const int q0 = it.q_block * C::block_q + w * warpgroup::kRows, row0 = q0 + warpgroup::warp_row();
@@ -200,23 +217,15 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
   const int mine = p.causal ? min(it.tiles, (q0 + warpgroup::kRows + kBlockKV - 1) / kBlockKV) : it.tiles;
   const bool releaser = threadIdx.x % 32 == 0;
   const Turns<D> turn{w};
-  typename C::scores s;
+  const typename C::q& q = sm.q[sm.q_pipe.stage(n)][w];
   typename C::probs pr;
   typename C::out o;
   typename C::rows m, l, rescale;
   warp::neg_inf(m);
   warp::zero(l);
   warp::zero(o);
-  sm.q_pipe.wait_full(n);
-  const typename C::q& q = sm.q[sm.q_pipe.stage(n)][w];
 
-  turn.wait();
-  sm.k_pipe.wait_full(step);
-  warpgroup::mma_fence();
-  warpgroup::mma_ABt(s, q, sm.k[sm.k_pipe.stage(step)], false);
-  warpgroup::mma_commit();
-  turn.pass();
-  warpgroup::mma_wait<0>();
+  warpgroup::mma_wait<0>();  // S of tile 0
   if (releaser) sm.k_pipe.release(step);
   online_softmax<D>(s, m, l, rescale, p, 0, q0, row0);
   warp::copy(pr, s);
@@ -239,14 +248,6 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
     warp::copy(pr, s);
   }
   if (releaser) sm.q_pipe.release(n);  // no product reads this Q any more
-  turn.wait();
-  sm.v_pipe.wait_full(step + mine - 1);
-  warpgroup::mma_fence();
-  warpgroup::mma_AB(o, pr, sm.v[sm.v_pipe.stage(step + mine - 1)]);
-  warpgroup::mma_commit();
-  turn.pass();
-  warpgroup::mma_wait<0>();
-  if (releaser) sm.v_pipe.release(step + mine - 1);
   for (int j = mine; j < it.tiles; ++j) {  // tiles past the diagonal: released unread
     turn.wait();
     turn.pass();
@@ -257,6 +258,15 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
       sm.v_pipe.release(step + j);
     }
   }
+  turn.wait();
+  sm.v_pipe.wait_full(step + mine - 1);
+  warpgroup::mma_fence();
+  warpgroup::mma_AB(o, pr, sm.v[sm.v_pipe.stage(step + mine - 1)]);
+  warpgroup::mma_commit();
+  if constexpr (Next) issue_first_scores(sm, s, w, n + 1, step + it.tiles);
+  turn.pass();
+  warpgroup::mma_wait<Next ? 1 : 0>();  // the last P V (the next S may still run)
+  if (releaser) sm.v_pipe.release(step + mine - 1);
   store_output<D>(sm, maps, p, it, o, m, l, row0);
 }
 
@@ -279,12 +289,19 @@ __global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __
   }
   warpgroup::increase_registers<C::consumer_registers>();
   const int w = warpgroup::index() - 1;
+  const Turns<D> turn{w};
   if (C::take_turns && w == C::consumers - 1) warpgroup::arrive(kTurn, 256);  // consumer 0 goes first
-  for (int t = blockIdx.x, n = 0, step = 0; t < p.items(); t += gridDim.x, ++n) {
+  typename C::scores s;
+  turn.wait();
+  issue_first_scores(sm, s, w, 0, 0);
+  turn.pass();
+  int t = blockIdx.x, n = 0, step = 0;
+  for (; t + int(gridDim.x) < p.items(); t += gridDim.x, ++n) {
     const Item it = item<D>(p, t);
-    consume(sm, maps, p, it, n, step);
+    consume<D, true>(sm, maps, p, it, n, step, s);
     step += it.tiles;
   }
+  consume<D, false>(sm, maps, p, item<D>(p, t), n, step, s);
   if (C::take_turns && w == 0) warpgroup::sync(kTurn, 256);  // the last consumer's last pass
   if (warpgroup::thread() == 0) tma::store_wait_read<0>();  // the O tile must outlive its last store
 }
