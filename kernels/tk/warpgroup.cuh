@@ -6,4 +6,5 @@
 #include "tk/ops/warpgroup/mma.cuh"
 #include "tk/ops/warpgroup/tma.cuh"
 #include "tk/sync/pipeline.cuh"
+#include "tk/sync/turns.cuh"
 #include "tk/warp.cuh"

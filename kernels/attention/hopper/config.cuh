@@ -1,0 +1,96 @@
+#pragma once
+// The Hopper attention forward's shapes, shared memory and work schedule (the kernel is in
+// kernel.cuh, its launcher in ../attention_hopper.cu).
+#include <cstdint>
+
+#include "kernels/attention/attention.hpp"
+#include "tk/warpgroup.cuh"
+
+namespace attention::hopper {
+
+using namespace tk;
+using bf16 = __nv_bfloat16;
+
+constexpr int kBlockKV = 128;  // keys per tile
+
+// Per head dimension: consumer warpgroups of 64 query rows each, and the K/V stages the rest of
+// shared memory holds. At D = 64 three consumers fit in the registers (setmaxnreg: 128 x (24 +
+// 3 x 160) <= 64K), and keep the tensor cores busy while any one of them is in its softmax. At
+// D = 128 a consumer's S and O take 128 registers: ptxas serialises the wgmmas below 168, so
+// two consumers of 240.
+template <int D>
+struct Config {
+  static constexpr int consumers = D == 64 ? 3 : 2;
+  static constexpr int consumer_registers = D == 64 ? 160 : 240;
+  static constexpr int producer_registers = 24;
+  static constexpr int threads = (1 + consumers) * 128;
+  static constexpr int block_q = consumers * warpgroup::kRows;  // query rows per item
+
+  using q = st<bf16, warpgroup::kRows, D>;  // one consumer's queries, or its output on the way out
+  using kv = st<bf16, kBlockKV, D>;         // a tile of keys or values
+  using scores = rt_fl<16, kBlockKV>;       // each warp's 16 rows of S
+  using probs = rt_bf<16, kBlockKV>;        // and of P, the A operand of P V
+  using out = rt_fl<16, D>;                 // each warp's 16 rows of O, accumulated
+  using out_bf = rt_bf<16, D>;
+  using rows = scores::row_vec;             // a value per row: max, sum, rescale factor
+  // K and V have rings of their own: a K tile is free once S is, a V tile only once P V is,
+  // a softmax later. At D = 128 two V stages still give each load two tiles' time.
+  static constexpr int k_stages = D == 64 ? 4 : 2, v_stages = D == 64 ? 4 : 2;
+};
+
+constexpr int kQSlots = 2;
+
+// Named barriers: 1 + w for consumer w alone; kTurns + w for its turn at the tensor cores.
+// Consumers take turns to issue their products, so one's products run under the others'
+// softmax instead of all of them queueing at the tensor cores together and then all computing
+// exponentials together: measured 3-10% faster on every shape of the sweep. Every consumer
+// takes tiles + 1 turns per item (tiles past its causal diagonal too), so the turns stay paired.
+constexpr int kTurns = 4;
+template <int D>
+using Turns = warpgroup::turns<Config<D>::consumers, kTurns>;
+
+// Q has two slots, so the next item's Q lands during this item, and O a tile of its own.
+template <int D>
+struct Smem {
+  using C = Config<D>;
+  typename C::q q[kQSlots][C::consumers], o[C::consumers];
+  typename C::kv k[C::k_stages], v[C::v_stages];
+  pipeline<kQSlots> q_pipe;
+  pipeline<C::k_stages> k_pipe;
+  pipeline<C::v_stages> v_pipe;
+};
+template <int D>
+constexpr int kSmemBytes = sizeof(Smem<D>) + kSmemAlign;  // room to align the tiles
+static_assert(kSmemBytes<64> <= kMaxSmemBytes && kSmemBytes<128> <= kMaxSmemBytes, "the stages must fit");
+
+struct Maps {
+  CUtensorMap q, k, v, o;
+};
+
+struct Problem {
+  int seq, heads, kv_heads, matrices, q_blocks;  // matrices: batch x heads
+  bool causal;
+  float scale_log2;  // log2(e) / sqrt(D): the softmax runs in base 2
+  float* lse;
+  __host__ __device__ int items() const { return q_blocks * matrices; }
+};
+
+// Work item t: a block of query rows of one (batch, head) and the key tiles it reads (all, or
+// with a causal mask those up to its last row). Without a mask items run head by head, so the
+// blocks in flight share one head's K and V in L2 (at N = 16384 a head's are 4-8 MB; 132 heads'
+// would overflow it). With one, the longest items (the end of the sequence) of every head come
+// first and the shortest last, so the grid's blocks, taking items in turn, finish together.
+struct Item {
+  int q_block, qh, kvh, tiles;  // qh, kvh: the Q/O and K/V matrices
+};
+template <int D>
+__device__ Item item(const Problem& p, int t) {
+  const int qh = p.causal ? t % p.matrices : t / p.q_blocks;
+  const int order = p.causal ? t / p.matrices : t % p.q_blocks;
+  const int q_block = p.causal ? p.q_blocks - 1 - order : order;
+  const int head = qh % p.heads, kvh = qh / p.heads * p.kv_heads + head / (p.heads / p.kv_heads);
+  const int last_key = p.causal ? min(p.seq, (q_block + 1) * Config<D>::block_q) : p.seq;
+  return {q_block, qh, kvh, (last_key + kBlockKV - 1) / kBlockKV};
+}
+
+}  // namespace attention::hopper

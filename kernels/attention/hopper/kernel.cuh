@@ -1,0 +1,209 @@
+#pragma once
+// The Hopper FlashAttention forward (attention.hpp), in the DSL. A persistent grid, one block
+// per SM, walks work items of 128 or 192 query rows of one (batch, head). In each block a
+// producer warpgroup streams Q and the K and V tiles with the TMA, through a ring of stages
+// that runs on from one item to the next, and two or three consumer warpgroups of 64 query rows
+// each run the online softmax between two wgmma products (S = Q K^T, O += P V). The TMA
+// zero-fills the rows of Q, K and V past the sequence and drops the rows of O past it; the
+// scores of keys past it are masked to -inf.
+#include <cmath>
+
+#include "kernels/attention/hopper/config.cuh"
+
+namespace attention::hopper {
+
+// The producer warpgroup's lane 0 of warps 0, 1 and 2 stream Q, K and V each through a ring of
+// its own that runs on from one item to the next: a stream never waits for another's slots.
+enum class Stream { q, k, v };
+
+// One item's K or V tiles, one step of `ring` each.
+template <class Ring, class Tile>
+__device__ void stream_tiles(Ring& ring, Tile* tiles, const CUtensorMap& map, const Item& it, int& step) {
+  for (int j = 0; j < it.tiles; ++j, ++step) {
+    tma::load_async(tiles[ring.stage(step)], map, j, 0, ring.acquire(step, tma::bytes<Tile>()), it.kvh);
+  }
+}
+
+template <int D>
+__device__ void produce(Smem<D>& sm, const Maps& maps, const Problem& p, Stream stream) {
+  using C = Config<D>;
+  for (int t = blockIdx.x, n = 0, step = 0; t < p.items(); t += gridDim.x, ++n) {
+    const Item it = item<D>(p, t);
+    if (stream == Stream::q) {
+      const std::uint32_t full = sm.q_pipe.acquire(n, C::consumers * tma::bytes<typename C::q>());
+      for (int w = 0; w < C::consumers; ++w) {
+        tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_block * C::consumers + w, 0, full, it.qh);
+      }
+    } else if (stream == Stream::k) {
+      stream_tiles(sm.k_pipe, sm.k, maps.k, it, step);
+    } else {
+      stream_tiles(sm.v_pipe, sm.v, maps.v, it, step);
+    }
+  }
+}
+
+// O / l leaves through the consumer's O tile once the last item's store has read it, and the
+// row logsumexp beside it: ln(sum exp(q.k / sqrt(D))) = (m scale + log2 l) ln 2 (m the raw max).
+template <int D>
+__device__ void store_output(Smem<D>& sm, const Maps& maps, const Problem& p, const Item& it,
+                             typename Config<D>::out& o, const typename Config<D>::rows& m,
+                             typename Config<D>::rows& l, int row0) {
+  using C = Config<D>;
+  const int w = warpgroup::index() - 1;
+  typename C::out_bf o_bf;
+  typename C::rows lse;
+  warp::fill(lse, 1.0f);
+  warp::div(lse, lse, l);  // 1 / l: one division per row instead of per element
+  warp::mul_row(o, o, lse);
+  warp::copy(o_bf, o);
+  if (warpgroup::thread() == 0) tma::store_wait_read<0>();
+  warpgroup::sync(1 + w);
+  warpgroup::store(sm.o[w], o_bf);
+  arch::fence_proxy_async();
+  warpgroup::sync(1 + w);
+  if (warpgroup::thread() == 0) tma::store_async(maps.o, sm.o[w], it.q_block * C::consumers + w, 0, it.qh);
+  warp::log2(l, l);
+  warp::mul(lse, m, p.scale_log2);
+  warp::add(lse, lse, l);
+  warp::mul(lse, lse, float(M_LN2));
+  warp::store(p.lse + std::size_t(it.qh) * p.seq + row0, lse, p.seq - row0);
+}
+
+// One key tile of the online softmax: S (raw scores of keys kv0.. against rows row0..) becomes
+// exp2(S scale - m scale) with m the running row max, l the running row sum, and `rescale` the
+// factor O must take for the new max.
+template <int D>
+__device__ void online_softmax(typename Config<D>::scores& s, typename Config<D>::rows& m, typename Config<D>::rows& l,
+                               typename Config<D>::rows& rescale, const Problem& p, int kv0, int q0, int row0) {
+  typename Config<D>::rows m_prev, shift;
+  if (kv0 + kBlockKV > p.seq || (p.causal && kv0 + kBlockKV - 1 > q0)) {
+    warp::fill_where(s, -INFINITY, [&](int r, int c) { return kv0 + c >= p.seq || (p.causal && kv0 + c > row0 + r); });
+  }
+  warp::copy(m_prev, m);
+  warp::row_max(m, s, m);
+  warp::mul(shift, m, p.scale_log2);
+  warp::exp2_row(s, s, p.scale_log2, shift);
+  warp::sub(rescale, m_prev, m);
+  warp::mul(rescale, rescale, p.scale_log2);
+  warp::exp2(rescale, rescale);
+  warp::mul(l, l, rescale);
+  warp::row_sum(l, s, l);
+}
+
+// Issues S = Q K^T of an item's first key tile (Q slot n, ring step `step`) for consumer w.
+template <int D>
+__device__ void issue_first_scores(Smem<D>& sm, typename Config<D>::scores& s, int w, int n, int step) {
+  sm.q_pipe.wait_full(n);
+  sm.k_pipe.wait_full(step);
+  warpgroup::mma_fence();
+  warpgroup::mma_ABt(s, sm.q[sm.q_pipe.stage(n)][w], sm.k[sm.k_pipe.stage(step)], false);
+  warpgroup::mma_commit();
+}
+
+// Consumer w of item n, `it`: 64 query rows from q0, each warp 16 of them from row0; the item's
+// first ring step is `step`, and the S of its first key tile is already in flight in `s`.
+// Software-pipelined: while the softmax of key tile j runs, the tensor cores multiply P V of
+// tile j - 1; and the next item's first S is issued with this item's last P V, to run under
+// this item's output.
+// `Next`: whether another item follows (a template parameter: ptxas serialises every wgmma of a
+// kernel whose wgmmas are issued under a runtime condition, C7515).
+template <int D, bool Next>
+__device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const Item& it, int n, int step,
+                        typename Config<D>::scores& s) {
+  using C = Config<D>;
+  const int w = warpgroup::index() - 1;
+  const int q0 = it.q_block * C::block_q + w * warpgroup::kRows, row0 = q0 + warpgroup::warp_row();
+  // With a causal mask the tiles past these 64 rows' diagonal are all future: only released.
+  const int mine = p.causal ? min(it.tiles, (q0 + warpgroup::kRows + kBlockKV - 1) / kBlockKV) : it.tiles;
+  const bool releaser = threadIdx.x % 32 == 0;
+  const Turns<D> turn{w};
+  const typename C::q& q = sm.q[sm.q_pipe.stage(n)][w];
+  typename C::probs pr;
+  typename C::out o;
+  typename C::rows m, l, rescale;
+  warp::neg_inf(m);
+  warp::zero(l);
+  warp::zero(o);
+
+  warpgroup::mma_wait<0>();  // S of tile 0
+  if (releaser) sm.k_pipe.release(step);
+  online_softmax<D>(s, m, l, rescale, p, 0, q0, row0);
+  warp::copy(pr, s);
+  for (int j = 1; j < mine; ++j) {
+    turn.wait();
+    sm.k_pipe.wait_full(step + j);
+    sm.v_pipe.wait_full(step + j - 1);
+    warpgroup::mma_fence();
+    warpgroup::mma_ABt(s, q, sm.k[sm.k_pipe.stage(step + j)], false);
+    warpgroup::mma_commit();
+    warpgroup::mma_AB(o, pr, sm.v[sm.v_pipe.stage(step + j - 1)]);
+    warpgroup::mma_commit();
+    turn.pass();
+    warpgroup::mma_wait<1>();  // S of tile j: its K tile is free
+    if (releaser) sm.k_pipe.release(step + j);
+    online_softmax<D>(s, m, l, rescale, p, j * kBlockKV, q0, row0);
+    warpgroup::mma_wait<0>();  // P V of tile j - 1: O, P and the V tile are free
+    if (releaser) sm.v_pipe.release(step + j - 1);
+    warp::mul_row(o, o, rescale);
+    warp::copy(pr, s);
+  }
+  if (releaser) sm.q_pipe.release(n);  // no product reads this Q any more
+  for (int j = mine; j < it.tiles; ++j) {  // tiles past the diagonal: released unread
+    turn.wait();
+    turn.pass();
+    sm.k_pipe.wait_full(step + j);
+    sm.v_pipe.wait_full(step + j);
+    if (releaser) {
+      sm.k_pipe.release(step + j);
+      sm.v_pipe.release(step + j);
+    }
+  }
+  turn.wait();
+  sm.v_pipe.wait_full(step + mine - 1);
+  warpgroup::mma_fence();
+  warpgroup::mma_AB(o, pr, sm.v[sm.v_pipe.stage(step + mine - 1)]);
+  warpgroup::mma_commit();
+  if constexpr (Next) issue_first_scores(sm, s, w, n + 1, step + it.tiles);
+  turn.pass();
+  warpgroup::mma_wait<Next ? 1 : 0>();  // the last P V (the next S may still run)
+  if (releaser) sm.v_pipe.release(step + mine - 1);
+  store_output<D>(sm, maps, p, it, o, m, l, row0);
+}
+
+template <int D>
+__global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __grid_constant__ Maps maps, const Problem p) {
+  using C = Config<D>;
+  extern __shared__ std::uint8_t raw[];
+  Smem<D>& sm = *reinterpret_cast<Smem<D>*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
+  if (threadIdx.x == 0) {
+    sm.q_pipe.init(C::consumers * 4);  // every consumer warp releases each slot
+    sm.k_pipe.init(C::consumers * 4);
+    sm.v_pipe.init(C::consumers * 4);
+  }
+  __syncthreads();
+
+  if (warpgroup::index() == 0) {
+    warpgroup::decrease_registers<C::producer_registers>();
+    if (warpgroup::thread() % 32 == 0 && warpgroup::thread() < 96) produce(sm, maps, p, Stream(warpgroup::thread() / 32));
+    return;
+  }
+  warpgroup::increase_registers<C::consumer_registers>();
+  const int w = warpgroup::index() - 1;
+  const Turns<D> turn{w};
+  turn.start();
+  typename C::scores s;
+  turn.wait();
+  issue_first_scores(sm, s, w, 0, 0);
+  turn.pass();
+  int t = blockIdx.x, n = 0, step = 0;
+  for (; t + int(gridDim.x) < p.items(); t += gridDim.x, ++n) {
+    const Item it = item<D>(p, t);
+    consume<D, true>(sm, maps, p, it, n, step, s);
+    step += it.tiles;
+  }
+  consume<D, false>(sm, maps, p, item<D>(p, t), n, step, s);
+  turn.finish();
+  if (warpgroup::thread() == 0) tma::store_wait_read<0>();  // the O tile must outlive its last store
+}
+
+}  // namespace attention::hopper
