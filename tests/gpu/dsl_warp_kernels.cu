@@ -74,6 +74,9 @@ __global__ void unary_kernel(Unary op, const float* in, float* out) {
       case Unary::log:
         warp::log(d, s);
         break;
+      case Unary::log2:
+        warp::log2(d, s);
+        break;
     }
   } else {
     warp::copy(d, s);
@@ -191,6 +194,18 @@ __global__ void broadcast_kernel(Broadcast op, const float* in, const float* vec
       break;
   }
   store_fragments(d, out);
+}
+
+template <class RT>
+__global__ void exp2_row_kernel(float scale, const float* in, const float* vec, float* out) {
+  if constexpr (std::is_same_v<typename RT::element, float> && RT::row_major) {  // what exp2_row takes
+    RT s, d;
+    typename RT::row_vec r;
+    load_fragments(s, in);
+    load_fragments(r, vec);
+    warp::exp2_row(d, s, scale, r);
+    store_fragments(d, out);
+  }
 }
 
 // The predicate is dsl::masked's, written out here for the device.
@@ -494,6 +509,15 @@ std::vector<float> run_broadcast(const Operand& t, Broadcast op, const std::vect
   DeviceArray<float> out(fragment_count(t));
   with_tile_operand(t, [&](auto x) {
     broadcast_kernel<typename decltype(x)::type><<<1, kLanes>>>(op, in.get(), vec.get(), out.get());
+  });
+  return out.read();
+}
+
+std::vector<float> run_exp2_row(const Operand& t, float scale, const std::vector<float>& s, const std::vector<float>& v) {
+  const Fragments in(t, s), vec(row_vec(t), v);
+  DeviceArray<float> out(fragment_count(t));
+  with_tile_operand(t, [&](auto x) {
+    exp2_row_kernel<typename decltype(x)::type><<<1, kLanes>>>(scale, in.get(), vec.get(), out.get());
   });
   return out.read();
 }

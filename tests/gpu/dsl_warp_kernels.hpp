@@ -63,7 +63,7 @@ inline Operand col_vec(const Operand& t) { return {t.type, vector_form(t, tk::la
 float round_to(DType type, float x);
 
 enum class Init { zero, fill, neg_inf };
-enum class Unary { exp, exp2, abs, copy, log };
+enum class Unary { exp, exp2, abs, copy, log, log2 };
 enum class Binary { add, sub, mul, div, max, min };
 enum class Reduce { row_max, row_sum, col_max, col_sum };
 enum class Broadcast { add_row, sub_row, mul_row, div_row, add_col, sub_col, mul_col, div_col };
@@ -78,6 +78,8 @@ std::vector<float> run_binary_scalar(const Operand& d, Binary op, const std::vec
 std::vector<float> run_reduce(const Operand& t, Reduce op, const std::vector<float>& s, const std::vector<float>& prev);
 // d = op(s, v) for a tile s (either layout) and its row_vec (xxx_row) or col_vec (xxx_col).
 std::vector<float> run_broadcast(const Operand& t, Broadcast op, const std::vector<float>& s, const std::vector<float>& v);
+// warp::exp2_row on a float row_l tile t: 2^(scale s - v(row)).
+std::vector<float> run_exp2_row(const Operand& t, float scale, const std::vector<float>& s, const std::vector<float>& v);
 
 // warp::fill_where on a tile (either layout) holding s: the elements whose tile coordinates
 // (row, col) the mask picks become `value`. causal: col > row + offset (a causal mask whose

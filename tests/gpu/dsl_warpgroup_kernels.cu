@@ -7,6 +7,7 @@
 #include "tk/ops/warpgroup/mma.cuh"
 #include "tk/ops/warpgroup/tma.cuh"
 #include "tk/sync/pipeline.cuh"
+#include "tk/sync/turns.cuh"
 #include "tk/types/gl.cuh"
 #include "tk/warp.cuh"
 
@@ -25,6 +26,34 @@ __device__ Smem& aligned_smem() {
 template <class ST>
 __device__ void fill(ST& t, const typename ST::element* m) {
   for (int i = threadIdx.x; i < ST::rows * ST::cols; i += blockDim.x) t(i / ST::cols, i % ST::cols) = m[i];
+}
+
+template <int Members>
+__global__ void turns_kernel(int rounds, int* order) {
+  __shared__ int next;
+  if (threadIdx.x == 0) next = 0;
+  __syncthreads();
+  const warpgroup::turns<Members, 1> turn{warpgroup::index()};
+  turn.start();
+  for (int r = 0; r < rounds; ++r) {
+    turn.wait();
+    if (warpgroup::thread() == 0) {
+      volatile int& counter = next;  // each turn reads what the last one wrote
+      order[r * Members + turn.member] = counter;
+      counter = counter + 1;
+    }
+    turn.pass();
+  }
+  turn.finish();
+}
+
+template <int Members>
+std::vector<int> run_turns(int rounds) {
+  DeviceBuffer<int> order(std::size_t(rounds) * Members);
+  order.poison();
+  turns_kernel<Members><<<1, Members * 128>>>(rounds, order.get());
+  TK_CUDA(cudaGetLastError());
+  return order.download();
 }
 
 template <Mma F, class T, int K, int N>
@@ -228,6 +257,12 @@ std::vector<std::uint16_t> pipeline_copy(int stages, int steps, const std::vecto
   if (stages == kPipelineStages[0]) return run_pipeline<kPipelineStages[0]>(steps, tensor);
   if (stages == kPipelineStages[1]) return run_pipeline<kPipelineStages[1]>(steps, tensor);
   throw std::invalid_argument("no pipeline kernel for this stage count");
+}
+
+std::vector<int> turn_order(int members, int rounds) {
+  if (members == kTurnMembers[0]) return run_turns<kTurnMembers[0]>(rounds);
+  if (members == kTurnMembers[1]) return run_turns<kTurnMembers[1]>(rounds);
+  throw std::invalid_argument("no turns kernel for this member count");
 }
 
 }  // namespace tkprobe::test_kernels::dsl_wg

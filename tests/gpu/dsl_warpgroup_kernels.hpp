@@ -42,4 +42,10 @@ std::vector<std::uint32_t> tma_round_trip(int rows, int cols, const std::vector<
 inline constexpr int kPipelineStages[] = {2, 3};
 std::vector<std::uint16_t> pipeline_copy(int stages, int steps, const std::vector<std::uint16_t>& tensor);
 
+// Warpgroups taking turns (tk::warpgroup::turns) with the member counts that have kernels: in each
+// of `rounds` rounds, member w, in its turn, takes the next number from a shared counter and
+// stores it at [round][w] of the returned order. Right turns give 0, 1, 2, ... in place.
+inline constexpr int kTurnMembers[] = {2, 3};
+std::vector<int> turn_order(int members, int rounds);
+
 }  // namespace tkprobe::test_kernels::dsl_wg

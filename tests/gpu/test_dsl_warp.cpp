@@ -182,11 +182,12 @@ TEST(DslWarp, Unary) {
       {Unary::exp2, [](double x) { return std::exp2(x); }},
       {Unary::abs, [](double x) { return std::abs(x); }},
       {Unary::log, [](double x) { return std::log(x); }},
+      {Unary::log2, [](double x) { return std::log2(x); }},
   };
   for (const Operand& o : all_operands())
     for (const auto& [op, f] : cases) {
       auto in = rng.values(o.type, std::size_t(dsl::kLanes) * dsl::scalars_per_lane(o));
-      if (op == Unary::log) {
+      if (op == Unary::log || op == Unary::log2) {
         for (float& x : in) x = std::abs(x);  // in its domain
       }
       std::vector<double> ref(in.size());
@@ -284,6 +285,27 @@ TEST(DslWarp, Broadcasts) {
       expect_close(dsl::run_broadcast(t, op, in, scatter(v, entries)), ref, tolerance(t.type),
                    name(t) + " " + names[i]);
     }
+}
+
+// exp2_row: one FFMA (one rounding) and ex2.approx.ftz (2^-22 relative, PTX ISA "ex2"): with
+// arguments up to ~10 in size the result is within 1e-5 of 2^(scale s - v) in double.
+TEST(DslWarp, Exp2Row) {
+  Random rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  int shapes = 0;
+  for (const Operand& t : tiles()) {
+    if (t.type != DType::f32 || t.form != dsl::Form::row) continue;
+    ++shapes;
+    const float scale = 0.18033688f;  // log2(e) / sqrt(64), as attention at head dim 64 uses it
+    const Operand v = dsl::row_vec(t);
+    const auto in = rng.values(t.type, std::size_t(dsl::kLanes) * dsl::scalars_per_lane(t));
+    const auto entries = rng.values(t.type, v.cols);
+    const auto ref = per_fragment<double>(t, [&](tk::layout::Coord c, int at) {
+      return std::exp2(double(scale) * in[at] - entries[c.row]);
+    });
+    expect_close(dsl::run_exp2_row(t, scale, in, scatter(v, entries)), ref, 1e-5, name(t) + " exp2_row");
+  }
+  EXPECT_EQ(shapes, 2) << "exp2_row is tested at two tile sizes";
 }
 
 TEST(DslWarp, FillWhere) {

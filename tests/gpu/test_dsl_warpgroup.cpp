@@ -142,3 +142,13 @@ TEST(DslWarpgroup, PipelineRingDeliversEveryStepInOrder) {
     EXPECT_EQ(wrong, 0) << stages << " stages, " << kSteps << " steps";
   }
 }
+
+TEST(DslWarpgroup, TurnsGoRoundInOrder) {
+  constexpr int kRounds = 5;
+  for (const int members : wg::kTurnMembers) {
+    const auto order = wg::turn_order(members, kRounds);
+    for (int i = 0; i < members * kRounds; ++i) {
+      EXPECT_EQ(order[i], i) << members << " members: round " << i / members << ", member " << i % members;
+    }
+  }
+}
