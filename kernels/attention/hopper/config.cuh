@@ -39,7 +39,6 @@ struct Config {
 };
 
 constexpr int kQSlots = 2;
-constexpr int kItemSlots = 2;
 
 // Named barriers: 1 + w for consumer w alone; kTurns + w for its turn at the tensor cores.
 // Consumers take turns to issue their products, so one's products run under the others'
@@ -57,8 +56,8 @@ struct Smem {
   typename C::q q[kQSlots][C::consumers], o[C::consumers];
   typename C::kv k[C::k_stages], v[C::v_stages];
   pipeline<kQSlots> q_pipe;
-  int item[kItemSlots];  // the block's work items in turn (-1: no more), named by the Q producer
-  pipeline<kItemSlots> item_pipe;
+  int item_of[kQSlots];                // the work item whose Q a slot holds (-1: no more)
+  std::uint64_t item_ready[kQSlots];   // completes when the Q producer has written item_of
   pipeline<C::k_stages> k_pipe;
   pipeline<C::v_stages> v_pipe;
 };

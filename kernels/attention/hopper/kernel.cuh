@@ -12,33 +12,28 @@
 
 namespace attention::hopper {
 
-// This block's work item n, once the Q producer has named it (-1: the block is done). Each
-// consumer warp and the K and V producers read it, then release its slot.
+// Work item n of this block (its Q slot's item), once the Q producer has named it: -1 when the
+// block is done.
 template <int D>
-__device__ int item_index(Smem<D>& sm, int n, bool releaser) {
-  sm.item_pipe.wait_full(n);
-  const int t = sm.item[sm.item_pipe.stage(n)];
-  __syncwarp(__activemask());  // the warp's lanes (one, in a producer) have read it
-  if (releaser) sm.item_pipe.release(n);
-  return t;
+__device__ int item_index(Smem<D>& sm, int n) {
+  arch::mbarrier_wait(arch::shared_address(&sm.item_ready[n % kQSlots]), (n / kQSlots) & 1);
+  return sm.item_of[n % kQSlots];
 }
 
 // The Q producer: each block's first item is its own index, the rest are taken from a counter
-// (the next one taken before waiting for a slot, so the atomic's latency hides behind the wait).
-// Each item is named in the item ring, then its Q loaded into the Q ring: items are named an
-// item ahead of their Q, so a consumer knows whether another item follows before its last turn.
+// as Q slots free up (one taken ahead, so the atomic's latency hides behind the wait for a slot).
+// Each item's index is published with its slot, then its Q loaded.
 template <int D>
 __device__ void produce_queries(Smem<D>& sm, const Maps& maps, const Problem& p) {
   using C = Config<D>;
   for (int n = 0, t = blockIdx.x;; ++n) {
     const int after = gridDim.x + atomicAdd(p.taken, 1);
     const bool done = t >= p.items();
-    sm.item_pipe.wait_empty(n);
-    sm.item[sm.item_pipe.stage(n)] = done ? -1 : t;
-    sm.item_pipe.fill(n);
+    const std::uint32_t full = sm.q_pipe.acquire(n, done ? 0 : C::consumers * tma::bytes<typename C::q>());
+    sm.item_of[n % kQSlots] = done ? -1 : t;
+    arch::mbarrier_arrive(arch::shared_address(&sm.item_ready[n % kQSlots]));
     if (done) return;
     const Item it = item<D>(p, t);
-    const std::uint32_t full = sm.q_pipe.acquire(n, C::consumers * tma::bytes<typename C::q>());
     for (int w = 0; w < C::consumers; ++w) {
       tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_block * C::consumers + w, 0, full, it.qh);
     }
@@ -50,7 +45,7 @@ __device__ void produce_queries(Smem<D>& sm, const Maps& maps, const Problem& p)
 // item to the next.
 template <int D, class Ring, class Tile>
 __device__ void produce_tiles(Smem<D>& sm, Ring& ring, Tile* tiles, const CUtensorMap& map, const Problem& p) {
-  for (int n = 0, step = 0, t; (t = item_index(sm, n, true)) >= 0; ++n) {
+  for (int n = 0, step = 0, t; (t = item_index(sm, n)) >= 0; ++n) {
     const Item it = item<D>(p, t);
     for (int j = 0; j < it.tiles; ++j, ++step) {
       tma::load_async(tiles[ring.stage(step)], map, j, 0, ring.acquire(step, tma::bytes<Tile>()), it.kvh);
@@ -163,7 +158,6 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
     warp::mul_row(o, o, rescale);
     warp::copy(pr, s);
   }
-  if (releaser) sm.q_pipe.release(n);  // no product reads this Q any more
   for (int j = mine; j < it.tiles; ++j) {  // tiles past the diagonal: released unread
     turn.wait();
     turn.pass();
@@ -181,6 +175,9 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
   warpgroup::mma_commit();
   if constexpr (Next) issue_first_scores(sm, s, w, n + 1, step + it.tiles);
   turn.pass();
+  // No product reads this Q any more, and its item's index has been read by all: K and V were
+  // loaded for it. The Q producer may reuse the slot.
+  if (releaser) sm.q_pipe.release(n);
   warpgroup::mma_wait<Next ? 1 : 0>();  // the last P V (the next S may still run)
   if (releaser) sm.v_pipe.release(step + mine - 1);
   store_output<D>(sm, maps, p, it, o, m, l, row0);
@@ -195,7 +192,8 @@ __global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __
     sm.q_pipe.init(C::consumers * 4);  // every consumer warp releases each slot
     sm.k_pipe.init(C::consumers * 4);
     sm.v_pipe.init(C::consumers * 4);
-    sm.item_pipe.init(C::consumers * 4 + 2);  // and the K and V producers each item
+    for (std::uint64_t& ready : sm.item_ready) arch::mbarrier_init(arch::shared_address(&ready), 1);
+    arch::fence_mbarrier_init();
   }
   __syncthreads();
 
@@ -216,10 +214,9 @@ __global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __
   turn.wait();
   issue_first_scores(sm, s, w, 0, 0);
   turn.pass();
-  const bool releaser = threadIdx.x % 32 == 0;
-  for (int n = 0, step = 0, t = item_index(sm, 0, releaser);; ++n) {
+  for (int n = 0, step = 0, t = item_index(sm, 0);; ++n) {
     const Item it = item<D>(p, t);
-    const int next = item_index(sm, n + 1, releaser);
+    const int next = item_index(sm, n + 1);
     if (next < 0) {
       consume<D, false>(sm, maps, p, it, n, step, s);
       break;

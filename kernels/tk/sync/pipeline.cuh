@@ -25,20 +25,14 @@ struct pipeline {
     }
     arch::fence_mbarrier_init();
   }
-  // Producer: wait until the stage of `step` is free (its previous use released).
-  __device__ void wait_empty(int step) {
-    if (step >= Stages) arch::mbarrier_wait(arch::shared_address(&empty[stage(step)]), parity(step - Stages));
-  }
-  // Producer: wait_empty, then arm the stage's full barrier for `bytes` of copies. Returns the
-  // barrier the copies complete on.
+  // Producer: wait until the stage of `step` is free (its previous use released), then arm its
+  // full barrier for `bytes` of copies. Returns the barrier the copies complete on.
   __device__ std::uint32_t acquire(int step, std::uint32_t bytes) {
-    wait_empty(step);
+    if (step >= Stages) arch::mbarrier_wait(arch::shared_address(&empty[stage(step)]), parity(step - Stages));
     const std::uint32_t bar = arch::shared_address(&full[stage(step)]);
     arch::mbarrier_arrive_expect_tx(bar, bytes);
     return bar;
   }
-  // Producer that fills the stage with its own stores (no copies): they are done (release).
-  __device__ void fill(int step) { arch::mbarrier_arrive(arch::shared_address(&full[stage(step)])); }
   // Consumer: wait until the stage of `step` has landed.
   __device__ void wait_full(int step) { arch::mbarrier_wait(arch::shared_address(&full[stage(step)]), parity(step)); }
   // Consumer warp (one lane): done with the stage of `step`.
