@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <memory>
-#include <stdexcept>
 
 #include "kernels/attention/hopper/kernel.cuh"
 #include "kernels/attention/launchers.hpp"
@@ -23,21 +21,14 @@ Launch launch_for(const Tensors& t, Shape s) {
   const Maps maps{tma_map<typename C::q>(t.q, rows, D, q_matrices), tma_map<typename C::kv>(t.k, rows, D, kv_matrices),
                   tma_map<typename C::kv>(t.v, rows, D, kv_matrices), tma_map<typename C::q>(t.o, rows, D, q_matrices)};
   const int q_blocks = (s.seq + C::block_q - 1) / C::block_q;
-  // The counter of items taken, owned by the launch.
-  int* raw_taken = nullptr;
-  if (cudaMalloc(&raw_taken, sizeof(int)) != cudaSuccess) throw std::runtime_error("attention: cudaMalloc failed");
-  const std::shared_ptr<int> taken(raw_taken, [](int* ptr) { cudaFree(ptr); });
   const Problem p{s.seq, s.heads, s.kv_heads, s.batch * s.heads, q_blocks, s.causal,
-                  float(M_LOG2E / std::sqrt(double(D))), t.lse, taken.get()};
+                  float(M_LOG2E / std::sqrt(double(D))), t.lse};
   cudaFuncSetAttribute(forward_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<D>);
   int device = 0, sms = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   const int grid = std::min(p.items(), sms);
-  return [=](cudaStream_t stream) {
-    cudaMemsetAsync(taken.get(), 0, sizeof(int), stream);
-    forward_kernel<D><<<grid, C::threads, kSmemBytes<D>, stream>>>(maps, p);
-  };
+  return [=](cudaStream_t stream) { forward_kernel<D><<<grid, C::threads, kSmemBytes<D>, stream>>>(maps, p); };
 }
 
 }  // namespace

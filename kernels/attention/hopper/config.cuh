@@ -56,8 +56,6 @@ struct Smem {
   typename C::q q[kQSlots][C::consumers], o[C::consumers];
   typename C::kv k[C::k_stages], v[C::v_stages];
   pipeline<kQSlots> q_pipe;
-  int item_of[kQSlots];                // the work item whose Q a slot holds (-1: no more)
-  std::uint64_t item_ready[kQSlots];   // completes when the Q producer has written item_of
   pipeline<C::k_stages> k_pipe;
   pipeline<C::v_stages> v_pipe;
 };
@@ -74,7 +72,6 @@ struct Problem {
   bool causal;
   float scale_log2;  // log2(e) / sqrt(D): the softmax runs in base 2
   float* lse;
-  int* taken;  // work items taken beyond each block's first (zeroed before every launch)
   __host__ __device__ int items() const { return q_blocks * matrices; }
 };
 
@@ -82,9 +79,7 @@ struct Problem {
 // with a causal mask those up to its last row). Without a mask items run head by head, so the
 // blocks in flight share one head's K and V in L2 (at N = 16384 a head's are 4-8 MB; 132 heads'
 // would overflow it). With one, the longest items (the end of the sequence) of every head come
-// first and the shortest last. Blocks take items as they free up (greedy, longest first), so they
-// finish together: a static round-robin of causal items left the busiest block ~6% over the
-// average at N = 16384.
+// first and the shortest last, so the grid's blocks, taking items in turn, finish together.
 struct Item {
   int q_block, qh, kvh, tiles;  // qh, kvh: the Q/O and K/V matrices
 };

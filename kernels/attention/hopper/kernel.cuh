@@ -12,43 +12,32 @@
 
 namespace attention::hopper {
 
-// Work item n of this block (its Q slot's item), once the Q producer has named it: -1 when the
-// block is done.
-template <int D>
-__device__ int item_index(Smem<D>& sm, int n) {
-  arch::mbarrier_wait(arch::shared_address(&sm.item_ready[n % kQSlots]), (n / kQSlots) & 1);
-  return sm.item_of[n % kQSlots];
-}
+// The producer warpgroup's lane 0 of warps 0, 1 and 2 stream Q, K and V each through a ring of
+// its own that runs on from one item to the next: a stream never waits for another's slots.
+enum class Stream { q, k, v };
 
-// The Q producer: each block's first item is its own index, the rest are taken from a counter
-// as Q slots free up (one taken ahead, so the atomic's latency hides behind the wait for a slot).
-// Each item's index is published with its slot, then its Q loaded.
-template <int D>
-__device__ void produce_queries(Smem<D>& sm, const Maps& maps, const Problem& p) {
-  using C = Config<D>;
-  for (int n = 0, t = blockIdx.x;; ++n) {
-    const int after = gridDim.x + atomicAdd(p.taken, 1);
-    const bool done = t >= p.items();
-    const std::uint32_t full = sm.q_pipe.acquire(n, done ? 0 : C::consumers * tma::bytes<typename C::q>());
-    sm.item_of[n % kQSlots] = done ? -1 : t;
-    arch::mbarrier_arrive(arch::shared_address(&sm.item_ready[n % kQSlots]));
-    if (done) return;
-    const Item it = item<D>(p, t);
-    for (int w = 0; w < C::consumers; ++w) {
-      tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_block * C::consumers + w, 0, full, it.qh);
-    }
-    t = after;
+// One item's K or V tiles, one step of `ring` each.
+template <class Ring, class Tile>
+__device__ void stream_tiles(Ring& ring, Tile* tiles, const CUtensorMap& map, const Item& it, int& step) {
+  for (int j = 0; j < it.tiles; ++j, ++step) {
+    tma::load_async(tiles[ring.stage(step)], map, j, 0, ring.acquire(step, tma::bytes<Tile>()), it.kvh);
   }
 }
 
-// The K or V producer: every item's tiles, one step of `ring` each; the ring runs on from one
-// item to the next.
-template <int D, class Ring, class Tile>
-__device__ void produce_tiles(Smem<D>& sm, Ring& ring, Tile* tiles, const CUtensorMap& map, const Problem& p) {
-  for (int n = 0, step = 0, t; (t = item_index(sm, n)) >= 0; ++n) {
+template <int D>
+__device__ void produce(Smem<D>& sm, const Maps& maps, const Problem& p, Stream stream) {
+  using C = Config<D>;
+  for (int t = blockIdx.x, n = 0, step = 0; t < p.items(); t += gridDim.x, ++n) {
     const Item it = item<D>(p, t);
-    for (int j = 0; j < it.tiles; ++j, ++step) {
-      tma::load_async(tiles[ring.stage(step)], map, j, 0, ring.acquire(step, tma::bytes<Tile>()), it.kvh);
+    if (stream == Stream::q) {
+      const std::uint32_t full = sm.q_pipe.acquire(n, C::consumers * tma::bytes<typename C::q>());
+      for (int w = 0; w < C::consumers; ++w) {
+        tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_block * C::consumers + w, 0, full, it.qh);
+      }
+    } else if (stream == Stream::k) {
+      stream_tiles(sm.k_pipe, sm.k, maps.k, it, step);
+    } else {
+      stream_tiles(sm.v_pipe, sm.v, maps.v, it, step);
     }
   }
 }
@@ -158,6 +147,7 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
     warp::mul_row(o, o, rescale);
     warp::copy(pr, s);
   }
+  if (releaser) sm.q_pipe.release(n);  // no product reads this Q any more
   for (int j = mine; j < it.tiles; ++j) {  // tiles past the diagonal: released unread
     turn.wait();
     turn.pass();
@@ -175,9 +165,6 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
   warpgroup::mma_commit();
   if constexpr (Next) issue_first_scores(sm, s, w, n + 1, step + it.tiles);
   turn.pass();
-  // No product reads this Q any more, and its item's index has been read by all: K and V were
-  // loaded for it. The Q producer may reuse the slot.
-  if (releaser) sm.q_pipe.release(n);
   warpgroup::mma_wait<Next ? 1 : 0>();  // the last P V (the next S may still run)
   if (releaser) sm.v_pipe.release(step + mine - 1);
   store_output<D>(sm, maps, p, it, o, m, l, row0);
@@ -192,18 +179,12 @@ __global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __
     sm.q_pipe.init(C::consumers * 4);  // every consumer warp releases each slot
     sm.k_pipe.init(C::consumers * 4);
     sm.v_pipe.init(C::consumers * 4);
-    for (std::uint64_t& ready : sm.item_ready) arch::mbarrier_init(arch::shared_address(&ready), 1);
-    arch::fence_mbarrier_init();
   }
   __syncthreads();
 
   if (warpgroup::index() == 0) {
     warpgroup::decrease_registers<C::producer_registers>();
-    // Lane 0 of warps 0, 1, 2 stream Q, K and V, each through a ring of its own: a stream
-    // never waits for another's slots.
-    if (warpgroup::thread() == 0) produce_queries(sm, maps, p);
-    if (warpgroup::thread() == 32) produce_tiles(sm, sm.k_pipe, sm.k, maps.k, p);
-    if (warpgroup::thread() == 64) produce_tiles(sm, sm.v_pipe, sm.v, maps.v, p);
+    if (warpgroup::thread() % 32 == 0 && warpgroup::thread() < 96) produce(sm, maps, p, Stream(warpgroup::thread() / 32));
     return;
   }
   warpgroup::increase_registers<C::consumer_registers>();
@@ -214,17 +195,13 @@ __global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __
   turn.wait();
   issue_first_scores(sm, s, w, 0, 0);
   turn.pass();
-  for (int n = 0, step = 0, t = item_index(sm, 0);; ++n) {
+  int t = blockIdx.x, n = 0, step = 0;
+  for (; t + int(gridDim.x) < p.items(); t += gridDim.x, ++n) {
     const Item it = item<D>(p, t);
-    const int next = item_index(sm, n + 1);
-    if (next < 0) {
-      consume<D, false>(sm, maps, p, it, n, step, s);
-      break;
-    }
     consume<D, true>(sm, maps, p, it, n, step, s);
     step += it.tiles;
-    t = next;
   }
+  consume<D, false>(sm, maps, p, item<D>(p, t), n, step, s);
   turn.finish();
   if (warpgroup::thread() == 0) tma::store_wait_read<0>();  // the O tile must outlive its last store
 }
