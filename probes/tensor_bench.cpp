@@ -144,8 +144,9 @@ TensorRun measure(ProbeContext& ctx, const std::string& label, DType d, Acc acc,
   run.concurrent_blocks_per_sm = concurrent_blocks_per_sm(spans.download());
   const int flop_per_clock = hopper_flop_per_clock_per_sm(info(d).name);
   run.clock_peak = clock_peak_tflops(ctx.device.sms, flop_per_clock, run.rate.sm_clock_mhz);
-  if (!run.rate.per_mhz) throw CudaError(label + ": a sample carried no in-kernel clock");
-  run.pct_clock_peak_stats = scaled(*run.rate.per_mhz, 100 / clock_peak_tflops(ctx.device.sms, flop_per_clock, 1));
+  const auto pct = pct_of_clock_peak(run.rate, ctx.device.sms, flop_per_clock);
+  if (!pct) throw CudaError(label + ": a sample carried no in-kernel clock");
+  run.pct_clock_peak_stats = *pct;
   run.datasheet_peak = datasheet(ctx.device, d);
   return run;
 }

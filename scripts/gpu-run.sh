@@ -23,6 +23,7 @@ declare -A BASELINES=(
   [wgmma-layout]="wgmma-layout --show"
   [copy-engines]="copy-engines"
   [gemm]="gemm"
+  [attention]="attention"
 )
 
 { cmake --preset default -DTKPROBE_GIT_SHA="$sha" >/dev/null && cmake --build build; } > "$OUT/build.log" 2>&1 \
@@ -50,7 +51,8 @@ if [[ -z "${SKIP_TESTS:-}" ]]; then
   # API errors are not reported: tma-swizzle asks the driver for boxes it must refuse.
   for args in "smem-latency --quick --stride 4" "smem-banks --quick --stride 1 64" \
               "wgmma --quick --dtype bf16,s8 --a reg --warpgroups 1" "mma-sync --quick --ilp 2 --warps-per-sm 4" \
-              "tma-swizzle --quick" "wgmma-layout --quick --swizzle 64B" "copy-engines --quick --box 64x64 --ctas-per-sm 2"; do
+              "tma-swizzle --quick" "wgmma-layout --quick --swizzle 64B" "copy-engines --quick --box 64x64 --ctas-per-sm 2" \
+              "attention --quick"; do
     compute-sanitizer --tool memcheck --report-api-errors no ./build/tkprobe $args > "$OUT/sanitizer.tmp" 2>&1
     echo "compute-sanitizer $args: $(grep 'ERROR SUMMARY' "$OUT/sanitizer.tmp")" >> "$OUT/run.log"
   done

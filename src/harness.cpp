@@ -98,20 +98,27 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
 
 Measurement Harness::time_kernel_ms(std::string_view label, const std::function<void(cudaStream_t)>& launch,
                                     const ClockWindow* device_clock) {
-  return time_kernel(label, launch, device_clock, [](double ms) { return ms; });
+  return time_kernel(label, launch, device_clock, nullptr, [](double ms) { return ms; });
 }
 
 Measurement Harness::time_kernel_rate(std::string_view label, const std::function<void(cudaStream_t)>& launch,
                                       double work, const ClockWindow* device_clock) {
-  return time_kernel(label, launch, device_clock, [work](double ms) { return work / (ms * 1e-3); });
+  return time_kernel(label, launch, device_clock, nullptr, [work](double ms) { return work / (ms * 1e-3); });
 }
 
-double Harness::launch_ms(const std::function<void(cudaStream_t)>& launch) {
+Measurement Harness::time_kernel_rate(std::string_view label, const std::function<void(cudaStream_t)>& launch,
+                                      double work, const ClockBracket& bracket) {
+  return time_kernel(label, launch, bracket.window, &bracket, [work](double ms) { return work / (ms * 1e-3); });
+}
+
+double Harness::launch_ms(const std::function<void(cudaStream_t)>& launch, const ClockBracket* bracket) {
   if (config_.flush_l2) flush_l2();
+  if (bracket) bracket->begin(stream_);
   TK_CUDA(cudaEventRecord(start_, stream_));
   launch(stream_);
   TK_CUDA(cudaGetLastError());
   TK_CUDA(cudaEventRecord(stop_, stream_));
+  if (bracket) bracket->end(stream_);
   TK_CUDA(cudaEventSynchronize(stop_));
   float ms = 0;
   TK_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
@@ -119,9 +126,10 @@ double Harness::launch_ms(const std::function<void(cudaStream_t)>& launch) {
 }
 
 Measurement Harness::time_kernel(std::string_view label, const std::function<void(cudaStream_t)>& launch,
-                                 const ClockWindow* device_clock, const std::function<double(double)>& value_of_ms) {
+                                 const ClockWindow* device_clock, const ClockBracket* bracket,
+                                 const std::function<double(double)>& value_of_ms) {
   return measure(label, [&]() {
-    const double ms = launch_ms(launch);
+    const double ms = launch_ms(launch, bracket);
     Sample s{value_of_ms(ms), std::nan(""), ms / 1e3};
     if (device_clock) {
       ClockWindow w{};
@@ -130,6 +138,11 @@ Measurement Harness::time_kernel(std::string_view label, const std::function<voi
     }
     return s;
   });
+}
+
+std::optional<Stats> pct_of_clock_peak(const Measurement& m, int sms, int flop_per_clock_per_sm) {
+  if (!m.per_mhz) return std::nullopt;
+  return scaled(*m.per_mhz, 100 / clock_peak_tflops(sms, flop_per_clock_per_sm, 1));
 }
 
 }  // namespace tkprobe

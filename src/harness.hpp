@@ -34,6 +34,15 @@ struct Sample {
   double seconds = 0;
 };
 
+// The SM clock of a kernel that cannot stamp a ClockWindow itself (its interface has no room for
+// one, or it is a library's): `begin` runs on the stream just before each sample's start event and
+// `end` just after its stop event, so neither is timed, and together they leave at `window` the
+// clock64 / %globaltimer window around the launch (probes/clock_bracket.hpp makes one).
+struct ClockBracket {
+  std::function<void(cudaStream_t)> begin, end;
+  const ClockWindow* window = nullptr;
+};
+
 struct Measurement {
   Stats stats;
   double sm_clock_mhz = std::nan("");  // median of the in-kernel clock readings
@@ -70,10 +79,14 @@ class Harness {
   // statistics (median, quartiles, noise) are those of the rate itself.
   Measurement time_kernel_rate(std::string_view label, const std::function<void(cudaStream_t)>& launch, double work,
                                const ClockWindow* device_clock = nullptr);
+  // The same for a kernel whose clock a bracket measures from outside.
+  Measurement time_kernel_rate(std::string_view label, const std::function<void(cudaStream_t)>& launch, double work,
+                               const ClockBracket& bracket);
 
   // Milliseconds of one launch on stream() by CUDA events (after an L2 flush under --flush-l2):
   // for samples that time several kernels each, e.g. a ratio from back-to-back launches.
-  double launch_ms(const std::function<void(cudaStream_t)>& launch);
+  // With `bracket`, its clock stamps go just outside the events.
+  double launch_ms(const std::function<void(cudaStream_t)>& launch, const ClockBracket* bracket = nullptr);
 
   // Evicts L2 (writes twice its size of other data on stream()): --flush-l2 does this before
   // every sample; probes that must start cold call it themselves.
@@ -81,7 +94,8 @@ class Harness {
 
  private:
   Measurement time_kernel(std::string_view label, const std::function<void(cudaStream_t)>& launch,
-                          const ClockWindow* device_clock, const std::function<double(double)>& value_of_ms);
+                          const ClockWindow* device_clock, const ClockBracket* bracket,
+                          const std::function<double(double)>& value_of_ms);
   void warn_unconverged(std::string_view label, const Stats& s, double counted_s) const;
   TimingConfig config_;
   const DeviceInfo& device_;
@@ -91,5 +105,10 @@ class Harness {
   void* l2_scrub_ = nullptr;
   unsigned scrub_value_ = 0;
 };
+
+// Each sample's rate (TFLOP/s) as a percentage of the clock peak at the SM clock that sample ran
+// at (SMs x FLOP/clk/SM x that clock: steady where the clock is not); empty when a sample carried
+// no in-kernel clock.
+std::optional<Stats> pct_of_clock_peak(const Measurement& m, int sms, int flop_per_clock_per_sm);
 
 }  // namespace tkprobe

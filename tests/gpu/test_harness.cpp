@@ -2,6 +2,7 @@
 // tell the same story about a kernel of known length.
 #include <gtest/gtest.h>
 
+#include "probes/clock_bracket.hpp"
 #include "src/device_buffer.hpp"
 #include "src/harness.hpp"
 #include "tests/gpu/spin_kernel.hpp"
@@ -29,4 +30,30 @@ TEST(Harness, EventTimeAgreesWithTheInKernelClock) {
   EXPECT_LE(m.stats.q3, m.stats.max);
   EXPECT_TRUE(m.telemetry.contains("throttled"));
   EXPECT_TRUE(m.telemetry.contains("kernel_sm_clock_mhz"));
+}
+
+// A kernel that cannot stamp its own clock gets it from a bracket (probes/clock_bracket.hpp): the
+// bracket must read the clock the spin kernel itself measures, and stay out of the timed events.
+TEST(Harness, AClockBracketReadsTheClockTheKernelSees) {
+  const DeviceInfo device = query_device(0);
+  Progress progress;
+  Harness harness(TimingConfig{}, device, progress);
+  DeviceBuffer<ClockWindow> own(1);
+  SmClockBracket clock(device.sms);
+  const ClockBracket bracket{[&](cudaStream_t s) { clock.begin(s); }, [&](cudaStream_t s) { clock.end(s); },
+                             clock.window()};
+  const auto spin = [&](std::uint64_t cycles) {
+    return [&, cycles](cudaStream_t s) { test_kernels::launch_spin(cycles, own.get(), s); };
+  };
+
+  const Measurement m = harness.time_kernel_rate("spin, bracketed", spin(2'000'000), 1.0, bracket);
+  ASSERT_TRUE(m.per_mhz.has_value()) << "every sample carried the bracket's clock";
+  const double inside = window_mhz(own.download()[0]);
+  EXPECT_NEAR(m.sm_clock_mhz, inside, 0.05 * inside);
+
+  // ~20 us: the two stamping kernels (a few us) inside the events would add well over 10%.
+  constexpr std::uint64_t kShort = 40'000;
+  const double plain_ms = harness.time_kernel_ms("spin", spin(kShort)).stats.median;
+  const double bracketed_ms = 1e3 / harness.time_kernel_rate("spin, bracketed", spin(kShort), 1.0, bracket).stats.median;
+  EXPECT_NEAR(bracketed_ms, plain_ms, 0.1 * plain_ms) << "the stamping kernels are not in the timed events";
 }

@@ -33,7 +33,7 @@ TEST(Cli, UnknownProbeListsTheValidOnes) {
   const auto r = run({"smem-bogus"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(mentions(r.err, "unknown probe or command 'smem-bogus'"));
-  EXPECT_TRUE(mentions(r.err, "valid: bandwidth, copy-engines, gemm, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, tma-swizzle, wgmma, wgmma-layout"));
+  EXPECT_TRUE(mentions(r.err, "valid: attention, bandwidth, copy-engines, gemm, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, tma-swizzle, wgmma, wgmma-layout"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
@@ -176,6 +176,73 @@ TEST(Cli, GemmRefusesShapesOffItsTileAndPartialShapes) {
   const auto partial = run({"gemm", "--m", "128"});
   EXPECT_EQ(partial.code, 2);
   EXPECT_TRUE(mentions(partial.err, "give all three")) << partial.err;
+}
+
+TEST(Cli, AttentionShapeOptionsAreAllOrNothingAndNotWithSweep) {
+  const auto dir = fixtures::temp_dir("cli-attention");
+  const auto out = dir / "r.json";
+  const auto with_sweep = run({"attention", "--sweep", "--seq", "1024", "--json", out.string()});
+  EXPECT_EQ(with_sweep.code, 2);
+  EXPECT_TRUE(mentions(with_sweep.err, "--sweep runs the standard shapes: give it no --batch")) << with_sweep.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  for (const char* option : {"--causal", "--kv-heads"}) {
+    std::vector<std::string> args{"attention", "--sweep", option};
+    if (std::string(option) == "--kv-heads") args.push_back("2");
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << option;
+    EXPECT_TRUE(mentions(r.err, "--sweep runs the standard shapes")) << r.err;
+  }
+  for (const std::vector<std::string>& partial :
+       {std::vector<std::string>{"attention", "--batch", "1", "--heads", "4"},
+        std::vector<std::string>{"attention", "--batch", "1", "--heads", "4", "--seq", "128"},
+        std::vector<std::string>{"attention", "--causal"}, std::vector<std::string>{"attention", "--kv-heads", "2"}}) {
+    const auto r = run(partial);
+    EXPECT_EQ(r.code, 2) << partial.back();
+    EXPECT_TRUE(mentions(r.err, "--batch, --heads, --seq, --head-dim: give all four")) << r.err;
+  }
+}
+
+TEST(Cli, AttentionBadKernelAndNumbersAreRefused) {
+  const auto kernel = run({"attention", "--kernel", "flash"});
+  EXPECT_EQ(kernel.code, 2);
+  EXPECT_TRUE(mentions(kernel.err, "--kernel")) << kernel.err;
+  EXPECT_TRUE(mentions(kernel.err, "wgmma") && mentions(kernel.err, "mma-sync")) << kernel.err;
+  const auto not_a_number = run({"attention", "--batch", "two", "--heads", "4", "--seq", "128", "--head-dim", "64"});
+  EXPECT_EQ(not_a_number.code, 2);
+  EXPECT_TRUE(mentions(not_a_number.err, "--batch")) << not_a_number.err;
+}
+
+TEST(Cli, AttentionShapesTheKernelsRefuseExitTwoWithTheRule) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--batch", "0", "--heads", "4", "--seq", "128", "--head-dim", "64"}, "batch = 0: give a positive number"},
+      {{"--batch", "1", "--heads", "4", "--seq", "-5", "--head-dim", "64"}, "seq = -5: give a positive number"},
+      {{"--batch", "1", "--heads", "4", "--kv-heads", "3", "--seq", "128", "--head-dim", "64"},
+       "the query heads must be a multiple of the key/value heads"},
+      {{"--batch", "1", "--heads", "4", "--kv-heads", "0", "--seq", "128", "--head-dim", "64"},
+       "kv heads = 0: give a positive number"},
+      {{"--batch", "1", "--heads", "4", "--seq", "128", "--head-dim", "96"}, "head dim = 96: give 64 or 128"},
+      {{"--batch", "1", "--heads", "70000", "--kv-heads", "1", "--seq", "128", "--head-dim", "64"}, "at most 65535"},
+  };
+  for (const auto& [options, why] : cases) {
+    std::vector<std::string> args{"attention"};
+    args.insert(args.end(), options.begin(), options.end());
+    args.insert(args.end(), {"--kernel", "mma-sync"});
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << why;
+    EXPECT_TRUE(mentions(r.err, why)) << r.err;
+    EXPECT_TRUE(mentions(r.err, "with the mma-sync kernel")) << r.err;
+  }
+}
+
+TEST(Cli, AttentionValidShapeGetsPastValidation) {
+  const auto r = run({"attention", "--batch", "1", "--heads", "4", "--kv-heads", "2", "--seq", "100", "--head-dim",
+                      "64", "--causal", "--quick"});
+  if (has_gpu()) {
+    EXPECT_NE(r.code, 2) << r.err;
+  } else {
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_TRUE(mentions(r.err, "no CUDA device")) << r.err;
+  }
 }
 
 TEST(Cli, MemLatencyFootprintsOutsideSixteenKibToFourGibAreRefused) {

@@ -1,0 +1,36 @@
+#pragma once
+// What the attention probe and its tests check the kernels with, all on the GPU (the sweep's
+// tensors hold ~10^8 elements each, far too many for the host): fresh random bf16 inputs, an fp32
+// reference forward pass, and the errors of a kernel's output against it.
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/attention/attention.hpp"
+
+namespace tkprobe::attention_check {
+
+// `count` bf16 values, each ~N(0, 1): Box-Muller on a counter-based hash of (seed, index), so a
+// seed gives the same values on any GPU and launch shape, and different seeds independent ones.
+void fill_normal(__nv_bfloat16* out, std::size_t count, std::uint64_t seed, cudaStream_t stream);
+
+// The forward pass attention.hpp defines (same layout, grouped-query heads, causal mask and LSE,
+// any sequence length) from the same bf16 inputs in fp32 arithmetic: O as float [B][H][N][D],
+// LSE as float [B][H][N]. Head dim 64 or 128. SIMT fp32: each block keeps 64 queries in shared
+// memory and streams K and V through it 64 keys at a time with an online softmax.
+void reference_forward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, float* o, float* lse,
+                       attention::Shape s, cudaStream_t stream);
+
+struct Errors {
+  double rel_error;  // ||O - O_ref||_F / ||O_ref||_F
+  double lse_error;  // max |LSE - LSE_ref|
+};
+
+// A kernel's bf16 O and float LSE against the reference's. Any NaN (a poisoned element that was
+// never written) makes the figure NaN, which fails every `error < tolerance` check.
+Errors compare_to_reference(const __nv_bfloat16* o, const float* lse, const float* o_ref, const float* lse_ref,
+                            attention::Shape s, cudaStream_t stream);
+
+}  // namespace tkprobe::attention_check

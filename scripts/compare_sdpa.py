@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+"""PyTorch's scaled_dot_product_attention on the `tkprobe attention` grid, as a tkprobe report.
+
+Times torch.nn.functional.scaled_dot_product_attention with its FlashAttention and cuDNN backends
+(torch.nn.attention.sdpa_kernel) on the shapes `tkprobe attention --sweep` measures (or `--quick`'s),
+bf16 in (B, H, N, D) layout, causal and not. Each shape gets fresh random inputs; each backend is
+warmed up, then timed with CUDA events over --reps launches (TFLOP/s per launch: median, quartiles,
+noise), and its output is checked against an fp32 reference computed head by head. A backend that
+refuses a shape gets a `skipped` row with its reason.
+
+The JSON (--out) is a tkprobe.report/1 document (results/README.md): probe "attention", the probe's
+row params with kernel "torch-flash" or "torch-cudnn", so `tkprobe compare` reads it and its rows sit
+beside the probe's. --against REPORT prints both side by side.
+
+    scripts/compare_sdpa.py --out sdpa.json [--quick] [--reps 50] [--seed N]
+    scripts/compare_sdpa.py --out sdpa.json --against attention.json   # tkprobe attention --json attention.json
+
+The report builder below needs neither torch nor a GPU (tests/host/test_compare_sdpa.py runs it);
+only measure() and the device queries do.
+"""
+import argparse
+import ctypes
+import datetime
+import json
+import math
+import os
+import random
+import socket
+import subprocess
+import sys
+
+SCHEMA = "tkprobe.report/1"
+PROBE = "attention"
+BACKENDS = {"torch-flash": "FLASH_ATTENTION", "torch-cudnn": "CUDNN_ATTENTION"}
+MAX_REL_ERROR = 1e-2  # the probe's bound (probes/attention.cpp): bf16 inputs and output
+
+# The probe's grids (probes/attention.cpp): 16k tokens at hidden 2048; --quick a small, ragged one.
+SWEEP_TOKENS, SWEEP_HIDDEN, SWEEP_SEQS, HEAD_DIMS = 16384, 2048, (1024, 4096, 16384), (64, 128)
+QUICK_BATCH, QUICK_HEADS, QUICK_SEQ = 2, 4, 1000
+
+# Dense bf16 TFLOP/s by datasheet, as src/device.cpp's datasheet_peaks() matches device names.
+def datasheet_bf16_peak(name):
+    if "H200" in name or ("H100" in name and ("SXM" in name or "HBM3" in name)):
+        return 989.4
+    if "H100" in name and "PCIe" in name:
+        return 756.5
+    if "H100 NVL" in name:
+        return 835.5
+    return None
+
+
+# ---- the report builder: plain Python ----
+
+def grid(quick):
+    """The shapes as dicts, in the probe's order: head dim, then causal, then sequence length."""
+    shapes = []
+    for d in HEAD_DIMS:
+        for causal in (False, True):
+            if quick:
+                shapes.append(dict(batch=QUICK_BATCH, heads=QUICK_HEADS, kv_heads=QUICK_HEADS, seq=QUICK_SEQ,
+                                   head_dim=d, causal=causal))
+                continue
+            for n in SWEEP_SEQS:
+                heads = SWEEP_HIDDEN // d
+                shapes.append(dict(batch=SWEEP_TOKENS // n, heads=heads, kv_heads=heads, seq=n, head_dim=d,
+                                   causal=causal))
+    return shapes
+
+
+def flops(shape):
+    """attention::flops: 4 B H N^2 D, half of it under the causal mask."""
+    full = 4.0 * shape["batch"] * shape["heads"] * shape["seq"] ** 2 * shape["head_dim"]
+    return full / 2 if shape["causal"] else full
+
+
+def params(kernel, shape):
+    """The probe's row keys, so rows of both reports match on everything but the kernel."""
+    return {"kernel": kernel, "head_dim": shape["head_dim"], "seq": shape["seq"], "batch": shape["batch"],
+            "heads": shape["heads"], "kv_heads": shape["kv_heads"], "causal": shape["causal"], "dtype": "bf16"}
+
+
+def summarize(samples, unit, better):
+    """src/stats.cpp's summary: quartiles by linear interpolation, cv = sample stdev / mean."""
+    s = sorted(samples)
+    n = len(s)
+
+    def quantile(q):
+        pos = q * (n - 1)
+        lo = math.floor(pos)
+        hi = min(lo + 1, n - 1)
+        return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+    mean = sum(s) / n
+    cv = math.sqrt(sum((x - mean) ** 2 for x in s) / (n - 1)) / abs(mean) if n > 1 and mean else 0.0
+    return {"median": quantile(0.5), "min": s[0], "max": s[-1], "q1": quantile(0.25), "q3": quantile(0.75),
+            "cv": cv, "n": n, "unit": unit, "better": better}
+
+
+def measured_row(kernel, shape, tflops_samples, rel_error, peak, telemetry):
+    """A timed, checked row: TFLOP/s per launch (primary), % of the datasheet peak, the error check."""
+    stats = summarize(tflops_samples, "TFLOP/s", "higher")
+    passed = rel_error < MAX_REL_ERROR  # False for NaN too
+    return {"probe": PROBE, "params": params(kernel, shape), "status": "ok" if passed else "failed",
+            "metrics": {"tflops": stats,
+                        "pct_datasheet_peak": 100 * stats["median"] / peak if peak else None,
+                        "rel_error": None if math.isnan(rel_error) else rel_error},
+            "primary": "tflops",
+            "check": {"what": "||O - O_ref||_F / ||O_ref||_F against an fp32 reference",
+                      "value": None if math.isnan(rel_error) else rel_error, "max": MAX_REL_ERROR,
+                      "passed": passed},
+            "telemetry": telemetry}
+
+
+def skipped_row(kernel, shape, reason):
+    return {"probe": PROBE, "params": params(kernel, shape), "status": "skipped", "reason": reason, "metrics": {}}
+
+
+def finding(kernel, rows):
+    ok = [r for r in rows if r["params"]["kernel"] == kernel and "tflops" in r["metrics"]]
+    if not ok:
+        return None
+    rate = lambda r: r["metrics"]["tflops"]["median"]
+    best, worst = max(ok, key=rate), min(ok, key=rate)
+    describe = lambda r: "B={batch} H={heads} N={seq} D={head_dim}{c}".format(
+        c=" causal" if r["params"]["causal"] else "", **r["params"])
+    skipped = sum(1 for r in rows if r["params"]["kernel"] == kernel and r["status"] == "skipped")
+    failed = sum(1 for r in ok if r["status"] == "failed")
+    return {"probe": PROBE,
+            "text": f"{kernel}: {rate(worst):.1f}..{rate(best):.1f} TFLOP/s over {len(ok)} shapes; best "
+                    f"{describe(best)}, slowest {describe(worst)}; {failed} failed the check, {skipped} skipped"}
+
+
+def report(tool, host, device, rows):
+    findings = [f for f in (finding(k, rows) for k in BACKENDS) if f]
+    return {"schema": SCHEMA, "tool": tool, "host": host, "device": device, "results": rows, "findings": findings}
+
+
+def side_by_side(probe_report, sdpa_report):
+    """Markdown: per shape, every kernel's median TFLOP/s from both reports, and the DSL's over torch's.
+    Rows that failed their check are left out: a wrong output's speed compares with nothing."""
+    by_shape = {}
+    for r in probe_report["results"] + sdpa_report["results"]:
+        if r.get("probe") != PROBE or r.get("status") != "ok":
+            continue
+        key = tuple(sorted((k, v) for k, v in r["params"].items() if k != "kernel"))
+        by_shape.setdefault(key, {})[r["params"]["kernel"]] = r["metrics"]["tflops"]["median"]
+    kernels = ["wgmma", "mma-sync", *BACKENDS]
+    lines = ["| shape | " + " | ".join(kernels) + " | wgmma / best torch |", "|---|" + "---:|" * (len(kernels) + 1)]
+    for key, rates in by_shape.items():
+        p = dict(key)
+        torch_best = max((rates[k] for k in BACKENDS if k in rates), default=None)
+        ratio = f"{rates['wgmma'] / torch_best:.3f}" if "wgmma" in rates and torch_best else "-"
+        cells = [f"{rates[k]:.1f}" if k in rates else "-" for k in kernels]
+        shape = "B={batch} H={heads} HKV={kv_heads} N={seq} D={head_dim}{c}".format(
+            c=" causal" if p["causal"] else "", **p)
+        lines.append(f"| {shape} | " + " | ".join(cells) + f" | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_atomic(path, text):
+    """As tkprobe writes reports: the whole file or nothing."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+# ---- NVML through ctypes (the same readings src/nvml.cpp takes; no extra package) ----
+
+REASONS = [(0x1, "gpu_idle"), (0x2, "applications_clocks_setting"), (0x4, "sw_power_cap"), (0x8, "hw_slowdown"),
+           (0x10, "sync_boost"), (0x20, "sw_thermal_slowdown"), (0x40, "hw_thermal_slowdown"),
+           (0x80, "hw_power_brake_slowdown"), (0x100, "display_clock_setting")]
+THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+
+
+class Nvml:
+    def __init__(self, uuid):
+        self.dev = None
+        try:
+            self.lib = ctypes.CDLL("libnvidia-ml.so.1")
+            handle = ctypes.c_void_p()
+            if self.lib.nvmlInit_v2() == 0 and self.lib.nvmlDeviceGetHandleByUUID(uuid.encode(), ctypes.byref(handle)) == 0:
+                self.dev = handle
+        except OSError:
+            pass
+
+    def _uint(self, fn, *args):
+        value = ctypes.c_uint()
+        return value.value if self.dev and fn(self.dev, *args, ctypes.byref(value)) == 0 else None
+
+    def max_sm_clock(self):
+        return self._uint(self.lib.nvmlDeviceGetMaxClockInfo, 1) if self.dev else None
+
+    def max_mem_clock(self):
+        return self._uint(self.lib.nvmlDeviceGetMaxClockInfo, 2) if self.dev else None
+
+    def power_limit_w(self):
+        mw = self._uint(self.lib.nvmlDeviceGetEnforcedPowerLimit) if self.dev else None
+        return mw / 1000 if mw is not None else None
+
+    def driver(self):
+        text = ctypes.create_string_buffer(96)
+        return text.value.decode() if self.dev and self.lib.nvmlSystemGetDriverVersion(text, 96) == 0 else "unavailable"
+
+    def sample(self):
+        if not self.dev:
+            return None
+        reasons = ctypes.c_ulonglong()
+        get_reasons = getattr(self.lib, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            self.lib.nvmlDeviceGetCurrentClocksThrottleReasons
+        if get_reasons(self.dev, ctypes.byref(reasons)) != 0:
+            return None
+        values = (self._uint(self.lib.nvmlDeviceGetClockInfo, 1), self._uint(self.lib.nvmlDeviceGetPowerUsage),
+                  self._uint(self.lib.nvmlDeviceGetTemperature, 0))
+        if None in values:
+            return None
+        return {"sm": values[0], "power": values[1] / 1000, "temp": values[2], "reasons": reasons.value}
+
+
+def telemetry(before, after):
+    """src/nvml.cpp's telemetry_json: NVML before and after a measurement."""
+    if before is None or after is None:
+        return {"nvml": "unavailable", "throttled": False, "reasons": []}
+    span = lambda key: [min(before[key], after[key]), max(before[key], after[key])]
+    mask = before["reasons"] | after["reasons"]
+    return {"sm_clock_mhz": span("sm"), "power_w": span("power"), "temperature_c": span("temp"),
+            "throttled": bool(mask & THROTTLE_MASK), "reasons": [name for bit, name in REASONS if mask & bit]}
+
+
+# ---- measuring: torch and a GPU ----
+
+def git_sha():
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        sha = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def device_section(torch, index, nvml):
+    p = torch.cuda.get_device_properties(index)
+    return {"index": index, "name": p.name, "cc": f"{p.major}.{p.minor}", "sms": p.multi_processor_count,
+            "l2_bytes": getattr(p, "L2_cache_size", 0),
+            "smem_per_sm": getattr(p, "shared_memory_per_multiprocessor", 0),
+            "smem_per_block_optin": getattr(p, "shared_memory_per_block_optin", 0),
+            "sm_clock_max_mhz": nvml.max_sm_clock() or 0, "mem_clock_mhz": nvml.max_mem_clock() or 0,
+            "power_limit_w": nvml.power_limit_w()}
+
+
+def reference(torch, q, k, v, causal):
+    """fp32 attention one (batch, head) at a time: the N x N scores of the sweep's N = 16384 fit."""
+    out = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+    n = q.shape[2]
+    mask = torch.ones(n, n, dtype=torch.bool, device=q.device).tril() if causal else None
+    for b in range(q.shape[0]):
+        for h in range(q.shape[1]):
+            s = (q[b, h].float() @ k[b, h].float().T) / math.sqrt(q.shape[3])
+            if mask is not None:
+                s.masked_fill_(~mask, float("-inf"))
+            out[b, h] = torch.softmax(s, dim=-1) @ v[b, h].float()
+    return out
+
+
+def time_backend(torch, run, reps, warmup, work):
+    """TFLOP/s of each of `reps` launches, CUDA events around each, after `warmup` launches."""
+    for _ in range(warmup):
+        run()
+    rates = []
+    for _ in range(reps):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        rates.append(work / (start.elapsed_time(stop) * 1e-3) / 1e12)
+    return rates
+
+
+def measure(torch, shape, backend, reps, warmup, generator, nvml, peak):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+    b, h, n, d = shape["batch"], shape["heads"], shape["seq"], shape["head_dim"]
+    draw = lambda: torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16, generator=generator)
+    q, k, v = draw(), draw(), draw()
+    run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"])
+    with sdpa_kernel(getattr(SDPBackend, BACKENDS[backend])):
+        try:
+            out = run()  # a backend that cannot take the shape refuses here, before any timing
+        except RuntimeError as e:
+            return skipped_row(backend, shape, (str(e).strip().splitlines() or [type(e).__name__])[0])
+        before = nvml.sample()
+        rates = time_backend(torch, run, reps, warmup, flops(shape))
+        after = nvml.sample()
+    want = reference(torch, q, k, v, shape["causal"])
+    rel = (torch.linalg.vector_norm(out.float() - want) / torch.linalg.vector_norm(want)).item()
+    return measured_row(backend, shape, rates, rel, peak, telemetry(before, after))
+
+
+def no_device(why):
+    """tkprobe's exit code 3: nothing here to measure with."""
+    print(f"compare_sdpa.py: {why}", file=sys.stderr)
+    sys.exit(3)
+
+
+def run_all(args):
+    import torch
+    if not torch.cuda.is_available():
+        no_device("no CUDA device for PyTorch")
+    torch.backends.cuda.matmul.allow_tf32 = False  # the reference is fp32, not TF32
+    torch.set_float32_matmul_precision("highest")
+    index = torch.cuda.current_device()
+    nvml = Nvml("GPU-" + str(torch.cuda.get_device_properties(index).uuid))
+    device = device_section(torch, index, nvml)
+    seed = args.seed if args.seed is not None else random.SystemRandom().getrandbits(63)
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    tool = {"version": "compare_sdpa.py (torch " + torch.__version__ + ")", "git_sha": git_sha(),
+            "command_line": " ".join(sys.argv), "seed": seed,
+            "started_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    host = {"hostname": socket.gethostname(), "driver": nvml.driver(), "cuda_runtime": str(torch.version.cuda)}
+    rows = []
+    for shape in grid(args.quick):
+        for backend in BACKENDS:
+            rows.append(measure(torch, shape, backend, args.reps, args.warmup, generator, nvml,
+                                datasheet_bf16_peak(device["name"])))
+            print(json.dumps(rows[-1]["params"]), rows[-1]["status"], file=sys.stderr)
+    return report(tool, host, device, rows)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="where to write the tkprobe.report/1 JSON")
+    parser.add_argument("--quick", action="store_true", help="the probe's --quick shapes instead of the sweep")
+    parser.add_argument("--reps", type=int, default=50, help="timed launches per backend and shape (>= 20)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed launches first")
+    parser.add_argument("--seed", type=int, help="seed for the inputs (default: drawn fresh, recorded)")
+    parser.add_argument("--against", help="a `tkprobe attention --json` report to print side by side")
+    args = parser.parse_args()
+    if args.reps < 20:
+        parser.error(f"--reps {args.reps}: give 20 or more (quartiles need them)")
+    if args.seed is not None and args.seed < 0:
+        parser.error(f"--seed {args.seed}: give a non-negative integer")
+    if args.against and not os.path.isfile(args.against):
+        parser.error(f"--against {args.against}: no such file (give a `tkprobe attention --json` report)")
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(out_dir):
+        parser.error(f"--out {args.out}: folder '{out_dir}' does not exist")
+    try:
+        import torch  # noqa: F401 (only to say clearly what is missing)
+    except ImportError:
+        no_device("needs PyTorch with CUDA (e.g. pip install torch)")
+    doc = run_all(args)
+    write_atomic(args.out, json.dumps(doc, indent=2) + "\n")
+    if args.against:
+        with open(args.against) as f:
+            print(side_by_side(json.load(f), doc), end="")
+    failed = any(r["status"] == "failed" for r in doc["results"])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,313 @@
+// The attention kernels (kernels/attention) and the tools the probe checks them with
+// (probes/attention_reference.hpp) on the GPU. Inputs are fresh ~N(0, 1) bf16 values; outputs
+// start poisoned (NaN), so a row a kernel never writes fails every check. Short sequences are
+// checked against a host reference in double, N = 16384 against the GPU fp32 reference, which
+// is itself checked against the host.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "kernels/attention/attention.hpp"
+#include "probes/attention_reference.hpp"
+#include "src/device_buffer.hpp"
+#include "tests/gpu/gpu_fixtures.hpp"
+
+namespace check = tkprobe::attention_check;
+using attention::Kernel;
+using attention::Shape;
+using bf16 = __nv_bfloat16;
+using tkprobe::DeviceBuffer;
+
+namespace {
+
+// The probe's bounds (probes/attention.cpp): bf16 inputs and output.
+constexpr double kMaxRelError = 1e-2, kMaxLseError = 1e-2;
+// The fp32 reference against double: rounding of fp32 sums over at most ~16k terms.
+constexpr double kRefMaxRelError = 1e-4, kRefMaxLseError = 1e-4;
+// Sequences up to this long are checked row by row in full on the host; longer ones on a sample of
+// rows (the first and last tiles and random ones), and everywhere for NaN.
+constexpr int kFullHostRows = 1000;
+
+const Kernel kKernels[] = {Kernel::wgmma, Kernel::mma_sync};
+const char* name(Kernel k) { return k == Kernel::wgmma ? "wgmma" : "mma-sync"; }
+
+std::string describe(const Shape& s) {
+  return "B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " HKV=" + std::to_string(s.kv_heads) +
+         " N=" + std::to_string(s.seq) + " D=" + std::to_string(s.head_dim) + (s.causal ? " causal" : "");
+}
+
+std::size_t rows(const Shape& s, int heads) { return std::size_t(s.batch) * heads * s.seq; }
+
+float to_float(bf16 x) {
+  const std::uint32_t u = std::uint32_t(__nv_bfloat16_raw(x).x) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Round to nearest even (the inputs here are finite).
+bf16 to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  __nv_bfloat16_raw raw;
+  raw.x = std::uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+  return bf16(raw);
+}
+
+std::vector<float> to_floats(const std::vector<bf16>& v) {
+  std::vector<float> out(v.size());
+  std::transform(v.begin(), v.end(), out.begin(), to_float);
+  return out;
+}
+
+// Fresh random Q, K, V on the GPU, and their values on the host.
+struct Inputs {
+  Inputs(const Shape& shape, std::mt19937_64& rng)
+      : s(shape), q(rows(s, s.heads) * s.head_dim), k(rows(s, s.kv_heads) * s.head_dim), v(k.size()) {
+    for (DeviceBuffer<bf16>* b : {&q, &k, &v}) check::fill_normal(b->get(), b->size(), rng(), nullptr);
+    TK_CUDA(cudaDeviceSynchronize());
+  }
+  std::vector<float> host(const DeviceBuffer<bf16>& b) const { return to_floats(b.download()); }
+
+  Shape s;
+  DeviceBuffer<bf16> q, k, v;
+};
+
+// The query rows the host checks in every (batch, head).
+std::vector<int> host_rows(int n, std::mt19937_64& rng) {
+  std::vector<int> out;
+  for (int i = 0; i < n; ++i) {
+    const bool edge = i < 64 || i >= n - 130;  // the first tile, and the last tiles of any size up to 128
+    if (n <= kFullHostRows || edge || rng() % (n / 64) == 0) out.push_back(i);
+  }
+  return out;
+}
+
+// The forward pass in double for the chosen rows: O[(bh, row)][d] and LSE[(bh, row)], bh-major.
+struct HostReference {
+  HostReference(const Inputs& in, std::vector<int> chosen) : rows(std::move(chosen)) {
+    const Shape& s = in.s;
+    const int d = s.head_dim;
+    const auto q = in.host(in.q), k = in.host(in.k), v = in.host(in.v);
+    const double scale = 1 / std::sqrt(double(d));
+    std::vector<double> p(s.seq);
+    for (int bh = 0; bh < s.batch * s.heads; ++bh) {
+      const int batch = bh / s.heads, kv_head = bh % s.heads / (s.heads / s.kv_heads);
+      const float* qs = &q[std::size_t(bh) * s.seq * d];
+      const float* ks = &k[(std::size_t(batch) * s.kv_heads + kv_head) * s.seq * d];
+      const float* vs = &v[(std::size_t(batch) * s.kv_heads + kv_head) * s.seq * d];
+      for (int i : rows) {
+        const int keys = s.causal ? i + 1 : s.seq;
+        double top = -INFINITY;
+        for (int j = 0; j < keys; ++j) {
+          double dot = 0;
+          for (int x = 0; x < d; ++x) dot += double(qs[std::size_t(i) * d + x]) * ks[std::size_t(j) * d + x];
+          p[j] = dot * scale;
+          top = std::max(top, p[j]);
+        }
+        double sum = 0;
+        for (int j = 0; j < keys; ++j) sum += p[j] = std::exp(p[j] - top);
+        std::vector<double> row(d, 0.0);
+        for (int j = 0; j < keys; ++j)
+          for (int x = 0; x < d; ++x) row[x] += p[j] * vs[std::size_t(j) * d + x];
+        for (int x = 0; x < d; ++x) o.push_back(row[x] / sum);
+        lse.push_back(top + std::log(sum));
+      }
+    }
+  }
+
+  struct Errors {
+    double rel, lse;
+  };
+  // `got_o` [B][H][N][D] and `got_lse` [B][H][N] on the chosen rows. NaN anywhere gives NaN.
+  Errors errors(const Shape& s, const std::vector<float>& got_o, const std::vector<float>& got_lse) const {
+    double diff2 = 0, ref2 = 0, lse_error = 0;
+    std::size_t at = 0;
+    for (int bh = 0; bh < s.batch * s.heads; ++bh)
+      for (std::size_t r = 0; r < rows.size(); ++r, ++at) {
+        const std::size_t row = std::size_t(bh) * s.seq + rows[r];
+        for (int x = 0; x < s.head_dim; ++x) {
+          const double want = o[at * s.head_dim + x], d = got_o[row * s.head_dim + x] - want;
+          diff2 += d * d;
+          ref2 += want * want;
+        }
+        const double e = std::abs(got_lse[row] - lse[at]);
+        lse_error = std::isnan(e) || e > lse_error ? e : lse_error;
+      }
+    return {std::sqrt(diff2 / ref2), lse_error};
+  }
+
+  std::vector<int> rows;
+  std::vector<double> o, lse;
+};
+
+int non_finite(const std::vector<float>& v) {
+  return int(std::count_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); }));
+}
+
+// One kernel's output on poisoned buffers.
+struct Output {
+  std::vector<float> o, lse;
+};
+
+Output run_kernel(Kernel k, Inputs& in) {
+  DeviceBuffer<bf16> o(in.q.size());
+  DeviceBuffer<float> lse(rows(in.s, in.s.heads));
+  o.poison();
+  lse.poison();
+  const attention::Forward forward({in.q.get(), in.k.get(), in.v.get(), o.get(), lse.get()}, in.s, k);
+  forward(nullptr);
+  TK_CUDA(cudaDeviceSynchronize());
+  return {to_floats(o.download()), lse.download()};
+}
+
+// The GPU fp32 reference's O and LSE.
+struct GpuReference {
+  explicit GpuReference(const Inputs& in) : o(in.q.size()), lse(rows(in.s, in.s.heads)) {
+    check::reference_forward(in.q.get(), in.k.get(), in.v.get(), o.get(), lse.get(), in.s, nullptr);
+    TK_CUDA(cudaDeviceSynchronize());
+  }
+  DeviceBuffer<float> o, lse;
+};
+
+std::mt19937_64 fresh_rng() { return std::mt19937_64(std::random_device{}()); }
+
+}  // namespace
+
+TEST(AttentionInputs, FillNormalIsStandardNormalNeverZeroAndSeeded) {
+  constexpr std::size_t kCount = 1 << 20;
+  DeviceBuffer<bf16> a(kCount), b(kCount), c(kCount);
+  check::fill_normal(a.get(), kCount, 7, nullptr);
+  check::fill_normal(b.get(), kCount, 7, nullptr);
+  check::fill_normal(c.get(), kCount, 8, nullptr);
+  const auto x = to_floats(a.download()), same = to_floats(b.download()), other = to_floats(c.download());
+  double sum = 0, sum2 = 0;
+  int zeros = 0, tails = 0, equal = 0;
+  for (std::size_t i = 0; i < kCount; ++i) {
+    sum += x[i];
+    sum2 += double(x[i]) * x[i];
+    zeros += x[i] == 0;
+    tails += std::abs(x[i]) > 2;
+    equal += x[i] == other[i];
+  }
+  const double mean = sum / kCount, var = sum2 / kCount - mean * mean;
+  EXPECT_NEAR(mean, 0, 0.01);
+  EXPECT_NEAR(var, 1, 0.02);
+  EXPECT_NEAR(double(tails) / kCount, 0.0455, 0.003) << "P(|z| > 2) of a standard normal";
+  EXPECT_EQ(zeros, 0);
+  EXPECT_EQ(x, same) << "one seed, one sequence";
+  EXPECT_LT(equal, int(kCount / 100)) << "another seed, other values";
+}
+
+TEST(AttentionReference, AgreesWithTheHostInDouble) {
+  auto rng = fresh_rng();
+  const std::vector<Shape> shapes = {{2, 4, 2, 1, 64, false},   {2, 4, 2, 100, 64, true},   {1, 4, 1, 1000, 64, false},
+                                     {2, 4, 4, 100, 128, false}, {1, 4, 1, 1000, 128, true}, {1, 2, 1, 4097, 128, true},
+                                     {1, 2, 2, 4097, 64, false}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(describe(s));
+    Inputs in(s, rng);
+    const GpuReference gpu(in);
+    const HostReference host(in, host_rows(s.seq, rng));
+    const auto e = host.errors(s, gpu.o.download(), gpu.lse.download());
+    EXPECT_LT(e.rel, kRefMaxRelError);
+    EXPECT_LT(e.lse, kRefMaxLseError);
+  }
+}
+
+// compare_to_reference must pass the reference rounded to bf16 and fail poisoned outputs.
+TEST(AttentionReference, ComparisonFailsPoisonAndPassesRounding) {
+  auto rng = fresh_rng();
+  const Shape s{1, 2, 1, 300, 64, true};
+  Inputs in(s, rng);
+  const GpuReference ref(in);
+  std::vector<bf16> rounded;
+  for (float x : ref.o.download()) rounded.push_back(to_bf16(x));
+  DeviceBuffer<bf16> o(rounded.size());
+  o.upload(rounded);
+  DeviceBuffer<float> lse(ref.lse.size());
+  lse.upload(ref.lse.download());
+
+  const auto exact = check::compare_to_reference(o.get(), lse.get(), ref.o.get(), ref.lse.get(), s, nullptr);
+  EXPECT_GT(exact.rel_error, 0) << "bf16 rounding shows";
+  EXPECT_LT(exact.rel_error, 2e-3) << "bf16 rounds to within 2^-9 relative";
+  EXPECT_EQ(exact.lse_error, 0);
+
+  TK_CUDA(cudaMemset(o.get() + 5 * s.head_dim, 0xff, 2));  // one element of row 5: NaN
+  TK_CUDA(cudaMemset(lse.get() + 299, 0xff, 4));
+  const auto poisoned = check::compare_to_reference(o.get(), lse.get(), ref.o.get(), ref.lse.get(), s, nullptr);
+  EXPECT_TRUE(std::isnan(poisoned.rel_error));
+  EXPECT_TRUE(std::isnan(poisoned.lse_error));
+}
+
+TEST(AttentionKernels, MatchTheHostReference) {
+  auto rng = fresh_rng();
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (int kv_heads : {4, 2, 1})
+        for (int n : {1, 100, 1000, 4097}) {
+          const Shape s{n <= 100 ? 2 : 1, 4, kv_heads, n, d, causal};
+          SCOPED_TRACE(describe(s));
+          Inputs in(s, rng);
+          const HostReference host(in, host_rows(n, rng));
+          for (Kernel k : kKernels) {
+            SCOPED_TRACE(name(k));
+            if (const std::string why = attention::refusal(s, k); !why.empty()) {
+              ADD_FAILURE() << "refused: " << why;
+              continue;
+            }
+            const Output out = run_kernel(k, in);
+            EXPECT_EQ(non_finite(out.o), 0) << "O elements left unwritten (poison) or not finite";
+            EXPECT_EQ(non_finite(out.lse), 0) << "LSE rows left unwritten (poison) or not finite";
+            const auto e = host.errors(s, out.o, out.lse);
+            EXPECT_LT(e.rel, kMaxRelError);
+            EXPECT_LT(e.lse, kMaxLseError);
+          }
+        }
+}
+
+TEST(AttentionKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
+  auto rng = fresh_rng();
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      const Shape s{2, 4, 2, 16384, d, causal};
+      SCOPED_TRACE(describe(s));
+      Inputs in(s, rng);
+      const GpuReference ref(in);
+      DeviceBuffer<bf16> o(in.q.size());
+      DeviceBuffer<float> lse(rows(s, s.heads));
+      for (Kernel k : kKernels) {
+        SCOPED_TRACE(name(k));
+        if (const std::string why = attention::refusal(s, k); !why.empty()) {
+          ADD_FAILURE() << "refused: " << why;
+          continue;
+        }
+        o.poison();
+        lse.poison();
+        const attention::Forward forward({in.q.get(), in.k.get(), in.v.get(), o.get(), lse.get()}, s, k);
+        forward(nullptr);
+        const auto e = check::compare_to_reference(o.get(), lse.get(), ref.o.get(), ref.lse.get(), s, nullptr);
+        EXPECT_LT(e.rel_error, kMaxRelError);
+        EXPECT_LT(e.lse_error, kMaxLseError);
+      }
+    }
+}
+
+TEST(AttentionProbe, QuickRunPassesItsChecks) {
+  const auto report = gpu_fixtures::run_probe("attention");
+  ASSERT_EQ(report["results"].size(), 8u) << "D 64 and 128, causal and not, two kernels";
+  for (const auto& r : report["results"]) {
+    SCOPED_TRACE(r["params"].dump());
+    ASSERT_EQ(r["status"], "ok") << r.value("reason", "") << " " << r["check"].dump();
+    EXPECT_LT(r["metrics"]["rel_error"].get<double>(), kMaxRelError);
+    EXPECT_GT(gpu_fixtures::median(r, "tflops"), 0);
+    const double pct = gpu_fixtures::median(r, "pct_clock_peak");
+    EXPECT_GT(pct, 0);
+    EXPECT_LT(pct, 100) << "no kernel beats the tensor cores at the clock it ran at";
+    EXPECT_GT(r["telemetry"]["kernel_sm_clock_mhz"].get<double>(), 500);
+  }
+  EXPECT_EQ(report["findings"].size(), 2u) << "one per kernel";
+}

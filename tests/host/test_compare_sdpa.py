@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""scripts/compare_sdpa.py's report builder, without torch or a GPU: a report built from a sample
+of constructed timings must pass tkprobe's own schema and reader (validate_report) and be readable
+by `tkprobe compare`, and its rows must carry the probe's params.
+
+usage: test_compare_sdpa.py VALIDATE_REPORT TKPROBE SOURCE_DIR
+"""
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+# The attention probe's row keys (probes/attention.cpp, params_json; results/README.md).
+PROBE_KEYS = {"kernel", "head_dim", "seq", "batch", "heads", "kv_heads", "causal", "dtype"}
+
+
+def load_script(source_dir):
+    spec = importlib.util.spec_from_file_location("compare_sdpa", os.path.join(source_dir, "scripts", "compare_sdpa.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sample_report(m):
+    """Every row kind the script writes: measured and passing, failing (NaN: an unwritten output), skipped."""
+    shapes = m.grid(quick=True)
+    rates = [100.0 + i for i in range(20)]
+    rows = [m.measured_row("torch-flash", shapes[0], rates, 3e-3, 989.4, m.telemetry(None, None)),
+            m.measured_row("torch-cudnn", shapes[0], rates, float("nan"), None,
+                           m.telemetry({"sm": 1980, "power": 100.0, "temp": 40, "reasons": 0x4},
+                                       {"sm": 1600, "power": 690.0, "temp": 55, "reasons": 0x1})),
+            m.skipped_row("torch-cudnn", shapes[1], "No available kernel. Aborting execution.")]
+    tool = {"version": "test", "git_sha": "0000000", "command_line": "test", "started_at": "2026-01-01T00:00:00Z",
+            "seed": 1}
+    host = {"hostname": "test", "driver": "unavailable", "cuda_runtime": "13.0"}
+    device = {"index": 0, "name": "NVIDIA H200", "cc": "9.0", "sms": 132, "l2_bytes": 62914560,
+              "smem_per_sm": 233472, "smem_per_block_optin": 232448, "sm_clock_max_mhz": 1980,
+              "mem_clock_mhz": 3201, "power_limit_w": 700.0}
+    return m.report(tool, host, device, rows)
+
+
+def check(condition, what, failures):
+    if not condition:
+        failures.append(what)
+
+
+def main():
+    validate, tkprobe, source_dir = sys.argv[1:4]
+    m = load_script(source_dir)
+    failures = []
+
+    doc = sample_report(m)
+    rows = doc["results"]
+    check(all(set(r["params"]) == PROBE_KEYS for r in rows), "every row carries the probe's params", failures)
+    check(rows[0]["status"] == "ok" and rows[0]["check"]["passed"], "a small error passes", failures)
+    check(rows[1]["status"] == "failed" and not rows[1]["check"]["passed"], "a NaN error fails", failures)
+    check(rows[1]["metrics"]["pct_datasheet_peak"] is None, "no peak: null, not a number", failures)
+    check(rows[1]["telemetry"]["throttled"] and rows[1]["telemetry"]["reasons"] == ["gpu_idle", "sw_power_cap"],
+          "NVML reasons are named as src/nvml.cpp names them", failures)
+    stats = rows[0]["metrics"]["tflops"]
+    check((stats["median"], stats["q1"], stats["q3"], stats["n"]) == (109.5, 104.75, 114.25, 20),
+          f"quartiles by linear interpolation, as src/stats.cpp: {stats}", failures)
+    check(math.isclose(m.flops(dict(batch=1, heads=16, seq=16384, head_dim=128, causal=True)),
+                       2 * 16 * 16384 ** 2 * 128), "flops as attention::flops", failures)
+    sweep = m.grid(quick=False)
+    check(len(sweep) == 12 and all(s["batch"] * s["seq"] == 16384 and s["heads"] * s["head_dim"] == 2048
+                                   for s in sweep), "the sweep: 16k tokens, hidden 2048", failures)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "sdpa.json")
+        m.write_atomic(path, json.dumps(doc, indent=2) + "\n")
+        schema = os.path.join(source_dir, "results", "report.schema.json")
+        v = subprocess.run([validate, schema, path], capture_output=True, text=True)
+        check(v.returncode == 0, f"validate_report: {v.stderr}", failures)
+        c = subprocess.run([tkprobe, "compare", path, path], capture_output=True, text=True)
+        # The failed row fails compare (exit 1) however it compares; the reader must not refuse it (2).
+        check(c.returncode == 1 and "torch-flash" in c.stdout, f"tkprobe compare: {c.returncode} {c.stderr}", failures)
+
+    table = m.side_by_side({"results": [dict(rows[0], params=dict(rows[0]["params"], kernel="wgmma"))]}, doc)
+    check("| 109.5 | - | 109.5 | - | 1.000 |" in table, f"side by side:\n{table}", failures)
+
+    for f in failures:
+        print("FAILED:", f)
+    print(f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
