@@ -3,22 +3,27 @@
 
 Times torch.nn.functional.scaled_dot_product_attention with its FlashAttention and cuDNN backends
 (torch.nn.attention.sdpa_kernel) on the shapes `tkprobe attention --sweep` measures (or `--quick`'s),
-bf16 in (B, H, N, D) layout, causal and not. Each shape gets fresh random inputs; each backend is
-warmed up, then timed with CUDA events over --reps launches (TFLOP/s per launch: median, quartiles,
-noise), and its output is checked against an fp32 reference computed head by head. A backend that
-refuses a shape gets a `skipped` row with its reason.
+bf16 in (B, H, N, D) layout, causal and not; and, given the DSL's attention library (--tk-lib,
+libtk_attention_c.so, built beside tkprobe), the DSL's own kernels ("wgmma", "mma-sync") in the same
+process on the same inputs, so every ratio between them is measured in one run. Each shape gets
+fresh random inputs; the kernels are warmed up, then timed in turns (--rounds rounds of --reps /
+--rounds launches each, so a drifting clock or power state touches all alike) with CUDA events
+(TFLOP/s per launch: median, quartiles, noise); each output is checked against an fp32 reference
+computed head by head (and the DSL's logsumexp against its fp32 value). A kernel that refuses a
+shape gets a `skipped` row with its reason.
 
 The JSON (--out) is a tkprobe.report/1 document (results/README.md): probe "attention", the probe's
 row params with kernel "torch-flash" or "torch-cudnn", so `tkprobe compare` reads it and its rows sit
 beside the probe's. --against REPORT prints both side by side.
 
-    scripts/compare_sdpa.py --out sdpa.json [--quick] [--reps 50] [--seed N]
+    scripts/compare_sdpa.py --out sdpa.json [--quick] [--reps 50] [--seed N] [--tk-lib build/kernels/libtk_attention_c.so]
     scripts/compare_sdpa.py --out sdpa.json --against attention.json   # tkprobe attention --json attention.json
 
 The report builder below needs neither torch nor a GPU (tests/host/test_compare_sdpa.py runs it);
 only measure() and the device queries do.
 """
 import argparse
+import contextlib
 import ctypes
 import datetime
 import json
@@ -32,6 +37,8 @@ import sys
 SCHEMA = "tkprobe.report/1"
 PROBE = "attention"
 BACKENDS = {"torch-flash": "FLASH_ATTENTION", "torch-cudnn": "CUDNN_ATTENTION"}
+TK_KERNELS = {"wgmma": 0, "mma-sync": 1}  # libtk_attention_c's kernel numbers (kernels/attention/c_api.cpp)
+MAX_LSE_ERROR = 1e-2  # the probe's bound on the logsumexp (absolute)
 MAX_REL_ERROR = 1e-2  # the probe's bound (probes/attention.cpp): bf16 inputs and output
 
 # The probe's grids (probes/attention.cpp): 16k tokens at hidden 2048; --quick a small, ragged one.
@@ -96,19 +103,21 @@ def summarize(samples, unit, better):
             "cv": cv, "n": n, "unit": unit, "better": better}
 
 
-def measured_row(kernel, shape, tflops_samples, rel_error, peak, telemetry):
-    """A timed, checked row: TFLOP/s per launch (primary), % of the datasheet peak, the error check."""
+def measured_row(kernel, shape, tflops_samples, rel_error, peak, telemetry, lse_error=None):
+    """A timed, checked row: TFLOP/s per launch (primary), % of the datasheet peak, the error check
+    (and the logsumexp's, for the DSL's kernels)."""
     stats = summarize(tflops_samples, "TFLOP/s", "higher")
-    passed = rel_error < MAX_REL_ERROR  # False for NaN too
+    number = lambda x: None if x is None or math.isnan(x) else x
+    passed = rel_error < MAX_REL_ERROR and (lse_error is None or lse_error < MAX_LSE_ERROR)  # NaN fails
+    check = {"what": "||O - O_ref||_F / ||O_ref||_F against an fp32 reference", "value": number(rel_error),
+             "max": MAX_REL_ERROR, "passed": passed}
+    metrics = {"tflops": stats, "pct_datasheet_peak": 100 * stats["median"] / peak if peak else None,
+               "rel_error": number(rel_error)}
+    if lse_error is not None:
+        check.update(lse_error=number(lse_error), lse_max=MAX_LSE_ERROR)
+        metrics["lse_error"] = number(lse_error)
     return {"probe": PROBE, "params": params(kernel, shape), "status": "ok" if passed else "failed",
-            "metrics": {"tflops": stats,
-                        "pct_datasheet_peak": 100 * stats["median"] / peak if peak else None,
-                        "rel_error": None if math.isnan(rel_error) else rel_error},
-            "primary": "tflops",
-            "check": {"what": "||O - O_ref||_F / ||O_ref||_F against an fp32 reference",
-                      "value": None if math.isnan(rel_error) else rel_error, "max": MAX_REL_ERROR,
-                      "passed": passed},
-            "telemetry": telemetry}
+            "metrics": metrics, "primary": "tflops", "check": check, "telemetry": telemetry}
 
 
 def skipped_row(kernel, shape, reason):
@@ -131,29 +140,30 @@ def finding(kernel, rows):
 
 
 def report(tool, host, device, rows):
-    findings = [f for f in (finding(k, rows) for k in BACKENDS) if f]
+    findings = [f for f in (finding(k, rows) for k in [*TK_KERNELS, *BACKENDS]) if f]
     return {"schema": SCHEMA, "tool": tool, "host": host, "device": device, "results": rows, "findings": findings}
 
 
-def side_by_side(probe_report, sdpa_report):
-    """Markdown: per shape, every kernel's median TFLOP/s from both reports, and the DSL's over torch's.
+def side_by_side(*reports):
+    """Markdown: per shape, every kernel's median TFLOP/s from the reports (a later report's row
+    replaces an earlier one's for the same kernel), and the DSL's over each torch backend's.
     Rows that failed their check are left out: a wrong output's speed compares with nothing."""
     by_shape = {}
-    for r in probe_report["results"] + sdpa_report["results"]:
+    for r in [row for doc in reports for row in doc["results"]]:
         if r.get("probe") != PROBE or r.get("status") != "ok":
             continue
         key = tuple(sorted((k, v) for k, v in r["params"].items() if k != "kernel"))
         by_shape.setdefault(key, {})[r["params"]["kernel"]] = r["metrics"]["tflops"]["median"]
-    kernels = ["wgmma", "mma-sync", *BACKENDS]
-    lines = ["| shape | " + " | ".join(kernels) + " | wgmma / best torch |", "|---|" + "---:|" * (len(kernels) + 1)]
+    kernels = [*TK_KERNELS, *BACKENDS]
+    lines = ["| shape | " + " | ".join(kernels) + " | wgmma / flash | wgmma / cudnn |",
+             "|---|" + "---:|" * (len(kernels) + 2)]
     for key, rates in by_shape.items():
         p = dict(key)
-        torch_best = max((rates[k] for k in BACKENDS if k in rates), default=None)
-        ratio = f"{rates['wgmma'] / torch_best:.3f}" if "wgmma" in rates and torch_best else "-"
+        ratio = lambda peer: f"{rates['wgmma'] / rates[peer]:.3f}" if "wgmma" in rates and peer in rates else "-"
         cells = [f"{rates[k]:.1f}" if k in rates else "-" for k in kernels]
         shape = "B={batch} H={heads} HKV={kv_heads} N={seq} D={head_dim}{c}".format(
             c=" causal" if p["causal"] else "", **p)
-        lines.append(f"| {shape} | " + " | ".join(cells) + f" | {ratio} |")
+        lines.append(f"| {shape} | " + " | ".join(cells) + f" | {ratio('torch-flash')} | {ratio('torch-cudnn')} |")
     return "\n".join(lines) + "\n"
 
 
@@ -252,8 +262,10 @@ def device_section(torch, index, nvml):
 
 
 def reference(torch, q, k, v, causal):
-    """fp32 attention one (batch, head) at a time: the N x N scores of the sweep's N = 16384 fit."""
+    """fp32 attention and its row logsumexp, one (batch, head) at a time: the N x N scores of the
+    sweep's N = 16384 fit."""
     out = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+    lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
     n = q.shape[2]
     mask = torch.ones(n, n, dtype=torch.bool, device=q.device).tril() if causal else None
     for b in range(q.shape[0]):
@@ -261,17 +273,22 @@ def reference(torch, q, k, v, causal):
             s = (q[b, h].float() @ k[b, h].float().T) / math.sqrt(q.shape[3])
             if mask is not None:
                 s.masked_fill_(~mask, float("-inf"))
+            lse[b, h] = torch.logsumexp(s, dim=-1)
             out[b, h] = torch.softmax(s, dim=-1) @ v[b, h].float()
-    return out
+    return out, lse
 
 
-def time_backend(torch, run, reps, warmup, work):
-    """TFLOP/s of each of `reps` launches, CUDA events around each, after `warmup` launches."""
-    for _ in range(warmup):
-        run()
+BLOCKER_CYCLES = 1_000_000  # ~0.5 ms of GPU spin: longer than any host-side launch path here
+
+
+def timed_rates(torch, run, reps, work):
+    """TFLOP/s of each of `reps` launches, CUDA events around each. A spin kernel goes first, so
+    the GPU is busy while the host enqueues the start event and the launch (PyTorch's dispatch, or
+    ctypes): the events then time the kernel, not the host's path to it (nvbench's blocking kernel)."""
     rates = []
     for _ in range(reps):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(BLOCKER_CYCLES)
         start.record()
         run()
         stop.record()
@@ -280,24 +297,84 @@ def time_backend(torch, run, reps, warmup, work):
     return rates
 
 
-def measure(torch, shape, backend, reps, warmup, generator, nvml, peak):
+class TkAttention:
+    """The DSL's kernels through libtk_attention_c: prepared once per shape and kernel (tensor maps,
+    launch attributes), so a timed launch is the kernel alone."""
+
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        self.lib.tk_attention_create.restype = ctypes.c_void_p
+        self.lib.tk_attention_create.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 7
+        self.lib.tk_attention_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        self.lib.tk_attention_destroy.argtypes = [ctypes.c_void_p]
+
+    def prepare(self, torch, kernel, q, k, v, causal):
+        """(run, o, lse, release), or None when the kernel refuses the shape (it says why on stderr)."""
+        b, h, n, d = q.shape
+        o = torch.full_like(q, float("nan"))  # poisoned: an unwritten element fails the check
+        lse = torch.full((b, h, n), float("nan"), device=q.device)
+        handle = self.lib.tk_attention_create(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
+                                              b, h, k.shape[1], n, d, int(causal), TK_KERNELS[kernel])
+        if not handle:
+            return None
+        stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+        def run():
+            if self.lib.tk_attention_launch(handle, stream()) != 0:
+                raise RuntimeError(f"tk_attention_launch ({kernel}) failed")
+        return run, o, lse, lambda: self.lib.tk_attention_destroy(handle)
+
+
+def measure_shape(torch, shape, kernels, args, generator, nvml, peak, tk):
+    """Rows for every kernel on one shape: same inputs, launches timed in turns, outputs checked."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
     b, h, n, d = shape["batch"], shape["heads"], shape["seq"], shape["head_dim"]
     draw = lambda: torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16, generator=generator)
     q, k, v = draw(), draw(), draw()
-    run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"])
-    with sdpa_kernel(getattr(SDPBackend, BACKENDS[backend])):
-        try:
-            out = run()  # a backend that cannot take the shape refuses here, before any timing
-        except RuntimeError as e:
-            return skipped_row(backend, shape, (str(e).strip().splitlines() or [type(e).__name__])[0])
-        before = nvml.sample()
-        rates = time_backend(torch, run, reps, warmup, flops(shape))
-        after = nvml.sample()
-    want = reference(torch, q, k, v, shape["causal"])
-    rel = (torch.linalg.vector_norm(out.float() - want) / torch.linalg.vector_norm(want)).item()
-    return measured_row(backend, shape, rates, rel, peak, telemetry(before, after))
+    runs, outputs, rows, releases = {}, {}, {}, []
+    contexts = {kernel: contextlib.nullcontext for kernel in kernels}  # torch's backend choice, outside timing
+    for kernel in kernels:
+        if kernel in TK_KERNELS:
+            prepared = tk.prepare(torch, kernel, q, k, v, shape["causal"])
+            if prepared is None:
+                rows[kernel] = skipped_row(kernel, shape, "refused by the kernel (its reason is on stderr)")
+                continue
+            run, o, lse, release = prepared
+            releases.append(release)
+            run()
+            outputs[kernel] = (o, lse)
+        else:
+            backend = getattr(SDPBackend, BACKENDS[kernel])
+            run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"])
+            try:
+                with sdpa_kernel(backend):
+                    outputs[kernel] = (run(), None)  # a backend that cannot take the shape refuses here
+            except RuntimeError as e:
+                rows[kernel] = skipped_row(kernel, shape, (str(e).strip().splitlines() or [type(e).__name__])[0])
+                continue
+            contexts[kernel] = lambda backend=backend: sdpa_kernel(backend)
+        runs[kernel] = run
+    torch.cuda.synchronize()
+    want, want_lse = reference(torch, q, k, v, shape["causal"])
+    rates = {kernel: [] for kernel in runs}
+    for kernel, run in runs.items():
+        with contexts[kernel]():
+            for _ in range(args.warmup):
+                run()
+    before = nvml.sample()
+    for _ in range(args.rounds):
+        for kernel, run in runs.items():
+            with contexts[kernel]():
+                rates[kernel] += timed_rates(torch, run, args.reps // args.rounds, flops(shape))
+    after = nvml.sample()
+    for kernel, (o, lse) in outputs.items():
+        rel = (torch.linalg.vector_norm(o.float() - want) / torch.linalg.vector_norm(want)).item()
+        lse_error = None if lse is None else (lse - want_lse).abs().max().item()
+        rows[kernel] = measured_row(kernel, shape, rates[kernel], rel, peak, telemetry(before, after), lse_error)
+    for release in releases:
+        release()
+    return [rows[kernel] for kernel in kernels]
 
 
 def no_device(why):
@@ -321,12 +398,13 @@ def run_all(args):
             "command_line": " ".join(sys.argv), "seed": seed,
             "started_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     host = {"hostname": socket.gethostname(), "driver": nvml.driver(), "cuda_runtime": str(torch.version.cuda)}
+    tk = TkAttention(args.tk_lib) if args.tk_lib else None
+    kernels = [*(TK_KERNELS if tk else []), *BACKENDS]
     rows = []
     for shape in grid(args.quick):
-        for backend in BACKENDS:
-            rows.append(measure(torch, shape, backend, args.reps, args.warmup, generator, nvml,
-                                datasheet_bf16_peak(device["name"])))
-            print(json.dumps(rows[-1]["params"]), rows[-1]["status"], file=sys.stderr)
+        rows += measure_shape(torch, shape, kernels, args, generator, nvml, datasheet_bf16_peak(device["name"]), tk)
+        for row in rows[-len(kernels):]:
+            print(json.dumps(row["params"]), row["status"], file=sys.stderr)
     return report(tool, host, device, rows)
 
 
@@ -334,13 +412,20 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="where to write the tkprobe.report/1 JSON")
     parser.add_argument("--quick", action="store_true", help="the probe's --quick shapes instead of the sweep")
-    parser.add_argument("--reps", type=int, default=50, help="timed launches per backend and shape (>= 20)")
+    parser.add_argument("--reps", type=int, default=50, help="timed launches per kernel and shape (>= 20)")
+    parser.add_argument("--rounds", type=int, default=5, help="turns the kernels' launches are split into")
     parser.add_argument("--warmup", type=int, default=5, help="untimed launches first")
+    parser.add_argument("--tk-lib", help="the DSL's attention library (build/kernels/libtk_attention_c.so): time "
+                                         "its kernels too, in the same run")
     parser.add_argument("--seed", type=int, help="seed for the inputs (default: drawn fresh, recorded)")
     parser.add_argument("--against", help="a `tkprobe attention --json` report to print side by side")
     args = parser.parse_args()
     if args.reps < 20:
         parser.error(f"--reps {args.reps}: give 20 or more (quartiles need them)")
+    if not 1 <= args.rounds <= args.reps // 20:
+        parser.error(f"--rounds {args.rounds}: give 1 to --reps / 20 (each turn needs 20 launches)")
+    if args.tk_lib and not os.path.isfile(args.tk_lib):
+        parser.error(f"--tk-lib {args.tk_lib}: no such file (build it: cmake --build build --target tk_attention_c)")
     if args.seed is not None and args.seed < 0:
         parser.error(f"--seed {args.seed}: give a non-negative integer")
     if args.against and not os.path.isfile(args.against):
@@ -357,6 +442,8 @@ def main():
     if args.against:
         with open(args.against) as f:
             print(side_by_side(json.load(f), doc), end="")
+    elif args.tk_lib:
+        print(side_by_side(doc), end="")
     failed = any(r["status"] == "failed" for r in doc["results"])
     return 1 if failed else 0
 
