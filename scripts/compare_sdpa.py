@@ -422,8 +422,9 @@ def main():
     args = parser.parse_args()
     if args.reps < 20:
         parser.error(f"--reps {args.reps}: give 20 or more (quartiles need them)")
-    if not 1 <= args.rounds <= args.reps // 20:
-        parser.error(f"--rounds {args.rounds}: give 1 to --reps / 20 (each turn needs 20 launches)")
+    if args.rounds < 1 or args.reps % args.rounds:
+        parser.error(f"--rounds {args.rounds}: give a divisor of --reps ({args.reps}): each turn times "
+                     "--reps / --rounds launches of every kernel")
     if args.tk_lib and not os.path.isfile(args.tk_lib):
         parser.error(f"--tk-lib {args.tk_lib}: no such file (build it: cmake --build build --target tk_attention_c)")
     if args.seed is not None and args.seed < 0:

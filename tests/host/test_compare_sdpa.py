@@ -80,7 +80,23 @@ def main():
         check(c.returncode == 1 and "torch-flash" in c.stdout, f"tkprobe compare: {c.returncode} {c.stderr}", failures)
 
     table = m.side_by_side({"results": [dict(rows[0], params=dict(rows[0]["params"], kernel="wgmma"))]}, doc)
-    check("| 109.5 | - | 109.5 | - | 1.000 |" in table, f"side by side:\n{table}", failures)
+    check("| 109.5 | - | 109.5 | - | 1.000 | - |" in table, f"side by side:\n{table}", failures)
+
+    # The DSL's rows (timed through libtk_attention_c) also check the logsumexp.
+    shape = m.grid(quick=True)[0]
+    rates = [100.0 + i for i in range(20)]
+    tk_ok = m.measured_row("wgmma", shape, rates, 3e-3, 989.4, m.telemetry(None, None), lse_error=2e-6)
+    tk_bad = m.measured_row("wgmma", shape, rates, 3e-3, 989.4, m.telemetry(None, None), lse_error=float("nan"))
+    check(tk_ok["status"] == "ok" and tk_ok["metrics"]["lse_error"] == 2e-6, "a small LSE error passes", failures)
+    check(tk_bad["status"] == "failed" and tk_bad["check"]["lse_error"] is None, "an unwritten LSE fails", failures)
+
+    # Bad options exit 2 before torch is needed.
+    script = os.path.join(source_dir, "scripts", "compare_sdpa.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "x.json")
+        for bad in (["--reps", "10"], ["--rounds", "7"], ["--rounds", "0"], ["--tk-lib", os.path.join(tmp, "none.so")]):
+            r = subprocess.run([sys.executable, script, "--out", out, *bad], capture_output=True, text=True)
+            check(r.returncode == 2 and bad[0] in r.stderr, f"{bad}: exit {r.returncode} {r.stderr}", failures)
 
     for f in failures:
         print("FAILED:", f)
