@@ -240,6 +240,10 @@ def telemetry(before, after):
 # ---- measuring: torch and a GPU ----
 
 def git_sha():
+    """The commit, as tkprobe stamps it: TKPROBE_GIT_SHA where the tree is a copy whose .git is not
+    its own (a GPU machine's), else git's HEAD (-dirty with uncommitted changes)."""
+    if os.environ.get("TKPROBE_GIT_SHA"):
+        return os.environ["TKPROBE_GIT_SHA"]
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         sha = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,

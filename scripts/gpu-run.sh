@@ -57,7 +57,7 @@ for probe in "$@"; do
   fi
 done
 if [[ " $* " == *" attention "* ]] && in_time compare_sdpa; then
-  timeout "$(left)" python3 scripts/compare_sdpa.py --out "$OUT/attention-peers.json" --tk-lib build/kernels/libtk_attention_c.so \
+  TKPROBE_GIT_SHA="$sha" timeout "$(left)" python3 scripts/compare_sdpa.py --out "$OUT/attention-peers.json" --tk-lib build/kernels/libtk_attention_c.so \
     > "$OUT/peers.md" 2> "$OUT/peers.log"
   echo "compare_sdpa rc=$?" >> "$OUT/run.log"
 fi
