@@ -8,7 +8,9 @@
 #include <random>
 #include <vector>
 
+#include "kernels/attention/attention.hpp"
 #include "kernels/gemm/gemm.hpp"
+#include "probes/attention_reference.hpp"
 #include "probes/cublaslt_gemm.hpp"
 #include "probes/tensor_types.hpp"
 #include "src/device_buffer.hpp"
@@ -68,6 +70,29 @@ void bench_gemm(benchmark::State& state) {
   time_launches(state, [&] { kernel(nullptr); }, 2.0 * size * size * double(size));
 }
 
+// The attention forward on `tkprobe attention`'s sweep: 16k tokens (B x N) at hidden 2048 (H x D),
+// ~N(0, 1) inputs drawn on the GPU (a fresh seed per run).
+constexpr int kSweepTokens = 16384, kSweepHidden = 2048;
+
+void bench_attention(benchmark::State& state) {
+  if (!have_gpu(state)) return;
+  const auto kernel = state.range(0) == 0 ? attention::Kernel::wgmma : attention::Kernel::mma_sync;
+  const int d = static_cast<int>(state.range(1)), n = static_cast<int>(state.range(2));
+  const attention::Shape s{kSweepTokens / n, kSweepHidden / d, kSweepHidden / d, n, d, state.range(3) != 0};
+  const std::size_t elements = std::size_t(kSweepTokens) * kSweepHidden;
+  tkprobe::DeviceBuffer<bf16> q(elements), k(elements), v(elements), o(elements);
+  tkprobe::DeviceBuffer<float> lse(elements / d);
+  std::mt19937_64 rng(std::random_device{}());
+  for (auto* x : {&q, &k, &v}) tkprobe::attention_check::fill_normal(x->get(), elements, rng(), nullptr);
+  const attention::Forward forward({q.get(), k.get(), v.get(), o.get(), lse.get()}, s, kernel);
+  time_launches(state, [&] { forward(nullptr); }, attention::flops(s));
+}
+
+BENCHMARK(bench_attention)
+    ->Name("attention")
+    ->ArgsProduct({{0, 1}, {64, 128}, {1024, 4096, 16384}, {0, 1}})
+    ->ArgNames({"mma_sync", "d", "n", "causal"})
+    ->UseManualTime();
 BENCHMARK_TEMPLATE(bench_gemm, gemm::Gemm)->Name("gemm/tk")->Arg(4096)->Arg(8192)->UseManualTime();
 BENCHMARK_TEMPLATE(bench_gemm, tkprobe::CublasLtGemm)->Name("gemm/cublaslt")->Arg(4096)->Arg(8192)->UseManualTime();
 
