@@ -48,19 +48,12 @@ __device__ int2 tile_of(int block, Shape s) {
 }
 
 // Consumer w's 64 x 256 of C leaves as two 64 x 128 TMA stores through its staging tile, so the
-// consumer goes back to multiplying as soon as the second half is in shared memory. Named
-// barrier 1 + w keeps the warpgroup's writes behind the previous store's read of the tile, and
-// the store behind the writes.
+// consumer goes back to multiplying as soon as the second half is in shared memory.
 __device__ void store_tile(c_stage& staging, const CUtensorMap& map, c_out& out, int row_tile, int col_tile, int w) {
-  const bool issuer = warpgroup::thread() == 0;
 #pragma unroll
   for (int half = 0; half < kBlockN / kStoreCols; ++half) {
-    if (issuer) tma::store_wait_read<0>();
-    warpgroup::sync(1 + w);
-    warpgroup::store(staging, column_slice<kStoreCols>(out, half));
-    arch::fence_proxy_async();
-    warpgroup::sync(1 + w);
-    if (issuer) tma::store_async(map, staging, row_tile, col_tile * (kBlockN / kStoreCols) + half);
+    warpgroup::store_async(map, staging, column_slice<kStoreCols>(out, half), row_tile,
+                           col_tile * (kBlockN / kStoreCols) + half, 1 + w);
   }
 }
 

@@ -42,8 +42,7 @@ __device__ void produce(Smem<D>& sm, const Maps& maps, const Problem& p, Stream 
   }
 }
 
-// O / l leaves through the consumer's O tile once the last item's store has read it, and the
-// row logsumexp beside it: ln(sum exp(q.k / sqrt(D))) = (m scale + log2 l) ln 2 (m the raw max).
+// O / l leaves through the consumer's O tile (named barrier 1 + w), and the row logsumexp beside it: ln(sum exp(q.k / sqrt(D))) = (m scale + log2 l) ln 2 (m the raw max).
 template <int D>
 __device__ void store_output(Smem<D>& sm, const Maps& maps, const Problem& p, const Item& it,
                              typename Config<D>::out& o, const typename Config<D>::rows& m,
@@ -56,12 +55,7 @@ __device__ void store_output(Smem<D>& sm, const Maps& maps, const Problem& p, co
   warp::div(lse, lse, l);  // 1 / l: one division per row instead of per element
   warp::mul_row(o, o, lse);
   warp::copy(o_bf, o);
-  if (warpgroup::thread() == 0) tma::store_wait_read<0>();
-  warpgroup::sync(1 + w);
-  warpgroup::store(sm.o[w], o_bf);
-  arch::fence_proxy_async();
-  warpgroup::sync(1 + w);
-  if (warpgroup::thread() == 0) tma::store_async(maps.o, sm.o[w], it.q_block * C::consumers + w, 0, it.qh);
+  warpgroup::store_async(maps.o, sm.o[w], o_bf, it.q_block * C::consumers + w, 0, 1 + w, it.qh);
   warp::log2(l, l);
   warp::mul(lse, m, p.scale_log2);
   warp::add(lse, lse, l);
