@@ -208,6 +208,25 @@ __global__ void exp2_row_kernel(float scale, const float* in, const float* vec, 
   }
 }
 
+template <class RT>
+__global__ void online_softmax_kernel(float scale, const float* first, const float* second, float* s, float* m,
+                                      float* l, float* rescale) {
+  if constexpr (std::is_same_v<typename RT::element, float> && RT::row_major) {  // what online_softmax takes
+    RT a, b;
+    typename RT::row_vec max, sum, factor;
+    load_fragments(a, first);
+    load_fragments(b, second);
+    warp::neg_inf(max);
+    warp::zero(sum);
+    warp::online_softmax(a, max, sum, factor, scale);
+    warp::online_softmax(b, max, sum, factor, scale);
+    store_fragments(b, s);
+    store_fragments(max, m);
+    store_fragments(sum, l);
+    store_fragments(factor, rescale);
+  }
+}
+
 // The predicate is dsl::masked's, written out here for the device.
 template <class RT>
 __global__ void fill_where_kernel(Mask m, int offset, float value, const float* in, float* out) {
@@ -520,6 +539,17 @@ std::vector<float> run_exp2_row(const Operand& t, float scale, const std::vector
     exp2_row_kernel<typename decltype(x)::type><<<1, kLanes>>>(scale, in.get(), vec.get(), out.get());
   });
   return out.read();
+}
+
+SoftmaxOut run_online_softmax(const Operand& t, float scale, const std::vector<float>& first,
+                              const std::vector<float>& second) {
+  const Fragments a(t, first), b(t, second);
+  DeviceArray<float> s(fragment_count(t)), m(fragment_count(row_vec(t))), l(fragment_count(row_vec(t))), rescale(fragment_count(row_vec(t)));
+  with_tile_operand(t, [&](auto x) {
+    online_softmax_kernel<typename decltype(x)::type>
+        <<<1, kLanes>>>(scale, a.get(), b.get(), s.get(), m.get(), l.get(), rescale.get());
+  });
+  return {s.read(), m.read(), l.read(), rescale.read()};
 }
 
 std::vector<float> run_fill_where(const Operand& t, Mask m, int offset, float value, const std::vector<float>& s) {

@@ -78,6 +78,13 @@ std::vector<float> run_binary_scalar(const Operand& d, Binary op, const std::vec
 std::vector<float> run_reduce(const Operand& t, Reduce op, const std::vector<float>& s, const std::vector<float>& prev);
 // d = op(s, v) for a tile s (either layout) and its row_vec (xxx_row) or col_vec (xxx_col).
 std::vector<float> run_broadcast(const Operand& t, Broadcast op, const std::vector<float>& s, const std::vector<float>& v);
+// warp::online_softmax over two float row_l tiles in turn (m = -inf, l = 0 before the first):
+// the second tile's probabilities, then the vectors m, l and the last rescale, in fragment order.
+struct SoftmaxOut {
+  std::vector<float> s, m, l, rescale;
+};
+SoftmaxOut run_online_softmax(const Operand& t, float scale, const std::vector<float>& first,
+                              const std::vector<float>& second);
 // warp::exp2_row on a float row_l tile t: 2^(scale s - v(row)).
 std::vector<float> run_exp2_row(const Operand& t, float scale, const std::vector<float>& s, const std::vector<float>& v);
 

@@ -308,6 +308,53 @@ TEST(DslWarp, Exp2Row) {
   EXPECT_EQ(shapes, 2) << "exp2_row is tested at two tile sizes";
 }
 
+// online_softmax over two tiles against double: the first holds a -inf in every row but a
+// finite maximum, as a masked first key tile does. Tolerance as exp2_row's (the same FFMA and
+// ex2.approx), over sums of up to 64 terms.
+TEST(DslWarp, OnlineSoftmax) {
+  Random rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  int shapes = 0;
+  for (const Operand& t : tiles()) {
+    if (t.type != DType::f32 || t.form != dsl::Form::row) continue;
+    ++shapes;
+    const float scale = 0.12751743f;  // log2(e) / sqrt(128)
+    const auto fragments = std::size_t(dsl::kLanes) * dsl::scalars_per_lane(t);
+    auto first = rng.values(t.type, fragments);
+    const auto second = rng.values(t.type, fragments);
+    const auto a = gather(t, first), b = gather(t, second);
+    std::vector<double> m(t.rows), l(t.rows), rescale(t.rows);
+    std::vector<char> masked(a.size());
+    for (int r = 0; r < t.rows; ++r) {
+      masked[r * t.cols + (r * 7 + 3) % t.cols] = 1;  // one masked key per row, never the only one
+      double m1 = -INFINITY, l1 = 0;
+      for (int c = 0; c < t.cols; ++c) m1 = masked[r * t.cols + c] ? m1 : std::max(m1, double(a[r * t.cols + c]));
+      for (int c = 0; c < t.cols; ++c) l1 += masked[r * t.cols + c] ? 0 : std::exp2(scale * (a[r * t.cols + c] - m1));
+      m[r] = m1;
+      for (int c = 0; c < t.cols; ++c) m[r] = std::max(m[r], double(b[r * t.cols + c]));
+      rescale[r] = std::exp2(scale * (m1 - m[r]));
+      l[r] = l1 * rescale[r];
+      for (int c = 0; c < t.cols; ++c) l[r] += std::exp2(scale * (b[r * t.cols + c] - m[r]));
+    }
+    first = per_fragment<float>(t, [&](tk::layout::Coord c, int at) {
+      return masked[c.row * t.cols + c.col] ? -INFINITY : first[at];
+    });
+    const auto out = dsl::run_online_softmax(t, scale, first, second);
+    const Operand v = dsl::row_vec(t);
+    const auto entry = [&](const std::vector<double>& x) {
+      return per_fragment<double>(v, [&](tk::layout::Coord c, int) { return x[c.col]; });
+    };
+    const auto probs = per_fragment<double>(t, [&](tk::layout::Coord c, int at) {
+      return std::exp2(scale * (second[at] - m[c.row]));
+    });
+    expect_close(out.s, probs, 1e-5, name(t) + " online_softmax probabilities");
+    expect_close(out.m, entry(m), 0.0, name(t) + " online_softmax max");  // a max is one of its inputs
+    expect_close(out.l, entry(l), 1e-5, name(t) + " online_softmax sum");
+    expect_close(out.rescale, entry(rescale), 1e-5, name(t) + " online_softmax rescale");
+  }
+  EXPECT_EQ(shapes, 2) << "online_softmax is tested at two tile sizes";
+}
+
 TEST(DslWarp, FillWhere) {
   Random rng;
   SCOPED_TRACE("seed " + std::to_string(rng.seed()));

@@ -58,6 +58,13 @@ struct Smem {
   pipeline<kQSlots> q_pipe;
   pipeline<C::k_stages> k_pipe;
   pipeline<C::v_stages> v_pipe;
+
+  // One thread, before any copy: every consumer warp releases each Q slot and K and V stage.
+  __device__ void init() {
+    q_pipe.init(C::consumers * 4);
+    k_pipe.init(C::consumers * 4);
+    v_pipe.init(C::consumers * 4);
+  }
 };
 template <int D>
 constexpr int kSmemBytes = sizeof(Smem<D>) + kSmemAlign;  // room to align the tiles

@@ -19,9 +19,8 @@ enum class Stream { q, k, v };
 // One item's K or V tiles, one step of `ring` each.
 template <class Ring, class Tile>
 __device__ void stream_tiles(Ring& ring, Tile* tiles, const CUtensorMap& map, const Item& it, int& step) {
-  for (int j = 0; j < it.tiles; ++j, ++step) {
+  for (int j = 0; j < it.tiles; ++j, ++step)
     tma::load_async(tiles[ring.stage(step)], map, j, 0, ring.acquire(step, tma::bytes<Tile>()), it.kvh);
-  }
 }
 
 template <int D>
@@ -31,9 +30,8 @@ __device__ void produce(Smem<D>& sm, const Maps& maps, const Problem& p, Stream 
     const Item it = item<D>(p, t);
     if (stream == Stream::q) {
       const std::uint32_t full = sm.q_pipe.acquire(n, C::consumers * tma::bytes<typename C::q>());
-      for (int w = 0; w < C::consumers; ++w) {
+      for (int w = 0; w < C::consumers; ++w)
         tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_block * C::consumers + w, 0, full, it.qh);
-      }
     } else if (stream == Stream::k) {
       stream_tiles(sm.k_pipe, sm.k, maps.k, it, step);
     } else {
@@ -63,25 +61,13 @@ __device__ void store_output(Smem<D>& sm, const Maps& maps, const Problem& p, co
   warp::store(p.lse + std::size_t(it.qh) * p.seq + row0, lse, p.seq - row0);
 }
 
-// One key tile of the online softmax: S (raw scores of keys kv0.. against rows row0..) becomes
-// exp2(S scale - m scale) with m the running row max, l the running row sum, and `rescale` the
-// factor O must take for the new max.
+// Masks the scores of keys kv0.. against rows row0.. (this warp's; q0 its warpgroup's first) that
+// lie past the sequence or, with a causal mask, in a row's future.
 template <int D>
-__device__ void online_softmax(typename Config<D>::scores& s, typename Config<D>::rows& m, typename Config<D>::rows& l,
-                               typename Config<D>::rows& rescale, const Problem& p, int kv0, int q0, int row0) {
-  typename Config<D>::rows m_prev, shift;
+__device__ void mask(typename Config<D>::scores& s, const Problem& p, int kv0, int q0, int row0) {
   if (kv0 + kBlockKV > p.seq || (p.causal && kv0 + kBlockKV - 1 > q0)) {
     warp::fill_where(s, -INFINITY, [&](int r, int c) { return kv0 + c >= p.seq || (p.causal && kv0 + c > row0 + r); });
   }
-  warp::copy(m_prev, m);
-  warp::row_max(m, s, m);
-  warp::mul(shift, m, p.scale_log2);
-  warp::exp2_row(s, s, p.scale_log2, shift);
-  warp::sub(rescale, m_prev, m);
-  warp::mul(rescale, rescale, p.scale_log2);
-  warp::exp2(rescale, rescale);
-  warp::mul(l, l, rescale);
-  warp::row_sum(l, s, l);
 }
 
 // Issues S = Q K^T of an item's first key tile (Q slot n, ring step `step`) for consumer w.
@@ -121,7 +107,8 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
 
   warpgroup::mma_wait<0>();  // S of tile 0
   if (releaser) sm.k_pipe.release(step);
-  online_softmax<D>(s, m, l, rescale, p, 0, q0, row0);
+  mask<D>(s, p, 0, q0, row0);
+  warp::online_softmax(s, m, l, rescale, p.scale_log2);
   warp::copy(pr, s);
   for (int j = 1; j < mine; ++j) {
     turn.wait();
@@ -135,7 +122,8 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
     turn.pass();
     warpgroup::mma_wait<1>();  // S of tile j: its K tile is free
     if (releaser) sm.k_pipe.release(step + j);
-    online_softmax<D>(s, m, l, rescale, p, j * kBlockKV, q0, row0);
+    mask<D>(s, p, j * kBlockKV, q0, row0);
+    warp::online_softmax(s, m, l, rescale, p.scale_log2);
     warpgroup::mma_wait<0>();  // P V of tile j - 1: O, P and the V tile are free
     if (releaser) sm.v_pipe.release(step + j - 1);
     warp::mul_row(o, o, rescale);
@@ -147,10 +135,8 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
     turn.pass();
     sm.k_pipe.wait_full(step + j);
     sm.v_pipe.wait_full(step + j);
-    if (releaser) {
-      sm.k_pipe.release(step + j);
-      sm.v_pipe.release(step + j);
-    }
+    if (releaser) sm.k_pipe.release(step + j);
+    if (releaser) sm.v_pipe.release(step + j);
   }
   turn.wait();
   sm.v_pipe.wait_full(step + mine - 1);
@@ -169,11 +155,7 @@ __global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __
   using C = Config<D>;
   extern __shared__ std::uint8_t raw[];
   Smem<D>& sm = *reinterpret_cast<Smem<D>*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
-  if (threadIdx.x == 0) {
-    sm.q_pipe.init(C::consumers * 4);  // every consumer warp releases each slot
-    sm.k_pipe.init(C::consumers * 4);
-    sm.v_pipe.init(C::consumers * 4);
-  }
+  if (threadIdx.x == 0) sm.init();
   __syncthreads();
 
   if (warpgroup::index() == 0) {

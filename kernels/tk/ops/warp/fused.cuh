@@ -3,6 +3,8 @@
 // would cost the kernel more ALU instructions per score than it can hide under the tensor cores
 // (at head dim 64 a score's softmax and its two mma shares take about as long).
 #include "tk/arch/fast_math.cuh"
+#include "tk/ops/warp/elementwise.cuh"
+#include "tk/ops/warp/reductions.cuh"
 #include "tk/types/rt.cuh"
 
 namespace tk::warp {
@@ -23,6 +25,27 @@ __device__ __forceinline__ void exp2_row(rt<float, R, C, row_l>& d, const rt<flo
         const float2 x = s.at(i, j, p);
         d.at(i, j, p) = {arch::exp2_ftz(fmaf(scale, x.x, -shift)), arch::exp2_ftz(fmaf(scale, x.y, -shift))};
       }
+}
+
+// One key tile of FlashAttention's online softmax, in base 2. s holds raw scores (-inf where
+// masked); m, the running row max of the raw scores, and l, the running row sum of exponentials,
+// take the tile in; s becomes 2^(scale s - scale m) and `rescale` 2^(scale (m_before - m)), the
+// factor whatever was summed before (l's old part, an output accumulator) must take. Each row
+// needs a finite score in its first tile (m starts at -inf: rescale is then 0).
+template <int R, int C>
+__device__ __forceinline__ void online_softmax(rt<float, R, C, row_l>& s, rv<float, R, group_vl>& m,
+                                               rv<float, R, group_vl>& l, rv<float, R, group_vl>& rescale,
+                                               float scale) {
+  rv<float, R, group_vl> m_before, shift;
+  copy(m_before, m);
+  row_max(m, s, m);
+  mul(shift, m, scale);
+  exp2_row(s, s, scale, shift);
+  sub(rescale, m_before, m);
+  mul(rescale, rescale, scale);
+  exp2(rescale, rescale);
+  mul(l, l, rescale);
+  row_sum(l, s, l);
 }
 
 }  // namespace tk::warp
