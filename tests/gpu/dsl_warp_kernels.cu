@@ -198,7 +198,7 @@ __global__ void broadcast_kernel(Broadcast op, const float* in, const float* vec
 
 template <class RT>
 __global__ void exp2_row_kernel(float scale, const float* in, const float* vec, float* out) {
-  if constexpr (std::is_same_v<typename RT::element, float> && RT::row_major) {  // what exp2_row takes
+  if constexpr (std::is_same_v<typename RT::element, float>) {  // what exp2_row takes
     RT s, d;
     typename RT::row_vec r;
     load_fragments(s, in);

@@ -85,7 +85,7 @@ struct SoftmaxOut {
 };
 SoftmaxOut run_online_softmax(const Operand& t, float scale, const std::vector<float>& first,
                               const std::vector<float>& second);
-// warp::exp2_row on a float row_l tile t: 2^(scale s - v(row)).
+// warp::exp2_row on a float tile t (either layout): 2^(scale s - v(row)).
 std::vector<float> run_exp2_row(const Operand& t, float scale, const std::vector<float>& s, const std::vector<float>& v);
 
 // warp::fill_where on a tile (either layout) holding s: the elements whose tile coordinates

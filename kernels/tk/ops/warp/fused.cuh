@@ -9,22 +9,22 @@
 
 namespace tk::warp {
 
-// d(r, c) = 2^(scale s(r, c) - v(r)): one FFMA and one MUFU.EX2 per element (ex2.approx.ftz:
-// results below 2^-126 become 0, which a softmax sum cannot see). d may be s.
-template <int R, int C>
-__device__ __forceinline__ void exp2_row(rt<float, R, C, row_l>& d, const rt<float, R, C, row_l>& s, float scale,
-                                         const rv<float, R, group_vl>& v) {
-  using RT = rt<float, R, C, row_l>;
-#pragma unroll
-  for (int i = 0; i < RT::subtile_rows; ++i)
-#pragma unroll
-    for (int j = 0; j < RT::subtile_cols; ++j)
-#pragma unroll
-      for (int p = 0; p < layout::kPairsPerSubtile; ++p) {
-        const float shift = p % 2 == 0 ? v.data[i].x : v.data[i].y;  // row g, or g + 8 (rt_layout.hpp)
-        const float2 x = s.at(i, j, p);
-        d.at(i, j, p) = {arch::exp2_ftz(fmaf(scale, x.x, -shift)), arch::exp2_ftz(fmaf(scale, x.y, -shift))};
-      }
+namespace detail {
+// 2^(scale x - v): one FFMA and one MUFU.EX2 (ex2.approx.ftz: results below 2^-126 become 0,
+// which a softmax sum cannot see).
+struct exp2_affine_op {
+  float scale;
+  __device__ float2 apply(float2 x, float2 v) const {
+    return {arch::exp2_ftz(fmaf(scale, x.x, -v.x)), arch::exp2_ftz(fmaf(scale, x.y, -v.y))};
+  }
+};
+}  // namespace detail
+
+// d(r, c) = 2^(scale s(r, c) - v(r)) on float tiles. d may be s.
+template <int R, int C, class L>
+__device__ __forceinline__ void exp2_row(rt<float, R, C, L>& d, const rt<float, R, C, L>& s, float scale,
+                                         const typename rt<float, R, C, L>::row_vec& v) {
+  detail::broadcast<layout::Axis::row>(d, s, v, detail::exp2_affine_op{scale});
 }
 
 // One key tile of FlashAttention's online softmax, in base 2. s holds raw scores (-inf where

@@ -87,16 +87,17 @@ __device__ __forceinline__ void reduce(vec_along<RT, A>& v, const RT& s, const v
   }
 }
 
-// d(r, c) = Op(s(r, c), v(r)) for A = row, Op(s(r, c), v(c)) for A = col.
-template <class Op, layout::Axis A, class RT>
-__device__ __forceinline__ void broadcast(RT& d, const RT& s, const vec_along<RT, A>& v) {
+// d(r, c) = op(s(r, c), v(r)) for A = row, op(s(r, c), v(c)) for A = col. `op` may carry state
+// (warp::exp2_row's scale).
+template <layout::Axis A, class RT, class Op>
+__device__ __forceinline__ void broadcast(RT& d, const RT& s, const vec_along<RT, A>& v, const Op& op) {
 #pragma unroll
   for (int i = 0; i < RT::subtile_rows; ++i)
 #pragma unroll
     for (int j = 0; j < RT::subtile_cols; ++j)
 #pragma unroll
       for (int p = 0; p < layout::kPairsPerSubtile; ++p)
-        d.at(i, j, p) = Op::apply(s.at(i, j, p), vector_pair(v, block_of<A>(i, j), p));
+        d.at(i, j, p) = op.apply(s.at(i, j, p), vector_pair(v, block_of<A>(i, j), p));
 }
 
 }  // namespace detail
@@ -149,12 +150,12 @@ __device__ __forceinline__ void col_sum(typename rt<T, R, C, L>::col_vec& v, con
   template <class T, int R, int C, class L>                                                                 \
   __device__ __forceinline__ void name##_row(rt<T, R, C, L>& d, const rt<T, R, C, L>& s,                    \
                                              const typename rt<T, R, C, L>::row_vec& v) {                   \
-    detail::broadcast<detail::name##_op, layout::Axis::row>(d, s, v);                                       \
+    detail::broadcast<layout::Axis::row>(d, s, v, detail::name##_op{});                                     \
   }                                                                                                         \
   template <class T, int R, int C, class L>                                                                 \
   __device__ __forceinline__ void name##_col(rt<T, R, C, L>& d, const rt<T, R, C, L>& s,                    \
                                              const typename rt<T, R, C, L>::col_vec& v) {                   \
-    detail::broadcast<detail::name##_op, layout::Axis::col>(d, s, v);                                       \
+    detail::broadcast<layout::Axis::col>(d, s, v, detail::name##_op{});                                     \
   }
 TK_WARP_BROADCAST(add)
 TK_WARP_BROADCAST(sub)
