@@ -11,7 +11,6 @@ double flops(Shape s) {
 }
 
 std::string refusal(Shape s, Kernel kernel) {
-  constexpr int kMaxGridDim = 65535;  // heads and batch are grid dimensions y and z
   const auto positive = [](const char* name, int v) {
     return v > 0 ? std::string() : std::string(name) + " = " + std::to_string(v) + ": give a positive number";
   };
@@ -25,9 +24,6 @@ std::string refusal(Shape s, Kernel kernel) {
   }
   if (s.head_dim != 64 && s.head_dim != 128) {
     return "head dim = " + std::to_string(s.head_dim) + ": give 64 or 128";
-  }
-  if (s.heads > kMaxGridDim || s.batch > kMaxGridDim) {
-    return "batch and heads must each be at most " + std::to_string(kMaxGridDim);
   }
   return kernel == Kernel::wgmma ? detail::hopper_refusal(s) : detail::portable_refusal(s);
 }

@@ -202,6 +202,10 @@ bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::ui
 }  // namespace
 
 std::string portable_refusal(Shape s) {
+  constexpr int kMaxGridDim = 65535;  // heads and batch are grid dimensions y and z
+  if (s.heads > kMaxGridDim || s.batch > kMaxGridDim) {
+    return "batch and heads must each be at most " + std::to_string(kMaxGridDim) + " (the mma_sync kernel's grid)";
+  }
   // Offsets within a head are ints, up to the last query tile's end past seq.
   const long long padded_rows = (static_cast<long long>(s.seq) + kBlockRows - 1) / kBlockRows * kBlockRows;
   constexpr long long kMaxElements = std::numeric_limits<int>::max();

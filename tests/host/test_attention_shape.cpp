@@ -33,8 +33,15 @@ TEST(AttentionShape, CommonRulesNameWhatIsValid) {
     EXPECT_TRUE(mentions(attention::refusal({1, 4, 3, 128, 64, false}, k),
                          "the query heads must be a multiple of the key/value heads"));
     EXPECT_TRUE(mentions(attention::refusal({1, 4, 4, 128, 96, false}, k), "head dim = 96: give 64 or 128"));
-    EXPECT_TRUE(mentions(attention::refusal({1, 65536, 1, 128, 64, false}, k), "at most 65535"));
-    EXPECT_TRUE(mentions(attention::refusal({65536, 1, 1, 128, 64, false}, k), "at most 65535"));
+  }
+}
+
+// Batch and heads are grid dimensions of the mma_sync kernel only: the wgmma kernel's persistent
+// grid walks them as work items.
+TEST(AttentionShape, OnlyTheMmaSyncGridLimitsBatchAndHeads) {
+  for (const Shape s : {Shape{1, 65536, 1, 128, 64, false}, Shape{65536, 1, 1, 128, 64, false}}) {
+    EXPECT_TRUE(mentions(attention::refusal(s, Kernel::mma_sync), "at most 65535"));
+    EXPECT_EQ(attention::refusal(s, Kernel::wgmma), "");
   }
 }
 
