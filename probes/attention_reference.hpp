@@ -7,10 +7,23 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/attention/attention.hpp"
 
 namespace tkprobe::attention_check {
+
+// `tkprobe attention`'s sweep (and tkprobe-bench's): 16k tokens in all (B x N = 16384) at hidden
+// size 2048 (H x D), the grid FlashAttention-2's paper reports, so figures can be set beside
+// published ones; by head dim (64, 128), then mask (off, causal), then N (1024, 4096, 16384).
+inline std::vector<attention::Shape> sweep() {
+  constexpr int kTokens = 16384, kHidden = 2048;
+  std::vector<attention::Shape> out;
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (int n : {1024, 4096, 16384}) out.push_back({kTokens / n, kHidden / d, kHidden / d, n, d, causal});
+  return out;
+}
 
 // `count` bf16 values, each ~N(0, 1): Box-Muller on a counter-based hash of (seed, index), so a
 // seed gives the same values on any GPU and launch shape, and different seeds independent ones.

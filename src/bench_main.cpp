@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/attention/attention.hpp"
@@ -70,28 +71,31 @@ void bench_gemm(benchmark::State& state) {
   time_launches(state, [&] { kernel(nullptr); }, 2.0 * size * size * double(size));
 }
 
-// The attention forward on `tkprobe attention`'s sweep: 16k tokens (B x N) at hidden 2048 (H x D),
-// ~N(0, 1) inputs drawn on the GPU (a fresh seed per run).
-constexpr int kSweepTokens = 16384, kSweepHidden = 2048;
-
+// The attention forward on `tkprobe attention`'s sweep (attention_check::sweep(), argument 1 its
+// index; argument 0 the kernel), ~N(0, 1) inputs drawn on the GPU (a fresh seed per run).
 void bench_attention(benchmark::State& state) {
   if (!have_gpu(state)) return;
   const auto kernel = state.range(0) == 0 ? attention::Kernel::wgmma : attention::Kernel::mma_sync;
-  const int d = static_cast<int>(state.range(1)), n = static_cast<int>(state.range(2));
-  const attention::Shape s{kSweepTokens / n, kSweepHidden / d, kSweepHidden / d, n, d, state.range(3) != 0};
-  const std::size_t elements = std::size_t(kSweepTokens) * kSweepHidden;
-  tkprobe::DeviceBuffer<bf16> q(elements), k(elements), v(elements), o(elements);
-  tkprobe::DeviceBuffer<float> lse(elements / d);
+  const attention::Shape s = tkprobe::attention_check::sweep()[state.range(1)];
+  state.SetLabel("B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " N=" + std::to_string(s.seq) +
+                 " D=" + std::to_string(s.head_dim) + (s.causal ? " causal" : ""));
+  const std::size_t q_elements = std::size_t(s.batch) * s.heads * s.seq * s.head_dim;
+  const std::size_t kv_elements = q_elements / s.heads * s.kv_heads;
+  tkprobe::DeviceBuffer<bf16> q(q_elements), k(kv_elements), v(kv_elements), o(q_elements);
+  tkprobe::DeviceBuffer<float> lse(q_elements / s.head_dim);
   std::mt19937_64 rng(std::random_device{}());
-  for (auto* x : {&q, &k, &v}) tkprobe::attention_check::fill_normal(x->get(), elements, rng(), nullptr);
+  for (auto* x : {&q, &k, &v}) tkprobe::attention_check::fill_normal(x->get(), x->size(), rng(), nullptr);
   const attention::Forward forward({q.get(), k.get(), v.get(), o.get(), lse.get()}, s, kernel);
   time_launches(state, [&] { forward(nullptr); }, attention::flops(s));
 }
 
 BENCHMARK(bench_attention)
     ->Name("attention")
-    ->ArgsProduct({{0, 1}, {64, 128}, {1024, 4096, 16384}, {0, 1}})
-    ->ArgNames({"mma_sync", "d", "n", "causal"})
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      for (int kernel : {0, 1})
+        for (int shape = 0; shape < int(tkprobe::attention_check::sweep().size()); ++shape) b->Args({kernel, shape});
+    })
+    ->ArgNames({"mma_sync", "shape"})
     ->UseManualTime();
 BENCHMARK_TEMPLATE(bench_gemm, gemm::Gemm)->Name("gemm/tk")->Arg(4096)->Arg(8192)->UseManualTime();
 BENCHMARK_TEMPLATE(bench_gemm, tkprobe::CublasLtGemm)->Name("gemm/cublaslt")->Arg(4096)->Arg(8192)->UseManualTime();
