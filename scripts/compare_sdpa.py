@@ -321,10 +321,10 @@ class TkAttention:
                                               b, h, k.shape[1], n, d, int(causal), TK_KERNELS[kernel])
         if not handle:
             return None
-        stream = lambda: ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)  # PyTorch's, so events order with it
 
         def run():
-            if self.lib.tk_attention_launch(handle, stream()) != 0:
+            if self.lib.tk_attention_launch(handle, stream) != 0:
                 raise RuntimeError(f"tk_attention_launch ({kernel}) failed")
         return run, o, lse, lambda: self.lib.tk_attention_destroy(handle)
 

@@ -33,8 +33,9 @@ struct Config {
   using out = rt_fl<16, D>;                 // each warp's 16 rows of O, accumulated
   using out_bf = rt_bf<16, D>;
   using rows = scores::row_vec;             // a value per row: max, sum, rescale factor
-  // K and V have rings of their own: a K tile is free once S is, a V tile only once P V is,
-  // a softmax later. At D = 128 two V stages still give each load two tiles' time.
+  // K and V have rings of their own: a K tile is free once S is, a V tile only once P V is, a
+  // softmax later. At D = 128 shared memory (two Q slots, O, and 32 KB tiles) holds 2 + 2 stages:
+  // 224 KB (kSmemBytes); a K load then has about one tile's time to land, a V load two.
   static constexpr int k_stages = D == 64 ? 4 : 2, v_stages = D == 64 ? 4 : 2;
 };
 
@@ -44,7 +45,8 @@ constexpr int kQSlots = 2;
 // Consumers take turns to issue their products, so one's products run under the others'
 // softmax instead of all of them queueing at the tensor cores together and then all computing
 // exponentials together: measured 3-10% faster on every shape of the sweep. Every consumer
-// takes tiles + 1 turns per item (tiles past its causal diagonal too), so the turns stay paired.
+// takes one turn per key tile of each item (tiles past its causal diagonal too), and one for the
+// block's first S, so the turns stay paired.
 constexpr int kTurns = 4;
 template <int D>
 using Turns = warpgroup::turns<Config<D>::consumers, kTurns>;
