@@ -39,9 +39,9 @@ PROBE = "attention"
 BACKENDS = {"torch-flash": "FLASH_ATTENTION", "torch-cudnn": "CUDNN_ATTENTION"}
 TK_KERNELS = {"wgmma": 0, "mma-sync": 1}  # libtk_attention_c's kernel numbers (kernels/attention/c_api.cpp)
 MAX_LSE_ERROR = 1e-2  # the probe's bound on the logsumexp (absolute)
-MAX_REL_ERROR = 1e-2  # the probe's bound (probes/attention.cpp): bf16 inputs and output
+MAX_REL_ERROR = 1e-2  # the probe's bound (probes/attention/attention.cpp): bf16 inputs and output
 
-# The probe's grids (probes/attention.cpp): 16k tokens at hidden 2048; --quick a small, ragged one.
+# The probe's grids (probes/attention/attention.cpp): 16k tokens at hidden 2048; --quick a small, ragged one.
 SWEEP_TOKENS, SWEEP_HIDDEN, SWEEP_SEQS, HEAD_DIMS = 16384, 2048, (1024, 4096, 16384), (64, 128)
 QUICK_BATCH, QUICK_HEADS, QUICK_SEQ = 2, 4, 1000
 

@@ -1,5 +1,5 @@
 #pragma once
-// Exit codes and the exceptions that carry them (shared/DESIGN.md, "CLI conventions").
+// Exit codes and the exceptions that carry them (the README's options and exit codes).
 #include <cuda_runtime_api.h>
 
 #include <stdexcept>

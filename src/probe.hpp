@@ -21,7 +21,7 @@ namespace tkprobe {
 
 enum class Format { table, json, markdown, csv };
 
-// Options every probe takes (shared/DESIGN.md, "CLI conventions").
+// Options every probe takes (the README's options and exit codes).
 struct CommonOptions {
   int device = 0;
   std::string json_path;  // "" none, "-" stdout

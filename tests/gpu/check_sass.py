@@ -9,12 +9,12 @@ import subprocess
 import sys
 from collections import namedtuple
 
-UNROLL = 16  # kUnroll in probes/smem_*_kernels.hpp
-MEM_UNROLL = 8  # kUnroll in probes/mem_latency_kernels.hpp
-PAIR_UNROLL = 4  # kPairUnroll in probes/wgmma_kernels.hpp: the first pass + 4 unrolled pairs of passes
+UNROLL = 16  # kUnroll in probes/smem-latency/smem_latency_kernels.hpp, probes/common/smem_banks_kernels.hpp
+MEM_UNROLL = 8  # kUnroll in probes/mem-latency/mem_latency_kernels.hpp
+PAIR_UNROLL = 4  # kPairUnroll in probes/common/wgmma_kernels.hpp: the first pass + 4 unrolled pairs of passes
 WGMMA_PER_PASS = 4  # kKSlices
-WARP_LOADS_IN_FLIGHT = 8  # kWarpLoadsInFlight in probes/copy_engines_kernels.hpp
-CP_ASYNC_UNROLL = 4  # kCpAsyncUnroll in probes/copy_engines_kernels.cu
+WARP_LOADS_IN_FLIGHT = 8  # kWarpLoadsInFlight in probes/copy-engines/copy_engines_kernels.hpp
+CP_ASYNC_UNROLL = 4  # kCpAsyncUnroll in probes/copy-engines/copy_engines_kernels.cu
 
 # A kernel family: pattern in the mangled name, opcode pattern, least count, kernels expected, and
 # whether it is timed (then it must read the clock at the start and end of its timed region).

@@ -3,8 +3,8 @@
 // predicts: wavefronts per warp-wide instruction.
 #include <cstdio>
 
-#include "probes/bank_model.hpp"
-#include "probes/smem_banks_kernels.hpp"
+#include "probes/smem-banks/bank_model.hpp"
+#include "probes/common/smem_banks_kernels.hpp"
 #include "src/device_buffer.hpp"
 
 using namespace tkprobe;

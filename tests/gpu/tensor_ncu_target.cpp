@@ -4,8 +4,8 @@
 // mma.sync is two f16 HMMA (the SASS test shows the same).
 #include <cstdio>
 
-#include "probes/mma_sync_kernels.hpp"
-#include "probes/wgmma_kernels.hpp"
+#include "probes/common/mma_sync_kernels.hpp"
+#include "probes/common/wgmma_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/residency.hpp"
 

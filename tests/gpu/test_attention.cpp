@@ -1,5 +1,5 @@
 // The attention kernels (kernels/attention) and the tools the probe checks them with
-// (probes/attention_reference.hpp) on the GPU. Inputs are fresh ~N(0, 1) bf16 values; outputs
+// (probes/common/attention_reference.hpp) on the GPU. Inputs are fresh ~N(0, 1) bf16 values; outputs
 // start poisoned (NaN), so a row a kernel never writes fails every check. Short sequences are
 // checked against a host reference in double, N = 16384 against the GPU fp32 reference, which
 // is itself checked against the host.
@@ -11,7 +11,7 @@
 #include <random>
 
 #include "kernels/attention/attention.hpp"
-#include "probes/attention_reference.hpp"
+#include "probes/common/attention_reference.hpp"
 #include "src/device_buffer.hpp"
 #include "tests/gpu/gpu_fixtures.hpp"
 
@@ -23,7 +23,7 @@ using tkprobe::DeviceBuffer;
 
 namespace {
 
-// The probe's bounds (probes/attention.cpp): bf16 inputs and output.
+// The probe's bounds (probes/attention/attention.cpp): bf16 inputs and output.
 constexpr double kMaxRelError = 1e-2, kMaxLseError = 1e-2;
 // The fp32 reference against double: rounding of fp32 sums over at most ~16k terms.
 constexpr double kRefMaxRelError = 1e-4, kRefMaxLseError = 1e-4;

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/attention/attention.hpp"
-#include "probes/attention_reference.hpp"
+#include "probes/common/attention_reference.hpp"
 
 using attention::Kernel;
 using attention::Shape;

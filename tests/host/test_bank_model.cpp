@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <numeric>
 
-#include "probes/bank_model.hpp"
-#include "probes/smem_banks_kernels.hpp"
+#include "probes/smem-banks/bank_model.hpp"
+#include "probes/common/smem_banks_kernels.hpp"
 
 namespace banks = tkprobe::banks;
 using tk::layout::Swizzle;

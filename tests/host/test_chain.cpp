@@ -3,7 +3,7 @@
 #include <random>
 #include <set>
 
-#include "probes/chain.hpp"
+#include "probes/common/chain.hpp"
 
 namespace chain = tkprobe::chain;
 

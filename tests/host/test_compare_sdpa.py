@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-# The attention probe's row keys (probes/attention.cpp, params_json; results/README.md).
+# The attention probe's row keys (probes/attention/attention.cpp, params_json; results/README.md).
 PROBE_KEYS = {"kernel", "head_dim", "seq", "batch", "heads", "kv_heads", "causal", "dtype"}
 
 

@@ -2,7 +2,7 @@
 // the shared memory a CTA needs, and how many threads copy a box.
 #include <gtest/gtest.h>
 
-#include "probes/copy_engines_kernels.hpp"
+#include "probes/copy-engines/copy_engines_kernels.hpp"
 
 namespace ce = tkprobe::copy_engines;
 using ce::Engine;

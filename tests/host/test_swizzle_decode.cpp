@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/tk/layout/swizzle.hpp"
-#include "probes/swizzle_decode.hpp"
+#include "probes/tma-swizzle/swizzle_decode.hpp"
 
 using namespace tkprobe::swizzle_decode;
 using tk::layout::Swizzle;

@@ -5,7 +5,7 @@
 #include <bit>
 #include <cmath>
 
-#include "probes/tensor_types.hpp"
+#include "probes/common/tensor_types.hpp"
 #include "src/errors.hpp"
 #include "tests/fixtures.hpp"
 

@@ -1,0 +1,203 @@
+// gemm: the DSL's bf16 GEMM (kernels/gemm) against cuBLASLt on the same inputs, in the same run.
+//
+// C = A B^T for square and given shapes: TFLOP/s of each (2 M N K FLOPs per launch, CUDA events),
+// % of the datasheet peak, their ratio (timed from alternating launches), and the relative error between the two results (the
+// Frobenius norm of the difference over cuBLASLt's). cuBLASLt's own result is spot-checked against
+// a host dot product in double, so a wrong layout on either side cannot pass as agreement.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "kernels/gemm/gemm.hpp"
+#include "probes/common/cublaslt_gemm.hpp"
+#include "probes/common/tensor_types.hpp"
+#include "src/device_buffer.hpp"
+#include "src/errors.hpp"
+#include "src/probe.hpp"
+
+namespace tkprobe {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kDefaultSizes[] = {4096, 8192};
+constexpr int kQuickSize = 2048;
+constexpr double kMaxRelError = 1e-2;
+constexpr double kMaxSpotError = 1e-2;  // bf16 output rounding is at most 2^-9 ~ 2e-3 relative
+constexpr int kSpotChecks = 64;
+
+float from_bf16(std::uint16_t bits) {
+  const std::uint32_t u = std::uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Fresh random bf16 operands (tensor::random_element: non-zero, exactly representable).
+std::vector<std::uint16_t> random_bf16(std::size_t count, std::mt19937_64& rng) {
+  std::vector<std::uint16_t> out(count);
+  for (auto& v : out) v = static_cast<std::uint16_t>(tensor::random_element(tensor::DType::bf16, rng).bits);
+  return out;
+}
+
+struct Operands {
+  Operands(gemm::Shape s, std::mt19937_64& rng)
+      : shape(s),
+        a_host(random_bf16(std::size_t(s.m) * s.k, rng)),
+        b_host(random_bf16(std::size_t(s.n) * s.k, rng)),
+        a(a_host.size()),
+        b(b_host.size()),
+        c(std::size_t(s.m) * s.n) {
+    a.upload(a_host);
+    b.upload(b_host);
+  }
+  const bf16* a_ptr() const { return reinterpret_cast<const bf16*>(a.get()); }
+  const bf16* b_ptr() const { return reinterpret_cast<const bf16*>(b.get()); }
+  bf16* c_ptr() const { return reinterpret_cast<bf16*>(c.get()); }
+
+  gemm::Shape shape;
+  std::vector<std::uint16_t> a_host, b_host;
+  DeviceBuffer<std::uint16_t> a, b, c;
+};
+
+class Gemm final : public Probe {
+ public:
+  std::string name() const override { return "gemm"; }
+  std::string summary() const override {
+    return "The DSL's bf16 GEMM vs cuBLASLt on the same inputs: TFLOP/s, ratio, relative error";
+  }
+  int min_cc() const override { return 90; }
+  int max_cc() const override { return 90; }
+  void add_options(CLI::App& cmd) override {
+    cmd.add_option("--m", m_, "Rows of A and C (with --n and --k; default: 4096^3 and 8192^3, --quick 2048^3)");
+    cmd.add_option("--n", n_, "Rows of B, columns of C");
+    cmd.add_option("--k", k_, "The reduction dimension");
+  }
+  void validate() const override {
+    const int given = m_.has_value() + n_.has_value() + k_.has_value();
+    if (given != 0 && given != 3) throw UsageError("--m, --n, --k: give all three, or none for the standard shapes");
+    if (given == 3) {
+      if (const std::string why = gemm::refusal({*m_, *n_, *k_}); !why.empty()) {
+        throw UsageError(fmt::format("--m {} --n {} --k {}: {}", *m_, *n_, *k_, why));
+      }
+    }
+  }
+
+  void run(ProbeContext& ctx) override {
+    for (const gemm::Shape s : shapes(ctx.options.quick)) measure(ctx, s);
+  }
+
+ private:
+  std::optional<int> m_, n_, k_;
+
+  std::vector<gemm::Shape> shapes(bool quick) const {
+    if (m_) return {{*m_, *n_, *k_}};
+    if (quick) return {{kQuickSize, kQuickSize, kQuickSize}};
+    std::vector<gemm::Shape> out;
+    for (int size : kDefaultSizes) out.push_back({size, size, size});
+    return out;
+  }
+
+  void measure(ProbeContext& ctx, gemm::Shape s) {
+    Operands ops(s, ctx.rng);
+    const double tflop = 2.0 * s.m * s.n * double(s.k) / 1e12;
+    const auto shape = fmt::format("{}x{}x{}", s.m, s.n, s.k);
+
+    CublasLtGemm cublas(ops.a_ptr(), ops.b_ptr(), ops.c_ptr(), s);
+    ops.c.poison();
+    const Measurement ref = ctx.harness.time_kernel_rate(
+        "gemm cublaslt " + shape, [&](cudaStream_t stream) { cublas(stream); }, tflop);
+    const auto expected = ops.c.download();
+    const double spot = spot_error(ops, expected, ctx.rng);
+
+    gemm::Gemm ours(ops.a_ptr(), ops.b_ptr(), ops.c_ptr(), s);
+    ops.c.poison();
+    const Measurement tk = ctx.harness.time_kernel_rate(
+        "gemm tk " + shape, [&](cudaStream_t stream) { ours(stream); }, tflop);
+    const double error = relative_error(ops.c.download(), expected);
+
+    // The ratio from back-to-back launches, one of each per sample: both kernels see the same
+    // clock and power state, which drift by more than the difference between them (cuBLASLt's
+    // own rate moved 3-4% between runs at 4096^3).
+    const Measurement paired = ctx.harness.measure("gemm tk/cublaslt " + shape, [&] {
+      const double ref_ms = ctx.harness.launch_ms([&](cudaStream_t stream) { cublas(stream); });
+      const double tk_ms = ctx.harness.launch_ms([&](cudaStream_t stream) { ours(stream); });
+      return Sample{ref_ms / tk_ms, std::nan(""), (ref_ms + tk_ms) / 1e3};
+    });
+
+    const double peak = datasheet_peak(ctx);
+    Result r_ref = row("cublaslt", shape, ref, peak);
+    r_ref.value("spot_error_vs_host", spot);
+    r_ref.checked({{"what", "64 entries against host dot products in double (largest relative error)"},
+                   {"value", spot},
+                   {"max", kMaxSpotError}},
+                  spot < kMaxSpotError);
+    ctx.add(std::move(r_ref));
+    const double ratio = paired.stats.median;
+    Result r_tk = row("tk", shape, tk, peak);
+    r_tk.metric("ratio_vs_cublaslt", paired.stats, "x", Better::higher);
+    r_tk.value("ratio_of_medians", tk.stats.median / ref.stats.median);
+    r_tk.value("rel_error_vs_cublaslt", error);
+    r_tk.checked({{"what", "||C - C_cublaslt||_F / ||C_cublaslt||_F"}, {"value", error}, {"max", kMaxRelError}},
+                 error < kMaxRelError);
+    ctx.add(std::move(r_tk));
+    ctx.finding(name(), fmt::format("{}: the DSL's GEMM {:.0f} TFLOP/s, cuBLASLt {:.0f}: {:.3f}x from alternating "
+                                    "launches (quartiles {:.3f}-{:.3f}; relative error between them {:.1e})",
+                                    shape, tk.stats.median, ref.stats.median, ratio, paired.stats.q1,
+                                    paired.stats.q3, error));
+  }
+
+  Result row(const std::string& kernel, const std::string& shape, const Measurement& m, double peak) const {
+    Result r(name(), {{"kernel", kernel}, {"shape", shape}, {"dtype", "bf16"}});
+    r.metric("tflops", m.stats, "TFLOP/s", Better::higher);
+    r.value("pct_datasheet_peak", peak > 0 ? Json(100 * m.stats.median / peak) : Json(nullptr));
+    r.telemetry = m.telemetry;
+    return r;
+  }
+
+  static double datasheet_peak(const ProbeContext& ctx) {
+    const auto peaks = datasheet_peaks(ctx.device.name);
+    return peaks ? peaks->bf16 : 0;
+  }
+
+  static double relative_error(const std::vector<std::uint16_t>& got, const std::vector<std::uint16_t>& want) {
+    double diff = 0, norm = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const double w = from_bf16(want[i]), d = from_bf16(got[i]) - w;
+      diff += d * d;
+      norm += w * w;
+    }
+    return std::sqrt(diff / norm);
+  }
+
+  // The largest error of kSpotChecks random entries of C against double-precision dot products
+  // of A's row and B's row, relative to the larger of |dot| and sum |a b| / sqrt(K) (the size of
+  // a typical entry; an entry itself may be near 0). bf16 rounding of C gives up to 2^-9 ~ 2e-3;
+  // a wrong layout gives ~1.
+  static double spot_error(const Operands& ops, const std::vector<std::uint16_t>& c, std::mt19937_64& rng) {
+    const gemm::Shape s = ops.shape;
+    double worst = 0;
+    for (int i = 0; i < kSpotChecks; ++i) {
+      const int row = int(rng() % s.m), col = int(rng() % s.n);
+      double dot = 0, magnitude = 0;
+      for (int k = 0; k < s.k; ++k) {
+        const double a = from_bf16(ops.a_host[std::size_t(row) * s.k + k]);
+        const double b = from_bf16(ops.b_host[std::size_t(col) * s.k + k]);
+        dot += a * b;
+        magnitude += std::abs(a * b);
+      }
+      const double typical = std::max(std::abs(dot), magnitude / std::sqrt(double(s.k)));
+      worst = std::max(worst, std::abs(from_bf16(c[std::size_t(row) * s.n + col]) - dot) / typical);
+    }
+    return worst;
+  }
+};
+
+}  // namespace
+
+TKPROBE_REGISTER_PROBE(Gemm);
+
+}  // namespace tkprobe
