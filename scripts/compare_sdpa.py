@@ -116,12 +116,21 @@ def measured_row(kernel, shape, tflops_samples, rel_error, peak, telemetry, lse_
     if lse_error is not None:
         check.update(lse_error=number(lse_error), lse_max=MAX_LSE_ERROR)
         metrics["lse_error"] = number(lse_error)
-    return {"probe": PROBE, "params": params(kernel, shape), "status": "ok" if passed else "failed",
-            "metrics": metrics, "primary": "tflops", "check": check, "telemetry": telemetry}
+    return as_peer_where_due(kernel, {"probe": PROBE, "params": params(kernel, shape),
+                                      "status": "ok" if passed else "failed", "metrics": metrics,
+                                      "primary": "tflops", "check": check, "telemetry": telemetry})
 
 
 def skipped_row(kernel, shape, reason):
-    return {"probe": PROBE, "params": params(kernel, shape), "status": "skipped", "reason": reason, "metrics": {}}
+    return as_peer_where_due(kernel, {"probe": PROBE, "params": params(kernel, shape), "status": "skipped",
+                                      "reason": reason, "metrics": {}})
+
+
+def as_peer_where_due(kernel, row):
+    """PyTorch's backends are peers: `tkprobe compare` reports their rows and never judges them."""
+    if kernel.startswith("torch-"):
+        row["peer"] = True
+    return row
 
 
 def finding(kernel, rows):

@@ -4,13 +4,17 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "src/baseline.hpp"
 #include "src/compare.hpp"
+#include "src/compare_output.hpp"
 #include "src/errors.hpp"
 #include "src/format.hpp"
 #include "src/probe.hpp"
@@ -39,8 +43,31 @@ TimingConfig timing_config(const CommonOptions& o) {
 struct CompareArgs {
   std::string base, now;
   CompareOptions options;
+  std::vector<std::string> probes;
   std::string format = "markdown";
+  std::string junit_path, markdown_path;
 };
+
+struct BaselineArgs {
+  std::string out;
+  std::vector<std::string> runs;
+};
+
+// A number that can bound a measurement or a gate: finite and above zero. CLI11's PositiveNumber
+// lets "nan" through, and a NaN threshold would pass every row.
+const CLI::Validator kFinitePositive(
+    [](std::string& text) {
+      double x = 0;
+      try {
+        std::size_t used = 0;
+        x = std::stod(text, &used);
+        if (used != text.size()) return std::string("'" + text + "' is not a number");
+      } catch (const std::exception&) {
+        return std::string("'" + text + "' is not a number");
+      }
+      return std::isfinite(x) && x > 0 ? std::string() : "'" + text + "' must be a finite number above 0";
+    },
+    "FINITE>0");
 
 void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--device", o.device, "CUDA device index")->check(CLI::NonNegativeNumber);
@@ -51,51 +78,70 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
       ->check(CLI::IsMember(kFormats));
   cmd.add_flag("--quick", o.quick, "CI-sized run: fewer configurations and samples");
   cmd.add_option("--seed", o.seed, "Seed for random inputs (default: fresh each run, recorded in the report)");
-  cmd.add_option("--min-time", o.min_time_s, "Least measured seconds per measurement")->check(CLI::PositiveNumber);
+  cmd.add_option("--min-time", o.min_time_s, "Least measured seconds per measurement")->check(kFinitePositive);
   cmd.add_option("--max-noise", o.max_noise_pct, "Stop sampling once the CV is under this percentage")
-      ->check(CLI::PositiveNumber);
+      ->check(kFinitePositive);
   cmd.add_option("--timeout", o.timeout_s, "Seconds after which a measurement stops even if noisy")
-      ->check(CLI::PositiveNumber);
+      ->check(kFinitePositive);
   cmd.add_flag("--flush-l2", o.flush_l2, "Evict L2 before each sample");
 }
 
-std::string valid_commands(const std::vector<std::unique_ptr<Probe>>& probes) {
+std::string probe_names(const std::vector<std::unique_ptr<Probe>>& probes) {
   std::string names;
-  for (const auto& p : probes) names += p->name() + ", ";
-  return names + "all, list, compare";
+  for (const auto& p : probes) names += (names.empty() ? "" : ", ") + p->name();
+  return names;
+}
+
+std::string valid_commands(const std::vector<std::unique_ptr<Probe>>& probes) {
+  return probe_names(probes) + ", all, list, compare, baseline";
+}
+
+// The probes --probes names; an unknown name is a usage error that lists the valid ones.
+std::set<std::string> chosen_probes(const std::vector<std::string>& names,
+                                    const std::vector<std::unique_ptr<Probe>>& probes) {
+  std::set<std::string> chosen;
+  for (const auto& name : names) {
+    const bool known =
+        std::any_of(probes.begin(), probes.end(), [&](const auto& p) { return p->name() == name; });
+    if (!known) throw UsageError(fmt::format("--probes: unknown probe '{}' (valid: {})", name, probe_names(probes)));
+    chosen.insert(name);
+  }
+  return chosen;
 }
 
 int print_list(std::ostream& out, const std::vector<std::unique_ptr<Probe>>& probes) {
   std::size_t width = 0;
   for (const auto& p : probes) width = std::max(width, p->name().size());
   for (const auto& p : probes) out << fmt::format("{:<{}}  {}\n", p->name(), width, p->summary());
-  out << fmt::format("\n{:<{}}  {}\n{:<{}}  {}\n", "all", width, "run every probe above", "compare", width,
-                     "compare two reports: tkprobe compare BASE.json NEW.json");
+  out << fmt::format("\n{:<{}}  {}\n{:<{}}  {}\n{:<{}}  {}\n", "all", width, "run every probe above (or --probes a,b)",
+                     "compare", width, "judge a report against a baseline: tkprobe compare BASE NEW", "baseline", width,
+                     "make a baseline from several runs: tkprobe baseline --out FILE RUN RUN...");
   return 0;
 }
 
-int run_compare(const CompareArgs& args, std::ostream& out) {
-  const Json base = read_report(args.base);
-  const Json now = read_report(args.now);
-  const Comparison c = compare_reports(base, now, args.options);
-  if (args.format == "json") {
-    Json rows = Json::array();
-    for (const auto& r : c.rows) {
-      rows.push_back({{"probe", r.probe},
-                      {"params", r.params},
-                      {"metric", r.metric},
-                      {"base", r.base},
-                      {"new", r.now},
-                      {"delta_pct", r.delta_pct},
-                      {"noise_pct", r.noise_pct},
-                      {"verdict", to_string(r.verdict)},
-                      {"fails", r.fails}});
-    }
-    out << Json{{"threshold_pct", c.threshold_pct}, {"failed", c.failed()}, {"rows", rows}}.dump(2) << '\n';
-  } else {
-    out << to_markdown(c);
-  }
+// Output files are checked before any report is read, and written whole or not at all.
+int run_compare(CompareArgs& args, const std::vector<std::unique_ptr<Probe>>& probes, std::ostream& out) {
+  args.options.probes = chosen_probes(args.probes, probes);
+  if (!args.junit_path.empty()) require_writable_target(args.junit_path, "--junit");
+  if (!args.markdown_path.empty()) require_writable_target(args.markdown_path, "--markdown");
+  const Comparison c = compare_reports(read_report_set(args.base), read_report_set(args.now), args.options);
+  const std::string markdown = to_markdown(c);
+  out << (args.format == "json" ? to_json(c).dump(2) + "\n" : markdown);
+  if (!args.junit_path.empty()) write_file_atomic(args.junit_path, to_junit(c));
+  if (!args.markdown_path.empty()) write_file_atomic(args.markdown_path, markdown);
   return static_cast<int>(c.failed() ? Exit::check_failed : Exit::ok);
+}
+
+int run_baseline(const BaselineArgs& args, std::ostream& out) {
+  require_writable_target(args.out, "--out");
+  std::vector<ReportSet> runs;
+  for (const auto& path : args.runs) runs.push_back(read_report_set(path));
+  const Json baseline = make_baseline(runs);
+  write_file_atomic(args.out, baseline.dump(2) + "\n");
+  out << fmt::format("{}: {} rows from {} runs (kept run {}, {})\n", args.out, baseline["results"].size(),
+                     runs.size(), baseline["tool"]["baseline"]["kept"].get<int>() + 1,
+                     runs[baseline["tool"]["baseline"]["kept"].get<std::size_t>()].source);
+  return static_cast<int>(Exit::ok);
 }
 
 // A result that carries no figures: a probe that could not run, and why.
@@ -140,6 +186,8 @@ int run_probes(const std::vector<Probe*>& probes, CommonOptions& o, const std::v
   const DeviceInfo device = query_device(o.device);
   TK_CUDA(cudaSetDevice(device.index));
   Report report = new_report(args, o.seed, device);
+  report.tool["probes"] = Json::array();
+  for (const Probe* p : probes) report.tool["probes"].push_back(p->name());
 
   Progress progress;
   Harness harness(timing_config(o), device, progress);
@@ -179,6 +227,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   auto probes = make_probes();
   CommonOptions common;
   CompareArgs compare;
+  BaselineArgs baseline;
+  std::vector<std::string> suite_probes;
 
   CLI::App app{"tkprobe: how close code gets to a Hopper GPU's tensor-core peak, and why.", "tkprobe"};
   app.require_subcommand(1, 1);
@@ -188,6 +238,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.add_subcommand("list", "List every probe with a one-line description");
   auto* all = app.add_subcommand("all", "Run every probe (the suite)");
   add_common_options(*all, common);
+  all->add_option("--probes", suite_probes, "Run only these probes (comma-separated)")->delimiter(',');
   std::map<CLI::App*, Probe*> by_command;
   for (auto& p : probes) {
     auto* cmd = app.add_subcommand(p->name(), p->summary());
@@ -195,14 +246,22 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     p->add_options(*cmd);
     by_command[cmd] = p.get();
   }
-  auto* cmp = app.add_subcommand("compare", "Compare two reports; exit 1 on a regression or a missing result");
-  cmp->add_option("base", compare.base, "Baseline report")->required();
-  cmp->add_option("new", compare.now, "New report")->required();
+  auto* cmp = app.add_subcommand("compare", "Judge a report against a baseline; exit 1 on a regression, a missing "
+                                             "row or a failed check");
+  cmp->add_option("base", compare.base, "Baseline: a report, or a folder of reports (results/h200)")->required();
+  cmp->add_option("new", compare.now, "New report (or folder)")->required();
   cmp->add_option("--threshold", compare.options.threshold_pct, "Slowdown in percent that fails (default 5)")
-      ->check(CLI::PositiveNumber);
+      ->check(kFinitePositive);
   cmp->add_flag("--allow-device-mismatch", compare.options.allow_device_mismatch,
                 "Compare reports from different GPU models");
-  cmp->add_option("--format", compare.format, "markdown or json")->check(CLI::IsMember({"markdown", "json"}));
+  cmp->add_option("--probes", compare.probes, "Compare only these probes (comma-separated)")->delimiter(',');
+  cmp->add_option("--format", compare.format, "stdout: markdown or json")->check(CLI::IsMember({"markdown", "json"}));
+  cmp->add_option("--junit", compare.junit_path, "Also write JUnit XML (one test case per judged row) to FILE");
+  cmp->add_option("--markdown", compare.markdown_path, "Also write the markdown summary to FILE (a CI job summary)");
+  auto* base_cmd = app.add_subcommand("baseline", "Make a baseline from several runs of the same suite, recording "
+                                                  "how far they drift");
+  base_cmd->add_option("--out", baseline.out, "The baseline file to write")->required();
+  base_cmd->add_option("runs", baseline.runs, "Two or more reports (or folders) of the same suite")->required();
 
   // CLI11's own message for an unknown subcommand does not say what is valid.
   const auto commands = app.get_subcommands([](const CLI::App*) { return true; });
@@ -224,11 +283,14 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   try {
     CLI::App* chosen = app.get_subcommands().front();
     if (chosen->get_name() == "list") return print_list(out, probes);
-    if (chosen == cmp) return run_compare(compare, out);
+    if (chosen == cmp) return run_compare(compare, probes, out);
+    if (chosen == base_cmd) return run_baseline(baseline, out);
     common.seed_given = chosen->count("--seed") > 0;
     std::vector<Probe*> selected;
     if (chosen == all) {
-      for (auto& p : probes) selected.push_back(p.get());
+      const auto only = chosen_probes(suite_probes, probes);
+      for (auto& p : probes)
+        if (only.empty() || only.count(p->name())) selected.push_back(p.get());
     } else {
       selected.push_back(by_command.at(chosen));
     }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -10,41 +11,27 @@
 namespace tkprobe {
 namespace {
 
-// Canonical key: nlohmann::json (unordered) sorts object keys, so param order never matters.
-std::string result_key(const Json& r) {
-  return r.value("probe", "") + "|" + nlohmann::json::parse(r.value("params", Json::object()).dump()).dump();
-}
-
-std::string params_text(const Json& params) {
-  std::string text;
-  for (const auto& [k, v] : params.items()) {
-    text += (text.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
-  }
-  return text;
-}
-
-std::string device_name(const Json& report) {
-  const auto& d = report.contains("device") ? report["device"] : Json();
-  return d.is_object() ? d.value("name", "unknown") : "unknown";
-}
+std::string device_name(const Json& report) { return report["device"]["name"].get<std::string>(); }
 
 CompareRow base_row(const Json& r) {
   CompareRow row;
-  row.probe = r.value("probe", "");
-  row.params = params_text(r.value("params", Json::object()));
+  row.probe = r["probe"].get<std::string>();
+  row.params = params_text(r["params"]);
+  row.params_json = r["params"];
   row.metric = r.value("primary", "");
   return row;
 }
 
 const Json* primary_stats(const Json& r, const std::string& metric) {
-  if (metric.empty() || !r.contains("metrics") || !r["metrics"].contains(metric)) return nullptr;
+  if (metric.empty() || !r["metrics"].contains(metric)) return nullptr;
   const auto& m = r["metrics"][metric];
-  return m.is_object() && m.contains("median") ? &m : nullptr;
+  return m.is_object() ? &m : nullptr;
 }
 
 void judge(CompareRow& row, const Json& base, const Json& now, double threshold_pct) {
-  const auto base_status = base.value("status", "ok");
-  const auto now_status = now.value("status", "ok");
+  const bool peer = base.value("peer", false);
+  const auto base_status = base["status"].get<std::string>();
+  const auto now_status = now["status"].get<std::string>();
   if (now_status == "failed") {
     row.verdict = Verdict::failed;
     row.fails = true;
@@ -52,28 +39,38 @@ void judge(CompareRow& row, const Json& base, const Json& now, double threshold_
   }
   if (base_status != "ok" || now_status != "ok") {
     row.verdict = Verdict::skipped;
-    row.fails = base_status == "ok";  // a result that stopped running has no number to defend it
+    row.fails = base_status == "ok" && !peer;  // a result that stopped running has no number to defend it
     return;
   }
   const Json* b = primary_stats(base, row.metric);
+  if (!b || b->at("median").get<double>() == 0) {
+    row.verdict = peer ? Verdict::peer : Verdict::not_comparable;
+    return;
+  }
   const Json* n = primary_stats(now, row.metric);
-  if (!b || !n || (*b)["median"].get<double>() == 0) {
-    row.verdict = Verdict::not_comparable;
+  if (!n) {
+    row.verdict = peer ? Verdict::peer : Verdict::no_figure;
+    row.fails = !peer;
     return;
   }
   row.unit = b->value("unit", "");
-  row.base = (*b)["median"].get<double>();
-  row.now = (*n)["median"].get<double>();
+  row.base = b->at("median").get<double>();
+  row.now = n->at("median").get<double>();
   row.delta_pct = 100.0 * (row.now - row.base) / row.base;
-  row.noise_pct = noise_band_pct(b->value("cv", 0.0), n->value("cv", 0.0));
-  const bool higher_is_better = b->value("better", "higher") == "higher";
-  const double gain_pct = higher_is_better ? row.delta_pct : -row.delta_pct;
-  if (std::fabs(row.delta_pct) <= row.noise_pct) {
+  row.band_pct = noise_band_pct(*b, threshold_pct);
+  row.loss_pct = b->value("better", "higher") == "higher" ? -row.delta_pct : row.delta_pct;
+  if (peer) {
+    row.verdict = Verdict::peer;
+  } else if (std::fabs(row.delta_pct) <= row.band_pct) {
     row.verdict = Verdict::same;
   } else {
-    row.verdict = gain_pct > 0 ? Verdict::faster : Verdict::slower;
-    row.fails = gain_pct < -threshold_pct;
+    row.verdict = row.loss_pct > 0 ? Verdict::slower : Verdict::faster;
+    row.fails = row.loss_pct > threshold_pct;
   }
+}
+
+bool selected(const CompareOptions& o, const Json& r) {
+  return o.probes.empty() || o.probes.count(r["probe"].get<std::string>());
 }
 
 }  // namespace
@@ -88,6 +85,8 @@ std::string_view to_string(Verdict v) {
       return "same";
     case Verdict::missing:
       return "missing";
+    case Verdict::no_figure:
+      return "no figure";
     case Verdict::added:
       return "new";
     case Verdict::failed:
@@ -96,20 +95,47 @@ std::string_view to_string(Verdict v) {
       return "skipped";
     case Verdict::not_comparable:
       return "n/a";
+    case Verdict::not_run:
+      return "not run";
+    case Verdict::peer:
+      return "peer";
   }
   return "?";
 }
 
-double noise_band_pct(double cv_base, double cv_now) { return 200.0 * std::sqrt(cv_base * cv_base + cv_now * cv_now); }
-
-bool Comparison::failed() const {
-  for (const auto& r : rows)
-    if (r.fails) return true;
-  return false;
+bool CompareRow::has_figures() const {
+  return verdict == Verdict::same || verdict == Verdict::faster || verdict == Verdict::slower ||
+         (verdict == Verdict::peer && base != 0);
 }
 
-Comparison compare_reports(const Json& base, const Json& now, const CompareOptions& options) {
-  const auto base_gpu = device_name(base), now_gpu = device_name(now);
+bool CompareRow::judged() const {
+  switch (verdict) {
+    case Verdict::added:
+    case Verdict::not_comparable:
+    case Verdict::not_run:
+    case Verdict::peer:
+      return false;
+    case Verdict::skipped:
+      return fails;
+    default:
+      return true;
+  }
+}
+
+double noise_band_pct(const Json& s, double threshold_pct) {
+  const double spread = s.contains("drift_pct") ? s["drift_pct"].get<double>()
+                                                : 200.0 * std::sqrt(2.0) * s.value("cv", 0.0);
+  return std::clamp(spread, kMinBandPct, std::max(kMinBandPct, threshold_pct));
+}
+
+bool Comparison::failed() const { return failing() > 0; }
+
+int Comparison::failing() const {
+  return static_cast<int>(std::count_if(rows.begin(), rows.end(), [](const CompareRow& r) { return r.fails; }));
+}
+
+Comparison compare_reports(const ReportSet& base, const ReportSet& now, const CompareOptions& options) {
+  const auto base_gpu = device_name(base.report), now_gpu = device_name(now.report);
   if (base_gpu != now_gpu && !options.allow_device_mismatch) {
     throw UsageError(
         fmt::format("the reports come from different GPUs ('{}' vs '{}'); "
@@ -117,52 +143,35 @@ Comparison compare_reports(const Json& base, const Json& now, const CompareOptio
                     base_gpu, now_gpu));
   }
   std::map<std::string, const Json*> now_by_key;
-  for (const auto& r : now["results"]) now_by_key[result_key(r)] = &r;
+  for (const auto& r : now.report["results"])
+    if (selected(options, r)) now_by_key[row_key(r)] = &r;
 
   Comparison out;
   out.threshold_pct = options.threshold_pct;
-  for (const auto& b : base["results"]) {
+  out.base_source = base.source;
+  out.new_source = now.source;
+  for (const auto& b : base.report["results"]) {
+    if (!selected(options, b)) continue;
     CompareRow row = base_row(b);
-    const auto it = now_by_key.find(result_key(b));
-    if (it == now_by_key.end()) {
-      row.verdict = Verdict::missing;
-      row.fails = true;
-    } else {
+    const auto it = now_by_key.find(row_key(b));
+    if (it != now_by_key.end()) {
       judge(row, b, *it->second, options.threshold_pct);
       now_by_key.erase(it);
+    } else if (!now.probes_run.count(row.probe)) {
+      row.verdict = Verdict::not_run;
+    } else {
+      row.verdict = Verdict::missing;
+      row.fails = true;
     }
     out.rows.push_back(std::move(row));
   }
-  for (const auto& r : now["results"]) {
-    if (!now_by_key.count(result_key(r))) continue;
+  for (const auto& r : now.report["results"]) {
+    if (!now_by_key.count(row_key(r))) continue;
     CompareRow row = base_row(r);
     row.verdict = Verdict::added;
     out.rows.push_back(std::move(row));
   }
   return out;
-}
-
-std::string to_markdown(const Comparison& c) {
-  std::string md =
-      "| probe | params | metric | base | new | change | noise | verdict |\n"
-      "|---|---|---|---:|---:|---:|---:|---|\n";
-  std::map<Verdict, int> counts;
-  int failing = 0;
-  for (const auto& r : c.rows) {
-    ++counts[r.verdict];
-    failing += r.fails;
-    const bool numbers = r.verdict == Verdict::same || r.verdict == Verdict::faster || r.verdict == Verdict::slower;
-    const auto num = [&](double x) { return numbers ? fmt::format("{:.4g} {}", x, r.unit) : std::string("-"); };
-    md += fmt::format(
-        "| {} | {} | {} | {} | {} | {} | {} | {}{} |\n", r.probe, r.params, r.metric.empty() ? "-" : r.metric,
-        num(r.base), num(r.now), numbers ? fmt::format("{:+.2f}%", r.delta_pct) : "-",
-        numbers ? fmt::format("±{:.2f}%", r.noise_pct) : "-", to_string(r.verdict), r.fails ? " **FAIL**" : "");
-  }
-  std::string summary;
-  for (const auto& [v, n] : counts) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, to_string(v));
-  md += fmt::format("\n{} rows: {}. Threshold {:.1f}%: {}.\n", c.rows.size(), summary, c.threshold_pct,
-                    failing ? fmt::format("{} failing row(s), exit 1", failing) : std::string("no regression"));
-  return md;
 }
 
 }  // namespace tkprobe

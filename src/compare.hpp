@@ -1,46 +1,69 @@
 #pragma once
-// `tkprobe compare BASE NEW`: matches results by probe + params and judges each row from
-// its primary metric, using the spread each report recorded to tell change from noise.
+// `tkprobe compare BASE NEW`: matches rows by probe + params and judges each by its primary metric,
+// the one chosen to hold still on unchanged code (per clock, cycles, bytes per second, a paired
+// ratio). The noise band comes from the baseline alone: the drift its runs showed, or its own spread.
+#include <set>
 #include <string>
 #include <vector>
 
 #include "src/json.hpp"
+#include "src/report_set.hpp"
 
 namespace tkprobe {
 
 struct CompareOptions {
   double threshold_pct = 5.0;          // a slowdown beyond this fails the comparison
   bool allow_device_mismatch = false;  // compare reports from different GPU models
+  std::set<std::string> probes;        // compare only these probes; empty: every probe
 };
 
-enum class Verdict { faster, slower, same, missing, added, failed, skipped, not_comparable };
+enum class Verdict {
+  faster,
+  slower,
+  same,
+  missing,         // the row vanished from a probe that ran: fails
+  no_figure,       // the new row has no primary metric to judge: fails
+  added,           // a row the baseline lacks
+  failed,          // the new row failed its check: fails
+  skipped,         // skipped in either report; fails if it ran in the baseline
+  not_comparable,  // the baseline row has no primary metric (a decode, a table)
+  not_run,         // its probe did not run this time: not a regression
+  peer,            // a peer's figure (cuBLASLt, the driver): context, never judged
+};
 std::string_view to_string(Verdict);
 
 struct CompareRow {
   std::string probe;
   std::string params;  // "key=value key=value", for reading
+  Json params_json;    // the same, as the report has them
   std::string metric;
   std::string unit;
   double base = 0, now = 0;
   double delta_pct = 0;  // (now - base) / base, signed as measured
-  double noise_pct = 0;  // the band inside which a difference is called `same`
+  double loss_pct = 0;   // how much worse, whichever way the metric runs (negative: better)
+  double band_pct = 0;   // the band inside which a difference is called `same`
   Verdict verdict = Verdict::same;
   bool fails = false;  // this row alone makes compare exit 1
+
+  bool has_figures() const;  // base and now are both set
+  bool judged() const;       // a row the gate decides on (one test case in JUnit)
 };
 
 struct Comparison {
   std::vector<CompareRow> rows;
   double threshold_pct = 0;
+  std::string base_source, new_source;
   bool failed() const;
+  int failing() const;
 };
 
-// The noise band for two medians with coefficients of variation cv_base and cv_now:
-// two standard deviations of their difference, in percent.
-double noise_band_pct(double cv_base, double cv_now);
+// The noise band of a baseline's primary metric, in percent: the drift its runs showed
+// (`drift_pct`, recorded by `tkprobe baseline`), else two standard deviations of the difference of
+// two medians with the baseline's CV; at least kMinBandPct, at most the threshold.
+inline constexpr double kMinBandPct = 0.5;
+double noise_band_pct(const Json& base_stats, double threshold_pct);
 
 // Throws UsageError when the reports come from different GPU models and that is not allowed.
-Comparison compare_reports(const Json& base, const Json& now, const CompareOptions& options);
-
-std::string to_markdown(const Comparison& comparison);
+Comparison compare_reports(const ReportSet& base, const ReportSet& now, const CompareOptions& options);
 
 }  // namespace tkprobe

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "src/errors.hpp"
+#include "src/report_set.hpp"
 
 namespace tkprobe {
 
@@ -55,6 +56,7 @@ static Json result_json(const Result& r) {
   if (!r.primary.empty()) j["primary"] = r.primary;
   if (!r.check.is_null()) j["check"] = r.check;
   if (!r.telemetry.is_null()) j["telemetry"] = r.telemetry;
+  if (r.peer) j["peer"] = true;
   return j;
 }
 
@@ -89,20 +91,19 @@ Json host_section(std::string_view driver) {
           {"cuda_runtime", fmt::format("{}.{}", runtime / 1000, runtime % 1000 / 10)}};
 }
 
-void require_writable_target(const std::filesystem::path& path) {
+void require_writable_target(const std::filesystem::path& path, std::string_view option) {
   namespace fs = std::filesystem;
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    throw UsageError(
-        fmt::format("--json {}: folder '{}' does not exist (give a path in an existing folder, or - for stdout)",
-                    path.string(), dir.string()));
+    throw UsageError(fmt::format("{} {}: folder '{}' does not exist (give a path in an existing folder{})", option,
+                                 path.string(), dir.string(), option == "--json" ? ", or - for stdout" : ""));
   }
   if (access(dir.c_str(), W_OK) != 0) {
-    throw UsageError(fmt::format("--json {}: folder '{}' is not writable", path.string(), dir.string()));
+    throw UsageError(fmt::format("{} {}: folder '{}' is not writable", option, path.string(), dir.string()));
   }
   if (fs::is_directory(path, ec)) {
-    throw UsageError(fmt::format("--json {}: is a folder; give a file name", path.string()));
+    throw UsageError(fmt::format("{} {}: is a folder; give a file name", option, path.string()));
   }
 }
 
@@ -124,14 +125,20 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view text)
 }
 
 Json read_report(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw UsageError(fmt::format("{}: is a folder; give a report file", path.string()));
+  }
   std::ifstream in(path);
   if (!in) throw UsageError(fmt::format("{}: cannot open the file", path.string()));
   Json j;
   try {
     j = Json::parse(in);
-  } catch (const Json::parse_error&) {
-    throw UsageError(
-        fmt::format("{}: not JSON, so not a tkprobe report (expected schema '{}')", path.string(), kReportSchema));
+  } catch (const Json::parse_error& e) {
+    throw UsageError(fmt::format("{}: not JSON (byte {}), so not a tkprobe report (expected schema '{}')",
+                                 path.string(), e.byte, kReportSchema));
+  } catch (const Json::exception&) {  // out_of_range: a number JSON cannot hold as a double (1e999)
+    throw UsageError(fmt::format("{}: holds a number out of a double's range, so not a tkprobe report", path.string()));
   }
   if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string()) {
     throw UsageError(
@@ -142,8 +149,11 @@ Json read_report(const std::filesystem::path& path) {
     throw UsageError(
         fmt::format("{}: report schema '{}' is not supported (valid: '{}')", path.string(), schema, kReportSchema));
   }
-  if (!j.contains("results") || !j["results"].is_array()) {
-    throw UsageError(fmt::format("{}: report has no \"results\" array", path.string()));
+  const auto problems = report_problems(j);
+  if (!problems.empty()) {
+    throw UsageError(fmt::format("{}: {}{}", path.string(), problems.front(),
+                                 problems.size() > 1 ? fmt::format(" (and {} more problems)", problems.size() - 1)
+                                                     : std::string()));
   }
   return j;
 }

@@ -29,6 +29,7 @@ struct Result {
   std::string primary;       // the metric compare judges this row by
   Json check = nullptr;      // {"passed": bool, ...} or null
   Json telemetry = nullptr;  // from the harness, or null
+  bool peer = false;  // a peer's figure (cuBLASLt, the driver's copy): reported for context, never judged
 
   Result(std::string probe_name, Json parameters = Json::object())
       : probe(std::move(probe_name)), params(std::move(parameters)) {}
@@ -67,9 +68,9 @@ Json host_section(std::string_view driver);
 // Writes the whole text or nothing: a temporary file in the same folder, then rename().
 void write_file_atomic(const std::filesystem::path& path, std::string_view text);
 
-// Checks that `path` can receive a report later: its folder exists and is writable.
-// Throws UsageError naming the problem.
-void require_writable_target(const std::filesystem::path& path);
+// Checks that `path` (given with `option`) can receive a file later: its folder exists and is
+// writable. Throws UsageError naming the problem.
+void require_writable_target(const std::filesystem::path& path, std::string_view option = "--json");
 
 // Reads a report; throws UsageError when the file is missing, is not JSON, is not a tkprobe
 // report, or carries another schema version (the message names the valid one).

@@ -8,6 +8,7 @@
 
 #include "src/cli.hpp"
 #include "src/report.hpp"
+#include "src/report_set.hpp"
 
 namespace fixtures {
 
@@ -17,6 +18,7 @@ inline tkprobe::Result timed_result(const std::string& probe, tkprobe::Json para
   s.median = s.min = s.max = s.q1 = s.q3 = s.mean = median;
   s.cv = cv;
   s.n = 20;
+  if (params.is_null()) params = tkprobe::Json::object();  // `{}` in a call is null, not an empty object
   tkprobe::Result r(probe, std::move(params));
   r.metric("cycles", s, "cycles", better);
   return r;
@@ -39,6 +41,11 @@ inline tkprobe::Json report(const std::vector<tkprobe::Result>& results, const s
                 {"power_limit_w", 700.0}};
   rep.results = results;
   return tkprobe::to_json(rep);
+}
+
+// A constructed report as compare reads it.
+inline tkprobe::ReportSet report_set(const tkprobe::Json& report, const std::string& source = "test") {
+  return tkprobe::as_report_set(report, source);
 }
 
 // A fresh, empty folder for one test's files.

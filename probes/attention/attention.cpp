@@ -188,7 +188,11 @@ class AttentionProbe final : public Probe {
     Result r(name(), params_json(k, s));
     r.metric("tflops", m.stats, "TFLOP/s", Better::higher);
     r.value("pct_datasheet_peak", peaks ? Json(100 * m.stats.median / peaks->bf16) : Json(nullptr));
-    if (pct_clock) r.metric("pct_clock_peak", *pct_clock, "%", Better::higher);
+    if (pct_clock) {
+      // Judged per clock: between runs TFLOP/s moved up to 29% with the power state, this under 4%.
+      r.metric("pct_clock_peak", *pct_clock, "%", Better::higher);
+      r.primary = "pct_clock_peak";
+    }
     r.value("rel_error", errors.rel_error);
     r.value("lse_error", errors.lse_error);
     const bool passed = errors.rel_error < kMaxRelError && errors.lse_error < kMaxLseError;

@@ -164,13 +164,17 @@ class Bandwidth final : public Probe {
     return run_hbm_row(ctx, bw::Stream::copy, "cudaMemcpyAsync", {{"schedule", "cudaMemcpyAsync"}}, hbm,
                        [&](cudaStream_t s) {
                          TK_CUDA(cudaMemcpyAsync(hbm.dst.get(), hbm.src.get(), hbm.bytes, cudaMemcpyDeviceToDevice, s));
-                       });
+                       },
+                       Role::peer);
   }
 
   // Times `launch` over the whole buffer, checks what it read or wrote, adds the row.
+  // The driver's copy is a peer's figure: reported, never judged by compare.
+  enum class Role { ours, peer };
+
   template <class Launch>
   double run_hbm_row(ProbeContext& ctx, bw::Stream op, const std::string& label, const Json& params, Hbm& hbm,
-                     const Launch& launch) {
+                     const Launch& launch, Role role = Role::ours) {
     const double moved = double(hbm.bytes) * (op == bw::Stream::copy ? 2 : 1);
     hbm.dst.poison();
     const Measurement m =
@@ -178,6 +182,7 @@ class Bandwidth final : public Probe {
     Result r = row("hbm", to_string(op), m, hbm_ceiling_tbps(ctx.device));
     r.params["bytes"] = hbm.bytes;
     r.params.update(params);
+    r.peer = role == Role::peer;
     if (op == bw::Stream::read) {
       hbm.sink.poison(0);
       launch(ctx.harness.stream());

@@ -103,6 +103,9 @@ __device__ void softmax_step(Smem<D>& sm) {
   }
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
   sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  // Every lane has read m_old before lane 0 replaces it. The shuffles already order the two, but
+  // compute-sanitizer's racecheck counts only barriers as ordering shared-memory accesses.
+  __syncwarp();
   if (part == 0) {
     const float alpha = expf(m_old - m_new);  // 0 on the first step (m_old = -inf)
     sm.alpha[row] = alpha;

@@ -307,6 +307,7 @@ TEST(AttentionProbe, QuickRunPassesItsChecks) {
     const double pct = gpu_fixtures::median(r, "pct_clock_peak");
     EXPECT_GT(pct, 0);
     EXPECT_LT(pct, 100) << "no kernel beats the tensor cores at the clock it ran at";
+    EXPECT_EQ(r["primary"], "pct_clock_peak") << "compare judges per clock: TFLOP/s moves with the power state";
     EXPECT_GT(r["telemetry"]["kernel_sm_clock_mhz"].get<double>(), 500);
   }
   EXPECT_EQ(report["findings"].size(), 2u) << "one per kernel";

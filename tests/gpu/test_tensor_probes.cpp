@@ -108,4 +108,8 @@ TEST(Gemm, TheDslGemmAgreesWithCublasLt) {
   const auto& tk = report["results"][1]["metrics"];
   EXPECT_LT(tk["rel_error_vs_cublaslt"].get<double>(), 1e-2);
   EXPECT_GT(tk["ratio_vs_cublaslt"]["median"].get<double>(), 0.5) << "the DSL's GEMM is far off cuBLASLt at 2048^3";
+  // compare judges the paired ratio; cuBLASLt's own row is a peer's, never judged.
+  EXPECT_EQ(report["results"][1]["primary"], "ratio_vs_cublaslt");
+  EXPECT_EQ(report["results"][0].value("peer", false), true);
+  EXPECT_EQ(tk["tflops"]["n"], tk["ratio_vs_cublaslt"]["n"]) << "the TFLOP/s come from the paired samples";
 }

@@ -1,24 +1,30 @@
 #include <gtest/gtest.h>
 
 #include "src/compare.hpp"
+#include "src/compare_output.hpp"
 #include "src/errors.hpp"
 #include "tests/fixtures.hpp"
 
 using fixtures::report;
+using fixtures::report_set;
 using fixtures::timed_result;
 using tkprobe::Better;
+using tkprobe::Json;
 using tkprobe::Verdict;
 
 namespace {
 
+tkprobe::Comparison compare_json(const Json& base, const Json& now, tkprobe::CompareOptions o = {}) {
+  return tkprobe::compare_reports(report_set(base), report_set(now), o);
+}
+
 tkprobe::Comparison compare_one(double base, double now, double cv, Better better = Better::lower) {
-  return tkprobe::compare_reports(report({timed_result("p", {{"s", 1}}, base, cv, better)}),
-                                  report({timed_result("p", {{"s", 1}}, now, cv, better)}), {});
+  return compare_json(report({timed_result("p", {{"s", 1}}, base, cv, better)}),
+                      report({timed_result("p", {{"s", 1}}, now, cv, better)}));
 }
 
 // Runs `tkprobe compare` on two reports written to files.
-fixtures::CliRun compare_files(const tkprobe::Json& base, const tkprobe::Json& now,
-                               std::vector<std::string> extra = {}) {
+fixtures::CliRun compare_files(const Json& base, const Json& now, std::vector<std::string> extra = {}) {
   const auto dir = fixtures::temp_dir("compare");
   const auto b = fixtures::write(dir / "base.json", base.dump());
   const auto n = fixtures::write(dir / "new.json", now.dump());
@@ -27,17 +33,27 @@ fixtures::CliRun compare_files(const tkprobe::Json& base, const tkprobe::Json& n
   return fixtures::run(args);
 }
 
+// `tkprobe compare` with a base report and a new report given as text (possibly malformed).
+fixtures::CliRun compare_text(const std::string& base, const std::string& now) {
+  const auto dir = fixtures::temp_dir("compare-text");
+  return fixtures::run({"compare", fixtures::write(dir / "base.json", base).string(),
+                        fixtures::write(dir / "new.json", now).string()});
+}
+
+bool mentions(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
 }  // namespace
 
 TEST(Compare, TenPercentSlowerFailsWithExitOne) {
   const auto c = compare_one(100, 110, 0.005);  // cycles: lower is better
   ASSERT_EQ(c.rows.size(), 1u);
   EXPECT_EQ(c.rows[0].verdict, Verdict::slower);
+  EXPECT_NEAR(c.rows[0].loss_pct, 10, 1e-9);
   EXPECT_TRUE(c.failed());
   const auto run = compare_files(report({timed_result("p", {{"s", 1}}, 100, 0.005)}),
                                  report({timed_result("p", {{"s", 1}}, 110, 0.005)}));
   EXPECT_EQ(run.code, 1);
-  EXPECT_NE(run.out.find("slower"), std::string::npos);
+  EXPECT_TRUE(mentions(run.out, "slower"));
 }
 
 TEST(Compare, TenPercentFasterPasses) {
@@ -55,27 +71,53 @@ TEST(Compare, HigherIsBetterMetricsFlipTheDirection) {
   EXPECT_TRUE(compare_one(100, 90, 0.005, Better::higher).failed());
 }
 
-TEST(Compare, DifferenceInsideTheRecordedNoiseIsSame) {
-  // cv 5% on both sides: the band is 2*sqrt(2)*5% = 14.1%, so 10% slower is noise.
-  const auto c = compare_one(100, 110, 0.05);
+TEST(Compare, DifferenceInsideTheBaselinesBandIsSame) {
+  // cv 1%: the band is 2*sqrt(2)*1% = 2.83%, so 2% slower is noise and 4% is not.
+  EXPECT_EQ(compare_one(100, 102, 0.01).rows[0].verdict, Verdict::same);
+  EXPECT_NEAR(compare_one(100, 102, 0.01).rows[0].band_pct, 2.828, 1e-3);
+  EXPECT_EQ(compare_one(100, 104, 0.01).rows[0].verdict, Verdict::slower);
+  EXPECT_FALSE(compare_one(100, 104, 0.01).failed());
+}
+
+TEST(Compare, BandIsCappedAtTheThresholdSoANoisyBaselineCannotHideAnEightPercentLoss) {
+  const auto c = compare_one(100, 108, 0.05);  // cv 5%: 14% uncapped
+  EXPECT_DOUBLE_EQ(c.rows[0].band_pct, 5.0);
+  EXPECT_TRUE(c.failed());
+}
+
+TEST(Compare, NewReportCannotWidenItsOwnBand) {
+  // The new report claims cv 5 (500%); the band comes from the baseline alone.
+  const auto c = compare_json(report({timed_result("p", {}, 100, 0.001)}), report({timed_result("p", {}, 150, 5)}));
+  EXPECT_DOUBLE_EQ(c.rows[0].band_pct, tkprobe::kMinBandPct);
+  EXPECT_EQ(c.rows[0].verdict, Verdict::slower);
+  EXPECT_TRUE(c.failed());
+}
+
+TEST(Compare, RecordedDriftIsTheBand) {
+  auto base = report({timed_result("p", {}, 100, 0.0001)});
+  base["results"][0]["metrics"]["cycles"]["drift_pct"] = 2.5;
+  base["results"][0]["metrics"]["cycles"]["runs"] = 3;
+  const auto c = compare_json(base, report({timed_result("p", {}, 102, 0.0001)}));
+  EXPECT_DOUBLE_EQ(c.rows[0].band_pct, 2.5);
   EXPECT_EQ(c.rows[0].verdict, Verdict::same);
-  EXPECT_FALSE(c.failed());
-  EXPECT_NEAR(tkprobe::noise_band_pct(0.05, 0.05), 14.142, 1e-3);
+  EXPECT_EQ(compare_json(base, report({timed_result("p", {}, 103, 0.0001)})).rows[0].verdict, Verdict::slower);
 }
 
 TEST(Compare, SlowerButUnderThresholdIsReportedNotFailed) {
   const auto c = compare_one(100, 103, 0.001);
   EXPECT_EQ(c.rows[0].verdict, Verdict::slower);
   EXPECT_FALSE(c.failed());
-  EXPECT_TRUE(tkprobe::compare_reports(report({timed_result("p", {}, 100, 0.001)}),
-                                       report({timed_result("p", {}, 103, 0.001)}), {2.0, false})
-                  .failed());
+  tkprobe::CompareOptions strict;
+  strict.threshold_pct = 2.0;
+  EXPECT_TRUE(
+      compare_json(report({timed_result("p", {}, 100, 0.001)}), report({timed_result("p", {}, 103, 0.001)}), strict)
+          .failed());
 }
 
 TEST(Compare, MissingRowFailsAndNewRowDoesNot) {
   const auto base = report({timed_result("p", {{"s", 1}}, 100, 0.01), timed_result("p", {{"s", 2}}, 100, 0.01)});
   const auto now = report({timed_result("p", {{"s", 1}}, 100, 0.01), timed_result("p", {{"s", 3}}, 100, 0.01)});
-  const auto c = tkprobe::compare_reports(base, now, {});
+  const auto c = compare_json(base, now);
   ASSERT_EQ(c.rows.size(), 3u);
   EXPECT_EQ(c.rows[1].verdict, Verdict::missing);
   EXPECT_TRUE(c.rows[1].fails);
@@ -84,9 +126,43 @@ TEST(Compare, MissingRowFailsAndNewRowDoesNot) {
   EXPECT_EQ(compare_files(base, now).code, 1);
 }
 
+TEST(Compare, AProbeThatDidNotRunIsNotARegression) {
+  const auto base = report({timed_result("a", {}, 100, 0.01), timed_result("b", {}, 100, 0.01)});
+  auto now = report({timed_result("a", {}, 100, 0.01)});
+  now["tool"]["probes"] = {"a"};
+  const auto c = compare_json(base, now);
+  EXPECT_EQ(c.rows[1].verdict, Verdict::not_run);
+  EXPECT_FALSE(c.failed());
+  now["tool"]["probes"] = {"a", "b"};  // b ran and lost its row: that fails
+  EXPECT_EQ(compare_json(base, now).rows[1].verdict, Verdict::missing);
+  EXPECT_TRUE(compare_json(base, now).failed());
+}
+
+TEST(Compare, PeerRowsAreReportedNeverJudged) {
+  auto peer_base = timed_result("gemm", {{"kernel", "cublaslt"}}, 100, 0.001, Better::higher);
+  peer_base.peer = true;
+  auto peer_now = timed_result("gemm", {{"kernel", "cublaslt"}}, 50, 0.001, Better::higher);
+  peer_now.peer = true;
+  const auto c = compare_json(report({peer_base}), report({peer_now}));
+  EXPECT_EQ(c.rows[0].verdict, Verdict::peer);
+  EXPECT_FALSE(c.rows[0].judged());
+  EXPECT_FALSE(c.failed());
+  EXPECT_TRUE(mentions(tkprobe::to_markdown(c), "-50.00%"));
+  EXPECT_FALSE(mentions(tkprobe::to_junit(c), "<testcase"));
+}
+
+TEST(Compare, JudgedRowWithoutItsMetricFails) {
+  auto now = report({timed_result("p", {}, 100, 0.01)});
+  now["results"][0].erase("primary");
+  now["results"][0]["metrics"] = Json::object();
+  const auto c = compare_json(report({timed_result("p", {}, 100, 0.01)}), now);
+  EXPECT_EQ(c.rows[0].verdict, Verdict::no_figure);
+  EXPECT_TRUE(c.failed());
+}
+
 TEST(Compare, ParamOrderDoesNotMatter) {
-  const auto c = tkprobe::compare_reports(report({timed_result("p", {{"a", 1}, {"b", 2}}, 100, 0.01)}),
-                                          report({timed_result("p", {{"b", 2}, {"a", 1}}, 100, 0.01)}), {});
+  const auto c = compare_json(report({timed_result("p", {{"a", 1}, {"b", 2}}, 100, 0.01)}),
+                              report({timed_result("p", {{"b", 2}, {"a", 1}}, 100, 0.01)}));
   ASSERT_EQ(c.rows.size(), 1u);
   EXPECT_EQ(c.rows[0].verdict, Verdict::same);
 }
@@ -94,17 +170,19 @@ TEST(Compare, ParamOrderDoesNotMatter) {
 TEST(Compare, FailedResultFails) {
   auto failing = timed_result("p", {}, 100, 0.01);
   failing.checked({{"what", "x"}}, false);
-  EXPECT_TRUE(tkprobe::compare_reports(report({timed_result("p", {}, 100, 0.01)}), report({failing}), {}).failed());
+  EXPECT_TRUE(compare_json(report({timed_result("p", {}, 100, 0.01)}), report({failing})).failed());
 }
 
 TEST(Compare, DifferentGpusAreRefusedUnlessAllowed) {
   const auto h200 = report({timed_result("p", {}, 100, 0.01)}, "NVIDIA H200");
   const auto h100 = report({timed_result("p", {}, 100, 0.01)}, "NVIDIA H100 80GB HBM3");
-  EXPECT_THROW(tkprobe::compare_reports(h200, h100, {}), tkprobe::UsageError);
-  EXPECT_NO_THROW(tkprobe::compare_reports(h200, h100, {5.0, true}));
+  EXPECT_THROW(compare_json(h200, h100), tkprobe::UsageError);
+  tkprobe::CompareOptions allow;
+  allow.allow_device_mismatch = true;
+  EXPECT_NO_THROW(compare_json(h200, h100, allow));
   const auto refused = compare_files(h200, h100);
   EXPECT_EQ(refused.code, 2);
-  EXPECT_NE(refused.err.find("--allow-device-mismatch"), std::string::npos);
+  EXPECT_TRUE(mentions(refused.err, "--allow-device-mismatch"));
   EXPECT_EQ(compare_files(h200, h100, {"--allow-device-mismatch"}).code, 0);
 }
 
@@ -115,16 +193,151 @@ TEST(Compare, NotAReportOrOtherSchemaExitsTwo) {
   const auto v2 = fixtures::write(dir / "v2.json", R"({"schema": "tkprobe.report/2", "results": []})");
   const auto a = fixtures::run({"compare", good.string(), text.string()});
   EXPECT_EQ(a.code, 2);
-  EXPECT_NE(a.err.find("not JSON"), std::string::npos) << a.err;
+  EXPECT_TRUE(mentions(a.err, "not JSON")) << a.err;
   const auto b = fixtures::run({"compare", v2.string(), good.string()});
   EXPECT_EQ(b.code, 2);
-  EXPECT_NE(b.err.find("valid: 'tkprobe.report/1'"), std::string::npos) << b.err;
+  EXPECT_TRUE(mentions(b.err, "valid: 'tkprobe.report/1'")) << b.err;
 }
 
-TEST(Compare, MarkdownTableHasOneLinePerRow) {
-  const auto c = compare_one(100, 110, 0.005);
-  const std::string md = tkprobe::to_markdown(c);
-  EXPECT_NE(md.find("| probe | params | metric |"), std::string::npos);
-  EXPECT_NE(md.find("| p | s=1 | cycles |"), std::string::npos) << md;
-  EXPECT_NE(md.find("**FAIL**"), std::string::npos);
+// The malformed reports the gate must refuse with one line naming the file, the row and what is
+// wrong (exit 2), never a library's message or exit 4.
+TEST(Compare, MalformedReportsExitTwoNamingFileAndRow) {
+  const std::string good = report({timed_result("p", {}, 100, 0.01)}).dump();
+  auto with_results = [&](const std::string& results) {
+    Json j = Json::parse(good);
+    j["results"] = Json::parse(results);
+    return j.dump();
+  };
+  Json string_median = Json::parse(good);
+  string_median["results"][0]["metrics"]["cycles"]["median"] = "fast";
+  Json string_status = Json::parse(good);
+  string_status["results"][0]["status"] = 7;
+  Json no_primary = Json::parse(good);
+  no_primary["results"][0]["metrics"] = Json::object();
+  std::string huge = good;
+  huge.replace(huge.find("\"median\":100.0"), 14, "\"median\":1e999");
+  Json duplicate = Json::parse(good);
+  duplicate["results"].push_back(duplicate["results"][0]);
+
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {with_results(R"([1, "x", null])"), "/results/0"},
+      {string_median.dump(), "/results/0/metrics/cycles"},
+      {string_status.dump(), "/results/0/status"},
+      {no_primary.dump(), "primary metric 'cycles'"},
+      {huge, "out of a double's range"},
+      {duplicate.dump(), "/results/1: same probe and params as /results/0"},
+  };
+  for (const auto& [bad, what] : cases) {
+    for (const bool bad_is_new : {true, false}) {
+      const auto run = bad_is_new ? compare_text(good, bad) : compare_text(bad, good);
+      EXPECT_EQ(run.code, 2) << what << "\n" << run.err;
+      EXPECT_TRUE(mentions(run.err, what)) << run.err;
+      EXPECT_TRUE(mentions(run.err, bad_is_new ? "new.json" : "base.json")) << run.err;
+      EXPECT_FALSE(mentions(run.err, "json.exception")) << run.err;
+      EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+    }
+  }
+}
+
+TEST(Compare, FoldersOfReportsAreOneBaseline) {
+  const auto dir = fixtures::temp_dir("compare-folder");
+  std::filesystem::create_directories(dir / "base");
+  std::filesystem::create_directories(dir / "empty");
+  fixtures::write(dir / "base" / "a.json", report({timed_result("a", {}, 100, 0.01)}).dump());
+  fixtures::write(dir / "base" / "b.json", report({timed_result("b", {}, 100, 0.01)}).dump());
+  fixtures::write(dir / "base" / "notes.txt", "not a report, not read");
+  const auto now = fixtures::write(
+      dir / "new.json", report({timed_result("a", {}, 100, 0.01), timed_result("b", {}, 100, 0.01)}).dump());
+  const auto ok = fixtures::run({"compare", (dir / "base").string(), now.string()});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(mentions(ok.out, "2 rows: 2 same")) << ok.out;
+
+  const auto empty = fixtures::run({"compare", (dir / "empty").string(), now.string()});
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_TRUE(mentions(empty.err, "no reports")) << empty.err;
+
+  fixtures::write(dir / "base" / "c.json", report({timed_result("a", {}, 100, 0.01)}).dump());  // a again
+  const auto twice = fixtures::run({"compare", (dir / "base").string(), now.string()});
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_TRUE(mentions(twice.err, "c.json")) << twice.err;
+  std::filesystem::remove(dir / "base" / "c.json");
+
+  fixtures::write(dir / "base" / "d.json", report({timed_result("d", {}, 1, 0.01)}, "NVIDIA H100").dump());
+  const auto mixed = fixtures::run({"compare", (dir / "base").string(), now.string()});
+  EXPECT_EQ(mixed.code, 2);
+  EXPECT_TRUE(mentions(mixed.err, "one GPU model")) << mixed.err;
+
+  EXPECT_THROW(tkprobe::read_report(dir / "base"), tkprobe::UsageError);  // a folder where a file is due
+}
+
+TEST(Compare, ProbesOptionLimitsTheComparison) {
+  const auto base = report({timed_result("a", {}, 100, 0.01), timed_result("b", {}, 100, 0.01)});
+  const auto now = report({timed_result("a", {}, 100, 0.01), timed_result("b", {}, 200, 0.01)});
+  EXPECT_EQ(compare_files(base, now).code, 1);
+  const auto run = compare_files(base, now, {"--probes", "smem-banks"});
+  EXPECT_EQ(run.code, 0) << run.err;  // neither a nor b is compared
+  const auto unknown = compare_files(base, now, {"--probes", "smem-banks,nope"});
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_TRUE(mentions(unknown.err, "unknown probe 'nope'")) << unknown.err;
+  EXPECT_TRUE(mentions(unknown.err, "smem-latency")) << "lists the valid probes";
+}
+
+TEST(Compare, NonFiniteOrNegativeThresholdIsAUsageError) {
+  const auto r = report({timed_result("p", {}, 100, 0.01)});
+  for (const char* bad : {"nan", "inf", "-5", "0", "five"}) {
+    const auto run = compare_files(r, r, {"--threshold", bad});
+    EXPECT_EQ(run.code, 2) << bad;
+    EXPECT_TRUE(mentions(run.err, "--threshold")) << run.err;
+  }
+}
+
+TEST(Compare, MeasurementBoundsRejectNanBeforeAnyDeviceWork) {
+  for (const char* option : {"--timeout", "--min-time", "--max-noise"}) {
+    for (const char* bad : {"nan", "inf", "-1"}) {
+      const auto run = fixtures::run({"smem-latency", option, bad});
+      EXPECT_EQ(run.code, 2) << option << " " << bad << ": " << run.err;
+    }
+  }
+  EXPECT_EQ(fixtures::run({"all", "--probes", "nope"}).code, 2);
+}
+
+TEST(Compare, JunitHasOneCasePerJudgedRowAndFailuresWithFigures) {
+  auto peer = timed_result("gemm", {{"kernel", "cublaslt"}}, 100, 0.001);
+  peer.peer = true;
+  const auto base = report({timed_result("p", {{"s", 1}}, 100, 0.001), timed_result("p", {{"s", 2}}, 100, 0.001),
+                            timed_result("p", {{"s", 3}}, 100, 0.001), peer});
+  const auto now = report({timed_result("p", {{"s", 1}}, 100, 0.001), timed_result("p", {{"s", 2}}, 120, 0.001),
+                           peer});
+  const auto c = compare_json(base, now);
+  const std::string xml = tkprobe::to_junit(c);
+  EXPECT_TRUE(mentions(xml, "tests=\"3\" failures=\"2\"")) << xml;
+  EXPECT_TRUE(mentions(xml, "name=\"p s=2\"><failure message=\"cycles: 100 -&gt; 120 cycles (+20.00%)")) << xml;
+  EXPECT_TRUE(mentions(xml, "type=\"missing\"")) << xml;
+
+  const auto dir = fixtures::temp_dir("junit");
+  const auto run = compare_files(base, now, {"--junit", (dir / "out.xml").string()});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_TRUE(std::filesystem::exists(dir / "out.xml"));
+  const auto missing_folder = compare_files(base, now, {"--junit", (dir / "no" / "out.xml").string()});
+  EXPECT_EQ(missing_folder.code, 2);
+  EXPECT_TRUE(mentions(missing_folder.err, "--junit")) << missing_folder.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "no"));
+}
+
+TEST(Compare, MarkdownSummaryPutsTheVerdictAndRegressionsFirst) {
+  const auto base = report({timed_result("p", {{"s", 1}}, 100, 0.001), timed_result("p", {{"s", 2}}, 100, 0.001)});
+  const auto now = report({timed_result("p", {{"s", 1}}, 101, 0.001), timed_result("p", {{"s", 2}}, 110, 0.001)});
+  const std::string md = tkprobe::to_markdown(compare_json(base, now));
+  EXPECT_EQ(md.rfind("## tkprobe compare: FAIL", 0), 0u) << md;
+  const auto regressions = md.find("### Regressions"), closest = md.find("### Closest calls"),
+             folded = md.find("<details>");
+  ASSERT_NE(regressions, std::string::npos);
+  ASSERT_NE(closest, std::string::npos);
+  ASSERT_NE(folded, std::string::npos);
+  EXPECT_LT(regressions, closest);
+  EXPECT_LT(closest, folded);
+  EXPECT_TRUE(mentions(md.substr(regressions, closest - regressions), "| p | s=2 | cycles |")) << md;
+  EXPECT_TRUE(mentions(md.substr(closest, folded - closest), "| p | s=1 | cycles |")) << md;
+  EXPECT_TRUE(mentions(md, "2 rows: 2 slower. Threshold 5.0%: 1 failing row(s), exit 1.")) << md;
+  EXPECT_EQ(tkprobe::to_markdown(compare_json(base, base)).rfind("## tkprobe compare: pass", 0), 0u);
 }

@@ -1,0 +1,19 @@
+#pragma once
+// `tkprobe baseline --out FILE RUN...`: a baseline from several runs of the same suite. The power
+// state moves a GPU's figures between runs, so one run is a coin toss on it; this keeps the run
+// whose judged figures sit at the median most often, unchanged, and records on each row's primary
+// metric how far the runs spread (`drift_pct`, `runs`): the noise band `compare` then uses.
+#include <vector>
+
+#include "src/json.hpp"
+#include "src/report_set.hpp"
+
+namespace tkprobe {
+
+inline constexpr int kMinBaselineRuns = 2;
+
+// Throws UsageError when the runs are fewer than kMinBaselineRuns, come from different GPU models,
+// or do not hold the same rows.
+Json make_baseline(const std::vector<ReportSet>& runs);
+
+}  // namespace tkprobe

@@ -1,0 +1,39 @@
+#pragma once
+// Reading reports back for `compare` and `baseline`: one file, or a folder of them, each checked
+// against the schema built into the binary and against what the schema cannot say (a row's primary
+// metric is there, figures are finite, no two rows share probe and params). Anything wrong is a
+// UsageError (exit 2) naming the file, the row and what is wrong.
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/json.hpp"
+
+namespace tkprobe {
+
+// results/report.schema.json as built into the binary.
+const Json& report_schema();
+
+// Every problem with one parsed report, each "/results/3/metrics/tflops: what is wrong"; empty when
+// the report is sound.
+std::vector<std::string> report_problems(const Json& report);
+
+// Rows match by probe and params; parameter order never matters.
+std::string row_key(const Json& result);
+std::string params_text(const Json& params);  // "key=value key=value", for reading
+
+struct ReportSet {
+  Json report;                       // every file's rows under the first file's header
+  std::set<std::string> probes_run;  // what the run covered: tool.probes, else the probes with rows
+  std::string source;                // the file or folder, for messages
+};
+
+// A report already read and checked, as one set.
+ReportSet as_report_set(Json report, std::string source);
+
+// A report file, or a folder of them (*.json directly inside it, from one GPU model, with no row
+// in two files). Throws UsageError.
+ReportSet read_report_set(const std::filesystem::path& file_or_folder);
+
+}  // namespace tkprobe

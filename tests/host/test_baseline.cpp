@@ -1,0 +1,69 @@
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "src/baseline.hpp"
+#include "src/compare.hpp"
+#include "src/errors.hpp"
+#include "tests/fixtures.hpp"
+
+using fixtures::report;
+using fixtures::report_set;
+using fixtures::timed_result;
+using tkprobe::Json;
+
+namespace {
+
+// One run of a two-row suite: row a's median and row b's.
+tkprobe::ReportSet run(double a, double b, const std::string& started) {
+  auto j = report({timed_result("p", {{"row", "a"}}, a, 0.001), timed_result("p", {{"row", "b"}}, b, 0.001)});
+  j["tool"]["started_at"] = started;
+  return report_set(j, started);
+}
+
+}  // namespace
+
+TEST(Baseline, KeepsTheRunAtTheMedianAndRecordsTheDrift) {
+  const Json b = tkprobe::make_baseline({run(100, 50, "r1"), run(104, 51, "r2"), run(102, 52, "r3")});
+  EXPECT_EQ(b["tool"]["baseline"]["kept"], 1) << "r3 holds a's median (102), r2 b's (51): the tie goes to the earlier";
+  // Whichever run is kept, each row records the spread of all three.
+  const auto& a = b["results"][0]["metrics"]["cycles"];
+  EXPECT_NEAR(a["drift_pct"].get<double>(), 100.0 * 4 / 102, 1e-9);
+  EXPECT_EQ(a["runs"], 3);
+  EXPECT_NEAR(b["results"][1]["metrics"]["cycles"]["drift_pct"].get<double>(), 100.0 * 2 / 51, 1e-9);
+  EXPECT_TRUE(tkprobe::report_problems(b).empty()) << tkprobe::report_problems(b).front();
+}
+
+TEST(Baseline, TheRecordedDriftBecomesCompareBand) {
+  const Json b = tkprobe::make_baseline({run(100, 50, "r1"), run(102, 50, "r2"), run(101, 50, "r3")});
+  // Kept: r1 (b's median, 50, is first found there), so a's base is 100.
+  const auto within =
+      report({timed_result("p", {{"row", "a"}}, 101.5, 0.001), timed_result("p", {{"row", "b"}}, 50, 0.001)});
+  const auto c = tkprobe::compare_reports(report_set(b), report_set(within), {});
+  EXPECT_NEAR(c.rows[0].band_pct, 100.0 * 2 / 101, 1e-9);
+  EXPECT_EQ(c.rows[0].verdict, tkprobe::Verdict::same) << "+1.5% against a 1.98% drift";
+  EXPECT_EQ(b["tool"]["baseline"]["kept"], 0);
+  EXPECT_DOUBLE_EQ(c.rows[1].band_pct, tkprobe::kMinBandPct) << "no drift at all: the floor";
+}
+
+TEST(Baseline, RefusesRunsOfDifferentSuitesOrGpusOrTooFew) {
+  EXPECT_THROW(tkprobe::make_baseline({run(1, 1, "r1")}), tkprobe::UsageError);
+  auto other = report({timed_result("p", {{"row", "a"}}, 1, 0.001), timed_result("p", {{"row", "c"}}, 1, 0.001)});
+  EXPECT_THROW(tkprobe::make_baseline({run(1, 1, "r1"), report_set(other)}), tkprobe::UsageError);
+  auto h100 = report({timed_result("p", {{"row", "a"}}, 1, 0.001), timed_result("p", {{"row", "b"}}, 1, 0.001)},
+                     "NVIDIA H100");
+  EXPECT_THROW(tkprobe::make_baseline({run(1, 1, "r1"), report_set(h100)}), tkprobe::UsageError);
+}
+
+TEST(Baseline, CommandWritesTheFileOrNothing) {
+  const auto dir = fixtures::temp_dir("baseline");
+  std::vector<std::string> args{"baseline", "--out", (dir / "base.json").string()};
+  for (int i = 0; i < 3; ++i) {
+    args.push_back(fixtures::write(dir / fmt::format("run{}.json", i), run(100 + i, 50, "r").report.dump()).string());
+  }
+  const auto ok = fixtures::run(args);
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(tkprobe::read_report(dir / "base.json")["results"].size(), 2u);
+  const auto bad_folder = fixtures::run({"baseline", "--out", (dir / "no" / "b.json").string(), args[3], args[4]});
+  EXPECT_EQ(bad_folder.code, 2);
+  EXPECT_TRUE(bad_folder.err.find("--out") != std::string::npos) << bad_folder.err;
+}
