@@ -2,9 +2,11 @@
 # compute-sanitizer's memcheck, racecheck and synccheck over a quick run of every probe, on a GPU
 # machine. Under a sanitizer the timings mean nothing (a probe's own timing bounds may fail), so only
 # each tool's summary counts: it must read 0 errors (racecheck: 0 hazards, 0 warnings). API errors are
-# not reported: tma-swizzle asks the driver for boxes it must refuse. cuBLASLt's own kernels (nvjet_*,
-# the gemm probe's peer) are left out: racecheck reports hazards inside NVIDIA's library, not ours.
-# Exit 1 on any error, warning, run without a summary, or a missing tool.
+# not reported: tma-swizzle asks the driver for boxes it must refuse. Racecheck reports hazards inside
+# cuBLASLt's own kernels (nvjet_*, the gemm probe's peer; measured on the H200: 8, none in ours), and
+# leaving them out of instrumentation (--kernel-name-exclude) crashes the sanitizer, so a run whose
+# every hazard lies in nvjet_* is listed as the peer's and does not fail. Exit 1 on any other error
+# or warning, a run without a summary, or a missing tool.
 # Usage: scripts/sanitize.sh [TKPROBE] [LOGDIR]
 #   SANITIZE_ONLY="racecheck:gemm synccheck:gemm"  only these tool:probe runs
 #   SANITIZE_PARALLEL=1                             all runs at once (one GPU; each is slow, not busy)
@@ -38,8 +40,8 @@ chosen() { [[ -z "${SANITIZE_ONLY:-}" || " $SANITIZE_ONLY " == *" $1:$2 "* ]]; }
 log_of() { echo "$logs/$1-$2.log"; }
 
 run_one() {  # tool, args
-  timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$1" --report-api-errors no \
-    --kernel-name-exclude kns=nvjet "$tkprobe" $2 > "$(log_of "$1" "${2%% *}")" 2>&1
+  timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$1" --report-api-errors no "$tkprobe" $2 \
+    > "$(log_of "$1" "${2%% *}")" 2>&1
   echo "exit $?" >> "$(log_of "$1" "${2%% *}")"
 }
 
@@ -50,6 +52,13 @@ for tool in "${TOOLS[@]}"; do
   done
 done
 wait
+
+# Whether every race the log reports is between accesses inside cuBLASLt's nvjet_* kernels.
+only_in_peer_kernels() {
+  local sites
+  sites=$(grep -E "(Race reported between|and) (Read|Write) access at" "$1" | sed -E 's/.* access at ([^+]*)\+.*/\1/')
+  [[ -n "$sites" ]] && ! grep -qv "^nvjet_" <<< "$sites" && ! grep -q "Internal Sanitizer Error" "$1"
+}
 
 clean_summary=': 0 (errors|hazards displayed \(0 errors, 0 warnings\))$'
 bad=0
@@ -62,7 +71,11 @@ for tool in "${TOOLS[@]}"; do
       summary="no summary ($(tail -1 "$log"); 124: past SANITIZE_TIMEOUT)"
       bad=$((bad + 1))
     elif ! [[ "$summary" =~ $clean_summary ]]; then
-      bad=$((bad + 1))
+      if only_in_peer_kernels "$log"; then
+        summary+=" -- every hazard in cuBLASLt's nvjet kernels, none in tkprobe's"
+      else
+        bad=$((bad + 1))
+      fi
     fi
     echo "$tool $args: $summary"
   done

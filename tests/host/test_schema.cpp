@@ -3,8 +3,11 @@
 #include <filesystem>
 
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
+#include "src/probe.hpp"
+#include "src/report_set.hpp"
 #include "src/schema.hpp"
 
 using tkprobe::Json;
@@ -38,20 +41,38 @@ TEST(Schema, UnsupportedKeywordIsRefusedNotIgnored) {
   EXPECT_THROW(validate_schema(Json::parse(R"({"pattern": "^a"})"), Json("a")), std::invalid_argument);
 }
 
-// The committed H200 baselines are real reports: each must match the schema.
+// Every committed H200 report is a real report: each must match the schema.
 TEST(Schema, CommittedH200ReportsConform) {
   const Json schema = load("results/report.schema.json");
   int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(TKPROBE_SOURCE_DIR) + "/results/h200")) {
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::string(TKPROBE_SOURCE_DIR) + "/results/h200")) {
     if (entry.path().extension() != ".json") continue;
     ++files;
-    const std::string name = "results/h200/" + entry.path().filename().string();
-    const Json report = load(name);
+    const std::string name = entry.path().string();
+    const Json report = Json::parse(std::ifstream(entry.path()));
     const auto errors = validate_schema(schema, report);
     EXPECT_TRUE(errors.empty()) << name << ": " << errors.front();
     EXPECT_EQ(report["device"]["name"], "NVIDIA H200") << name;
     EXPECT_FALSE(report["results"].empty()) << name;
   }
-  EXPECT_GE(files, 10) << "info, smem-latency, smem-banks, wgmma, mma-sync, tensor-cores, occupancy, bandwidth, "
-                          "mem-latency, tma-swizzle";
+  EXPECT_GE(files, 16) << "suite.json and the archive's 15 reports";
+}
+
+// The suite baseline is what `tkprobe all` runs: every registered probe has rows in it, nothing
+// else does, and it is a baseline of several runs (each judged row carries its drift).
+TEST(Schema, SuiteBaselineCoversEveryProbe) {
+  const Json suite = load("results/h200/suite.json");
+  EXPECT_TRUE(tkprobe::report_problems(suite).empty()) << tkprobe::report_problems(suite).front();
+  std::set<std::string> registered, in_baseline;
+  for (const auto& p : tkprobe::make_probes()) registered.insert(p->name());
+  for (const auto& r : suite["results"]) in_baseline.insert(r["probe"].get<std::string>());
+  EXPECT_EQ(in_baseline, registered);
+  ASSERT_TRUE(suite["tool"].contains("baseline"));
+  EXPECT_GE(suite["tool"]["baseline"]["runs"].size(), 3u);
+  int with_drift = 0;
+  for (const auto& r : suite["results"]) {
+    if (r["status"] == "ok" && r.contains("primary")) with_drift += r["metrics"][r["primary"].get<std::string>()].contains("drift_pct");
+  }
+  EXPECT_GT(with_drift, 300);
 }
