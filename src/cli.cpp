@@ -4,6 +4,9 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
 #include <cmath>
 #include <map>
 #include <random>
@@ -25,6 +28,8 @@ namespace {
 const std::map<std::string, Format> kFormats = {
     {"table", Format::table}, {"json", Format::json}, {"markdown", Format::markdown}, {"csv", Format::csv}};
 
+constexpr double kQuickTimeoutS = 0.5;  // --quick's time budget per measurement, unless --timeout is given
+
 // The harness's sampling rule from the command line; --quick trades samples for time.
 TimingConfig timing_config(const CommonOptions& o) {
   TimingConfig c;
@@ -35,7 +40,7 @@ TimingConfig timing_config(const CommonOptions& o) {
   if (o.quick) {
     c.min_samples = 5;
     c.warmup = 1;
-    c.timeout_s = std::min(c.timeout_s, 0.5);
+    if (!o.timeout_given) c.timeout_s = std::min(c.timeout_s, kQuickTimeoutS);
   }
   return c;
 }
@@ -69,15 +74,32 @@ const CLI::Validator kFinitePositive(
     },
     "FINITE>0");
 
+// A whole number from 0 up to `max`; CLI11's own range check prints DBL_MAX as its upper bound, and
+// an unsigned option would take "-1" as 2^64 - 1.
+CLI::Validator whole_number_up_to(unsigned long long max) {
+  return CLI::Validator(
+      [max](std::string& text) {
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        errno = 0;
+        const unsigned long long x = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+        if (digits && errno == 0 && x <= max) return std::string();
+        return fmt::format("'{}' must be a whole number from 0 to {}", text, max);
+      },
+      "0..N");
+}
+
 void add_common_options(CLI::App& cmd, CommonOptions& o) {
-  cmd.add_option("--device", o.device, "CUDA device index")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--device", o.device, "CUDA device index")
+      ->check(whole_number_up_to(std::numeric_limits<int>::max()));
   cmd.add_option("--json", o.json_path, "Write the JSON report to FILE ('-' for stdout)");
   cmd.add_option_function<std::string>(
          "--format", [&o](const std::string& name) { o.format = kFormats.at(name); },
          "Output format: table, json, markdown or csv")
       ->check(CLI::IsMember(kFormats));
-  cmd.add_flag("--quick", o.quick, "CI-sized run: fewer configurations and samples");
-  cmd.add_option("--seed", o.seed, "Seed for random inputs (default: fresh each run, recorded in the report)");
+  cmd.add_flag("--quick", o.quick,
+               "CI-sized run: fewer configurations and samples, and 0.5 s per measurement unless --timeout says");
+  cmd.add_option("--seed", o.seed, "Seed for random inputs (default: fresh each run, recorded in the report)")
+      ->check(whole_number_up_to(std::numeric_limits<std::uint64_t>::max()));
   cmd.add_option("--min-time", o.min_time_s, "Least measured seconds per measurement")->check(kFinitePositive);
   cmd.add_option("--max-noise", o.max_noise_pct, "Stop sampling once the CV is under this percentage")
       ->check(kFinitePositive);
@@ -286,6 +308,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (chosen == cmp) return run_compare(compare, probes, out);
     if (chosen == base_cmd) return run_baseline(baseline, out);
     common.seed_given = chosen->count("--seed") > 0;
+    common.timeout_given = chosen->count("--timeout") > 0;
     std::vector<Probe*> selected;
     if (chosen == all) {
       const auto only = chosen_probes(suite_probes, probes);

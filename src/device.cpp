@@ -76,12 +76,15 @@ Json to_json(const DeviceInfo& d) {
 std::optional<DatasheetPeaks> datasheet_peaks(std::string_view name) {
   // NVIDIA H100/H200 datasheets, dense (no sparsity). H100 SXM and H200 share the SM array
   // and its 1830 MHz boost clock: 132 SMs x 4096 FLOP/clk x 1.83 GHz = 989.4 TFLOP/s bf16.
+  // The NVL parts (their datasheets: 1671 TFLOP/s bf16 with sparsity, so 835.5 dense) come first:
+  // "H200 NVL" also holds "H200".
   const auto has = [&](std::string_view s) { return name.find(s) != std::string_view::npos; };
+  if (has("H100 NVL")) return DatasheetPeaks{"H100 NVL", 835.5, 835.5, 417.5, 1671.0, 1671.0};
+  if (has("H200 NVL")) return DatasheetPeaks{"H200 NVL", 835.5, 835.5, 417.5, 1670.5, 1670.5};
   if (has("H200") || (has("H100") && (has("SXM") || has("HBM3")))) {
     return DatasheetPeaks{"H100/H200 SXM", 989.4, 989.4, 494.7, 1978.9, 1978.9};
   }
   if (has("H100") && has("PCIe")) return DatasheetPeaks{"H100 PCIe", 756.5, 756.5, 378.0, 1513.0, 1513.0};
-  if (has("H100 NVL")) return DatasheetPeaks{"H100 NVL", 835.5, 835.5, 417.5, 1671.0, 1671.0};
   return std::nullopt;
 }
 

@@ -42,7 +42,8 @@ struct DatasheetPeaks {
   std::string part;  // which datasheet row matched
   double bf16 = 0, fp16 = 0, tf32 = 0, fp8 = 0, int8 = 0;
 };
-// The datasheet row for a GPU name; empty when the tool has no row for it (use --peak).
+// The datasheet row for a GPU name; empty when the tool has no row for it (the % of datasheet
+// figures then read null; the clock peak needs no datasheet).
 std::optional<DatasheetPeaks> datasheet_peaks(std::string_view device_name);
 
 // Dense tensor-core FLOP per clock per SM on Hopper, by input type.

@@ -139,31 +139,35 @@ std::string csv_line(const std::vector<std::string>& fields) {
   return line;
 }
 
-// CSV keeps every statistic: metric, metric_min, metric_max, metric_cv, metric_n.
-void print_csv(std::ostream& out, const std::vector<const Json*>& rows) {
-  std::vector<std::string> params, metrics;
-  for (const Json* r : rows) {
-    for (const auto& [k, _] : (*r)["params"].items()) add_unique(params, k);
-    for (const auto& [k, _] : (*r)["metrics"].items()) add_unique(metrics, k);
-  }
+// CSV is one table for the whole run, one line per figure, so a spreadsheet can filter and pivot it:
+// the probe, every parameter any row has (empty where a row has none), the status and its reason, then
+// the metric, whether it is the row's primary, its value and, for a measurement, unit and spread. A row
+// with no figures (skipped, failed) still has its line, with the reason.
+void print_csv(std::ostream& out, const Json& report) {
+  std::vector<std::string> params;
+  for (const auto& r : report["results"])
+    for (const auto& [k, _] : r["params"].items()) add_unique(params, k);
   std::vector<std::string> header{"probe"};
   header.insert(header.end(), params.begin(), params.end());
-  header.push_back("status");
-  for (const auto& m : metrics) {
-    header.push_back(m);
-    for (const char* s : {"_min", "_max", "_cv", "_n"}) header.push_back(m + s);
-  }
+  for (const char* c : {"status", "reason", "metric", "primary", "value", "unit", "min", "q1", "q3", "max", "cv", "n"})
+    header.push_back(c);
   out << csv_line(header) << '\n';
-  for (const Json* r : rows) {
-    std::vector<std::string> f{(*r)["probe"].get<std::string>()};
-    for (const auto& p : params) f.push_back((*r)["params"].contains(p) ? cell((*r)["params"][p]) : "");
-    f.push_back(r->value("status", "ok"));
-    for (const auto& m : metrics) {
-      const Json v = (*r)["metrics"].contains(m) ? (*r)["metrics"][m] : Json();
+  for (const auto& r : report["results"]) {
+    std::vector<std::string> lead{r["probe"].get<std::string>()};
+    for (const auto& p : params) lead.push_back(r["params"].contains(p) ? cell(r["params"][p]) : "");
+    lead.push_back(r.value("status", "ok"));
+    lead.push_back(r.value("reason", ""));
+    const auto line = [&](const std::string& metric, const Json& v) {
+      std::vector<std::string> f = lead;
+      f.push_back(metric);
+      f.push_back(metric.empty() ? "" : metric == r.value("primary", "") ? "yes" : "no");
       f.push_back(v.is_null() ? "" : is_stats(v) ? fmt::format("{}", v["median"].get<double>()) : cell(v));
-      for (const char* s : {"min", "max", "cv", "n"}) f.push_back(is_stats(v) ? cell(v[s]) : "");
-    }
-    out << csv_line(f) << '\n';
+      f.push_back(is_stats(v) ? v.value("unit", "") : "");
+      for (const char* s : {"min", "q1", "q3", "max", "cv", "n"}) f.push_back(is_stats(v) ? cell(v[s]) : "");
+      out << csv_line(f) << '\n';
+    };
+    if (r["metrics"].empty()) line("", Json());
+    for (const auto& [metric, v] : r["metrics"].items()) line(metric, v);
   }
 }
 
@@ -183,19 +187,18 @@ void print_report(std::ostream& out, const Json& report, Format format) {
     out << report.dump(2) << '\n';
     return;
   }
+  if (format == Format::csv) {
+    print_csv(out, report);
+    return;
+  }
   std::vector<std::string> probes;
   for (const auto& r : report["results"]) add_unique(probes, r["probe"].get<std::string>());
-  if (format != Format::csv)
-    out << (format == Format::markdown ? "_" : "") << device_line(report) << (format == Format::markdown ? "_" : "")
-        << "\n";
+  out << (format == Format::markdown ? "_" : "") << device_line(report) << (format == Format::markdown ? "_" : "")
+      << "\n";
   for (const auto& probe : probes) {
     std::vector<const Json*> rows;
     for (const auto& r : report["results"])
       if (r["probe"] == probe) rows.push_back(&r);
-    if (format == Format::csv) {
-      print_csv(out, rows);
-      continue;
-    }
     out << '\n'
         << (format == Format::markdown ? "### " : "== ") << probe << (format == Format::markdown ? "" : " ==") << "\n";
     Grid g = grid_for(rows, columns_for(rows));

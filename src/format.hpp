@@ -1,5 +1,6 @@
 #pragma once
-// Human-facing output of a report: an aligned table, markdown or CSV, one block per probe.
+// Human-facing output of a report: an aligned table or markdown, one block per probe; or CSV, one
+// table for the whole run.
 #include <ostream>
 
 #include "src/json.hpp"

@@ -32,6 +32,7 @@ struct CommonOptions {
   double min_time_s = 0.02;
   double max_noise_pct = 1.0;
   double timeout_s = 2.0;
+  bool timeout_given = false;  // --timeout on the command line: --quick does not shorten it
   bool flush_l2 = false;
 };
 

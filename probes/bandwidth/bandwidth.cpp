@@ -28,6 +28,7 @@ constexpr int kL2Passes = 21;           // odd: the XOR over all passes equals o
 constexpr int kL2FootprintDivisor = 4;  // a quarter of L2: resident, with room for the rest
 constexpr int kSmemBytesPerClock = 32 * 4;
 constexpr int kMinSizeMib = 64;
+constexpr int kMaxSizeMib = 32768;
 
 class Bandwidth final : public Probe {
  public:
@@ -36,12 +37,13 @@ class Bandwidth final : public Probe {
     return "HBM read/write/copy, L2-resident read and shared-memory bandwidth, each against its ceiling";
   }
   void add_options(CLI::App& cmd) override {
-    cmd.add_option("--size", size_mib_, "HBM buffer in MiB, at least 64 (default 1024; --quick 256)");
+    cmd.add_option("--size", size_mib_, "HBM buffer in MiB, 64 to 32768 (default 1024; --quick 256)");
   }
   void validate() const override {
-    if (size_mib_ && *size_mib_ < kMinSizeMib) {
-      throw UsageError(fmt::format("--size {}: give at least {} MiB, so the buffer is larger than L2", *size_mib_,
-                                   kMinSizeMib));
+    if (size_mib_ && (*size_mib_ < kMinSizeMib || *size_mib_ > kMaxSizeMib)) {
+      throw UsageError(fmt::format("--size {}: give {} to {} MiB (larger than L2; a source and a destination of that "
+                                   "size fit on an 80 GB GPU)",
+                                   *size_mib_, kMinSizeMib, kMaxSizeMib));
     }
   }
 

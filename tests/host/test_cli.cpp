@@ -108,9 +108,11 @@ TEST(Cli, MemoryProbesRefuseEmptyFootprintsAndUnknownKernels) {
   const auto footprint = run({"mem-latency", "--footprint", "0"});
   EXPECT_EQ(footprint.code, 2);
   EXPECT_TRUE(mentions(footprint.err, "--footprint 0: give KiB from 16")) << footprint.err;
-  const auto size = run({"bandwidth", "--size", "1"});
-  EXPECT_EQ(size.code, 2);
-  EXPECT_TRUE(mentions(size.err, "at least 64 MiB")) << size.err;
+  for (const char* bad : {"1", "100000000"}) {
+    const auto size = run({"bandwidth", "--size", bad});
+    EXPECT_EQ(size.code, 2) << bad;
+    EXPECT_TRUE(mentions(size.err, "give 64 to 32768 MiB")) << size.err;
+  }
   const auto kernel = run({"occupancy", "--kernel", "memcpy"});
   EXPECT_EQ(kernel.code, 2);
   EXPECT_TRUE(mentions(kernel.err, "--kernel")) << kernel.err;
@@ -250,5 +252,20 @@ TEST(Cli, MemLatencyFootprintsOutsideSixteenKibToFourGibAreRefused) {
     const auto r = run({"mem-latency", "--footprint", footprint});
     EXPECT_EQ(r.code, 2) << footprint;
     EXPECT_TRUE(mentions(r.err, "give KiB from 16 to 4194304")) << r.err;
+  }
+}
+
+// Range errors name the valid range in words, never as DBL_MAX's 300 digits; negative seeds and
+// devices are refused rather than wrapped.
+TEST(Cli, CommonOptionsRefuseOutOfRangeValuesReadably) {
+  const std::vector<std::vector<std::string>> cases = {{"--device", "-1"}, {"--seed", "-1"},  {"--min-time", "0"},
+                                                       {"--max-noise", "-2"}, {"--timeout", "nan"}, {"--seed", "1.5"}};
+  for (const auto& c : cases) {
+    const auto r = run({"smem-latency", c[0], c[1]});
+    EXPECT_EQ(r.code, 2) << c[0] << " " << c[1];
+    EXPECT_TRUE(mentions(r.err, c[0])) << r.err;
+    EXPECT_TRUE(mentions(r.err, "'" + c[1] + "'")) << r.err;
+    EXPECT_FALSE(mentions(r.err, "1.797")) << r.err;
+    EXPECT_LT(r.err.size(), 200u) << r.err;
   }
 }

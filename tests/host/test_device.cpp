@@ -12,6 +12,10 @@ TEST(Peaks, DatasheetRowsByName) {
   EXPECT_TRUE(tkprobe::datasheet_peaks("NVIDIA H100 80GB HBM3"));
   EXPECT_DOUBLE_EQ(tkprobe::datasheet_peaks("NVIDIA H100 PCIe")->bf16, 756.5);
   EXPECT_FALSE(tkprobe::datasheet_peaks("NVIDIA GeForce RTX 4090"));
+  // The NVL parts are not the SXM part, though their names hold "H200" and "H100".
+  EXPECT_DOUBLE_EQ(tkprobe::datasheet_peaks("NVIDIA H200 NVL")->bf16, 835.5);
+  EXPECT_EQ(tkprobe::datasheet_peaks("NVIDIA H200 NVL")->part, "H200 NVL");
+  EXPECT_DOUBLE_EQ(tkprobe::datasheet_peaks("NVIDIA H100 NVL")->bf16, 835.5);
 }
 
 TEST(Peaks, ClockPeakIsSmsTimesFlopPerClockTimesClock) {

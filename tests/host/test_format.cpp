@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "src/format.hpp"
@@ -39,10 +40,25 @@ TEST(Format, MarkdownIsAPipeTable) {
 
 TEST(Format, CsvKeepsEveryStatistic) {
   const auto text = render(Format::csv);
-  EXPECT_EQ(text.substr(0, text.find('\n')),
-            "probe,stride,status,cycles,cycles_min,cycles_max,cycles_cv,cycles_n,model_ways,model_ways_min,"
-            "model_ways_max,model_ways_cv,model_ways_n");
-  EXPECT_NE(text.find("p,1,ok,15,"), std::string::npos) << text;
+  EXPECT_EQ(text.substr(0, text.find('\n')), "probe,stride,status,reason,metric,primary,value,unit,min,q1,q3,max,cv,n");
+  EXPECT_NE(text.find("p,1,ok,,cycles,yes,15,cycles,15,15,15,15,0.02,20\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("p,2,ok,,model_ways,no,2,,,,,,,\n"), std::string::npos) << "a plain value: no spread" << text;
+}
+
+// `all --format csv`: one header for every probe, and rows that did not run keep their reason.
+TEST(Format, CsvOfASuiteIsOneTableWithReasons) {
+  tkprobe::Result skipped("q", {{"dtype", "e5m2"}});
+  skipped.status = tkprobe::Status::skipped;
+  skipped.reason = "needs sm_90a, a, comma";
+  const auto report = fixtures::report(
+      {fixtures::timed_result("p", {{"stride", 1}}, 15, 0.02), skipped, fixtures::timed_result("r", {}, 3, 0.1)});
+  std::ostringstream out;
+  tkprobe::print_report(out, report, Format::csv);
+  const std::string text = out.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4) << "one header, one line per figure or reason:\n" << text;
+  EXPECT_EQ(text.rfind("probe,stride,dtype,status,reason,", 0), 0u) << text;
+  EXPECT_NE(text.find("q,,e5m2,skipped,\"needs sm_90a, a, comma\",,,,"), std::string::npos) << text;
+  EXPECT_NE(text.find("r,,,ok,,cycles,yes,3,"), std::string::npos) << text;
 }
 
 TEST(Format, JsonIsTheReport) {
