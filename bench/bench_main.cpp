@@ -1,7 +1,10 @@
 // tkprobe-bench: the DSL's kernels under Google Benchmark, so a kernel developer gets its JSON
-// output and compare tooling (benchmark's compare.py). Each iteration is timed with CUDA events
-// (UseManualTime); the TFLOP/s counter is the work over that time. Without a GPU every benchmark
-// says so (SkipWithError) and the binary exits 0.
+// output and compare tooling (benchmark's compare.py). Before timing, each kernel runs once on a
+// poisoned output that is checked against a reference (cuBLASLt for the GEMMs, each other; the fp32
+// reference for attention); a failed check or CUDA error skips the benchmark with the reason, so it
+// never becomes a figure. Each iteration is timed with CUDA events (UseManualTime); the TFLOP counter
+// is a rate (benchmark prints it per second). Without a GPU every benchmark says so and the binary
+// exits 0.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -15,10 +18,12 @@
 #include "probes/common/cublaslt_gemm.hpp"
 #include "probes/common/tensor_types.hpp"
 #include "src/device_buffer.hpp"
+#include "src/errors.hpp"
 
 namespace {
 
 using bf16 = __nv_bfloat16;
+constexpr double kMaxRelError = 1e-2;  // bf16 outputs: 1e-3..1e-2 from rounding; a wrong tile gives ~1
 
 // Random bf16 operands, drawn fresh for each run (tensor::random_element: non-zero).
 std::vector<std::uint16_t> random_operand(std::size_t count) {
@@ -37,68 +42,116 @@ bool have_gpu(benchmark::State& state) {
   return true;
 }
 
+// One launch, its errors surfaced: a launch that failed must not be timed as if it ran.
+template <class Launch>
+void checked_launch(const Launch& launch) {
+  launch();
+  TK_CUDA(cudaGetLastError());
+}
+
 // Times `launch` once per iteration with CUDA events around it.
 template <class Launch>
 void time_launches(benchmark::State& state, const Launch& launch, double flops) {
   cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  launch();  // warm-up
+  TK_CUDA(cudaEventCreate(&start));
+  TK_CUDA(cudaEventCreate(&stop));
+  checked_launch(launch);  // warm-up
   for (auto _ : state) {
-    cudaEventRecord(start);
-    launch();
-    cudaEventRecord(stop);
-    cudaEventSynchronize(stop);
+    TK_CUDA(cudaEventRecord(start));
+    checked_launch(launch);
+    TK_CUDA(cudaEventRecord(stop));
+    TK_CUDA(cudaEventSynchronize(stop));
     float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
+    TK_CUDA(cudaEventElapsedTime(&ms, start, stop));
     state.SetIterationTime(ms / 1e3);
   }
-  state.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12 * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["TFLOP"] = benchmark::Counter(flops / 1e12 * double(state.iterations()), benchmark::Counter::kIsRate);
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
 }
 
-template <class Kernel>
+// Runs `body`; a CUDA error or a failed check skips the benchmark with the reason.
+template <class Body>
+void guarded(benchmark::State& state, const Body& body) {
+  if (!have_gpu(state)) return;
+  try {
+    body();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+void require(bool passed, const std::string& what) {
+  if (!passed) throw std::runtime_error(what);
+}
+
+// C = A B^T by `Kernel`, checked against the other implementation on the same operands, then timed.
+template <class Kernel, class Other>
 void bench_gemm(benchmark::State& state) {
-  if (!have_gpu(state)) return;
-  const int size = static_cast<int>(state.range(0));
-  const gemm::Shape s{size, size, size};
-  tkprobe::DeviceBuffer<std::uint16_t> a(std::size_t(size) * size), b(a.size()), c(a.size());
-  a.upload(random_operand(a.size()));
-  b.upload(random_operand(b.size()));
-  const Kernel kernel(reinterpret_cast<const bf16*>(a.get()), reinterpret_cast<const bf16*>(b.get()),
-                      reinterpret_cast<bf16*>(c.get()), s);
-  time_launches(state, [&] { kernel(nullptr); }, 2.0 * size * size * double(size));
+  guarded(state, [&] {
+    const int size = static_cast<int>(state.range(0));
+    const gemm::Shape s{size, size, size};
+    tkprobe::DeviceBuffer<std::uint16_t> a(std::size_t(size) * size), b(a.size()), c(a.size());
+    a.upload(random_operand(a.size()));
+    b.upload(random_operand(b.size()));
+    const auto* a_ptr = reinterpret_cast<const bf16*>(a.get());
+    const auto* b_ptr = reinterpret_cast<const bf16*>(b.get());
+    auto* c_ptr = reinterpret_cast<bf16*>(c.get());
+    const Other other(a_ptr, b_ptr, c_ptr, s);
+    const Kernel kernel(a_ptr, b_ptr, c_ptr, s);
+    c.poison();
+    checked_launch([&] { other(nullptr); });
+    const auto expected = c.download();
+    c.poison();
+    checked_launch([&] { kernel(nullptr); });
+    const double error = tkprobe::tensor::relative_error_bf16(c.download(), expected);
+    require(error < kMaxRelError, "C disagrees with the other GEMM's: relative error " + std::to_string(error));
+    time_launches(state, [&] { kernel(nullptr); }, 2.0 * size * size * double(size));
+  });
 }
 
-// The attention forward on `tkprobe attention`'s sweep (attention_check::sweep(), argument 1 its
-// index; argument 0 the kernel), ~N(0, 1) inputs drawn on the GPU (a fresh seed per run).
+// The attention forward on `tkprobe attention`'s sweep (attention_check::sweep(), the argument its
+// index), ~N(0, 1) inputs drawn on the GPU (a fresh seed per run), checked against the fp32
+// reference before timing.
+template <attention::Kernel K>
 void bench_attention(benchmark::State& state) {
-  if (!have_gpu(state)) return;
-  const auto kernel = state.range(0) == 0 ? attention::Kernel::wgmma : attention::Kernel::mma_sync;
-  const attention::Shape s = tkprobe::attention_check::sweep()[state.range(1)];
-  state.SetLabel("B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " N=" + std::to_string(s.seq) +
-                 " D=" + std::to_string(s.head_dim) + (s.causal ? " causal" : ""));
-  const std::size_t q_elements = std::size_t(s.batch) * s.heads * s.seq * s.head_dim;
-  const std::size_t kv_elements = q_elements / s.heads * s.kv_heads;
-  tkprobe::DeviceBuffer<bf16> q(q_elements), k(kv_elements), v(kv_elements), o(q_elements);
-  tkprobe::DeviceBuffer<float> lse(q_elements / s.head_dim);
-  std::mt19937_64 rng(std::random_device{}());
-  for (auto* x : {&q, &k, &v}) tkprobe::attention_check::fill_normal(x->get(), x->size(), rng(), nullptr);
-  const attention::Forward forward({q.get(), k.get(), v.get(), o.get(), lse.get()}, s, kernel);
-  time_launches(state, [&] { forward(nullptr); }, attention::flops(s));
+  guarded(state, [&] {
+    namespace check = tkprobe::attention_check;
+    const attention::Shape s = check::sweep()[state.range(0)];
+    state.SetLabel("B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " N=" + std::to_string(s.seq) +
+                   " D=" + std::to_string(s.head_dim) + (s.causal ? " causal" : ""));
+    const std::size_t q_elements = std::size_t(s.batch) * s.heads * s.seq * s.head_dim;
+    const std::size_t kv_elements = q_elements / s.heads * s.kv_heads;
+    tkprobe::DeviceBuffer<bf16> q(q_elements), k(kv_elements), v(kv_elements), o(q_elements);
+    tkprobe::DeviceBuffer<float> lse(q_elements / s.head_dim), o_ref(q_elements), lse_ref(lse.size());
+    std::mt19937_64 rng(std::random_device{}());
+    for (auto* x : {&q, &k, &v}) check::fill_normal(x->get(), x->size(), rng(), nullptr);
+    check::reference_forward(q.get(), k.get(), v.get(), o_ref.get(), lse_ref.get(), s, nullptr);
+    const attention::Forward forward({q.get(), k.get(), v.get(), o.get(), lse.get()}, s, K);
+    o.poison();
+    lse.poison();
+    checked_launch([&] { forward(nullptr); });
+    const auto e = check::compare_to_reference(o.get(), lse.get(), o_ref.get(), lse_ref.get(), s, nullptr);
+    require(e.rel_error < kMaxRelError && e.lse_error < kMaxRelError,
+            "O or LSE disagrees with the fp32 reference: " + std::to_string(e.rel_error) + ", " +
+                std::to_string(e.lse_error));
+    time_launches(state, [&] { forward(nullptr); }, attention::flops(s));
+  });
 }
 
-BENCHMARK(bench_attention)
-    ->Name("attention")
-    ->Apply([](benchmark::internal::Benchmark* b) {
-      for (int kernel : {0, 1})
-        for (int shape = 0; shape < int(tkprobe::attention_check::sweep().size()); ++shape) b->Args({kernel, shape});
-    })
-    ->ArgNames({"mma_sync", "shape"})
+void attention_shapes(benchmark::internal::Benchmark* b) {
+  for (int shape = 0; shape < int(tkprobe::attention_check::sweep().size()); ++shape) b->Arg(shape);
+  b->ArgName("shape")->UseManualTime();
+}
+
+BENCHMARK_TEMPLATE(bench_attention, attention::Kernel::wgmma)->Name("attention/wgmma")->Apply(attention_shapes);
+BENCHMARK_TEMPLATE(bench_attention, attention::Kernel::mma_sync)->Name("attention/mma-sync")->Apply(attention_shapes);
+BENCHMARK_TEMPLATE(bench_gemm, gemm::Gemm, tkprobe::CublasLtGemm)->Name("gemm/tk")->Arg(4096)->Arg(8192)->UseManualTime();
+BENCHMARK_TEMPLATE(bench_gemm, tkprobe::CublasLtGemm, gemm::Gemm)
+    ->Name("gemm/cublaslt")
+    ->Arg(4096)
+    ->Arg(8192)
     ->UseManualTime();
-BENCHMARK_TEMPLATE(bench_gemm, gemm::Gemm)->Name("gemm/tk")->Arg(4096)->Arg(8192)->UseManualTime();
-BENCHMARK_TEMPLATE(bench_gemm, tkprobe::CublasLtGemm)->Name("gemm/cublaslt")->Arg(4096)->Arg(8192)->UseManualTime();
 
 }  // namespace
 

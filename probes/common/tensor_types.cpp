@@ -158,4 +158,16 @@ double relative_error(const std::vector<double>& got, const std::vector<double>&
   return std::isnan(diff) ? INFINITY : std::sqrt(diff / norm);
 }
 
+double bf16_value(std::uint16_t bits) { return std::bit_cast<float>(std::uint32_t(bits) << 16); }
+
+double relative_error_bf16(const std::vector<std::uint16_t>& got, const std::vector<std::uint16_t>& want) {
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double w = bf16_value(want[i]), d = bf16_value(got[i]) - w;
+    diff += d * d;
+    norm += w * w;
+  }
+  return std::isnan(diff) ? INFINITY : std::sqrt(diff / norm);
+}
+
 }  // namespace tkprobe::tensor

@@ -106,7 +106,13 @@ Matrix negated(DType d, const Matrix& m);
 
 // A (M x K) times B stored as N x K (both K-major, as the tensor cores read them): M x N, in double.
 std::vector<double> reference_product(const Matrix& a, const Matrix& b_nk);
-// ||got - want|| / ||want|| (Frobenius).
+// ||got - want|| / ||want|| (Frobenius); infinity where a NaN took part.
 double relative_error(const std::vector<double>& got, const std::vector<double>& want);
+
+// The value of a bf16 bit pattern (the top half of an f32's).
+double bf16_value(std::uint16_t bits);
+// relative_error over two bf16 results (the GEMM's against cuBLASLt's); a poisoned element left
+// unwritten (0xffff, a NaN) gives infinity.
+double relative_error_bf16(const std::vector<std::uint16_t>& got, const std::vector<std::uint16_t>& want);
 
 }  // namespace tkprobe::tensor

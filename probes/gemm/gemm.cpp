@@ -9,7 +9,6 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
-#include <cstring>
 #include <optional>
 #include <span>
 
@@ -30,13 +29,6 @@ constexpr int kQuickSize = 2048;
 constexpr double kMaxRelError = 1e-2;
 constexpr double kMaxSpotError = 1e-2;  // bf16 output rounding is at most 2^-9 ~ 2e-3 relative
 constexpr int kSpotChecks = 64;
-
-float from_bf16(std::uint16_t bits) {
-  const std::uint32_t u = std::uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 // Fresh random bf16 operands (tensor::random_element: non-zero, exactly representable).
 std::vector<std::uint16_t> random_bf16(std::size_t count, std::mt19937_64& rng) {
@@ -118,7 +110,7 @@ class Gemm final : public Probe {
     const double spot = spot_error(ops, expected, ctx.rng);
     ops.c.poison();
     run_ours(ctx.harness.stream());
-    const double error = relative_error(ops.c.download(), expected);
+    const double error = tensor::relative_error_bf16(ops.c.download(), expected);
 
     // Every sample is one launch of each, back to back, so both see the same clock and power state,
     // which drift by more than the difference between them (cuBLASLt's own rate moved 3-4% between
@@ -176,16 +168,6 @@ class Gemm final : public Probe {
     return peaks ? peaks->bf16 : 0;
   }
 
-  static double relative_error(const std::vector<std::uint16_t>& got, const std::vector<std::uint16_t>& want) {
-    double diff = 0, norm = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      const double w = from_bf16(want[i]), d = from_bf16(got[i]) - w;
-      diff += d * d;
-      norm += w * w;
-    }
-    return std::sqrt(diff / norm);
-  }
-
   // The largest error of kSpotChecks random entries of C against double-precision dot products
   // of A's row and B's row, relative to the larger of |dot| and sum |a b| / sqrt(K) (the size of
   // a typical entry; an entry itself may be near 0). bf16 rounding of C gives up to 2^-9 ~ 2e-3;
@@ -197,13 +179,13 @@ class Gemm final : public Probe {
       const int row = int(rng() % s.m), col = int(rng() % s.n);
       double dot = 0, magnitude = 0;
       for (int k = 0; k < s.k; ++k) {
-        const double a = from_bf16(ops.a_host[std::size_t(row) * s.k + k]);
-        const double b = from_bf16(ops.b_host[std::size_t(col) * s.k + k]);
+        const double a = tensor::bf16_value(ops.a_host[std::size_t(row) * s.k + k]);
+        const double b = tensor::bf16_value(ops.b_host[std::size_t(col) * s.k + k]);
         dot += a * b;
         magnitude += std::abs(a * b);
       }
       const double typical = std::max(std::abs(dot), magnitude / std::sqrt(double(s.k)));
-      worst = std::max(worst, std::abs(from_bf16(c[std::size_t(row) * s.n + col]) - dot) / typical);
+      worst = std::max(worst, std::abs(tensor::bf16_value(c[std::size_t(row) * s.n + col]) - dot) / typical);
     }
     return worst;
   }
