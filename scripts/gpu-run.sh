@@ -11,13 +11,18 @@
 # Usage: OUT=dir [DEADLINE=s] scripts/gpu-run.sh SHA [STEP...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
+: "${OUT:?set OUT to the folder the results go to}"
+archive() {  # the GPU machine returns at most 8 files: everything goes back as one archive
+  tar czf /tmp/gpu-run.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/gpu-run.tgz "$OUT/"
+}
+trap archive EXIT  # whatever happens below, the archive is written
 sha="${1:-unknown}"
 shift || true
 steps=" ${*:-build gate peers tests sanitize} "
 export TKPROBE_NO_INSTALL=1
 for step in $steps; do
   case "$step" in build | gate | peers | tests | sanitize) ;;
-    *) echo "gpu-run.sh: unknown step '$step' (valid: build gate peers tests sanitize)"; exit 2 ;;
+    *) echo "gpu-run.sh: unknown step '$step' (valid: build gate peers tests sanitize)" | tee "$OUT/run.log"; exit 2 ;;
   esac
 done
 
@@ -27,10 +32,6 @@ want() {  # whether to run step $1: named, and before the deadline
   (( SECONDS < deadline )) || { echo "skipped (past DEADLINE): $1" >> "$OUT/run.log"; return 1; }
 }
 left() { echo $(( deadline > SECONDS ? deadline - SECONDS : 1 )); }  # seconds a step may still take
-archive() {  # the GPU machine returns at most 8 files: everything goes back as one archive
-  tar czf /tmp/gpu-run.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/gpu-run.tgz "$OUT/"
-}
-trap archive EXIT
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv > "$OUT/run.log" 2>&1
 if want build; then

@@ -26,15 +26,47 @@ install_missing_packages() {
     esac
   done
   [ ${#wanted[@]} -eq 0 ] && return 0
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  # sudo resets the environment, so the variable goes through env; -n: fail, never prompt (CI has no tty).
+  local sudo=()
+  [ "$(id -u)" -ne 0 ] && sudo=(sudo -n)
   log "installing: ${wanted[*]}"
-  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${wanted[@]}"; } >&2; then
+  if ! { "${sudo[@]}" apt-get update -qq &&
+         "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${wanted[@]}"; } >&2; then
     log "warning: could not install ${wanted[*]}; configuring with what is here"
   fi
 }
 
-find_cuda() {
+# The oldest versions the build takes: CMake 3.25 (CMakeLists.txt), nvcc 12.0 (C++20 device code).
+MIN_CMAKE=3.25
+MIN_NVCC=12.0
+
+version_at_least() {  # have, want: dotted versions
+  [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" = "$2" ]
+}
+
+# One message naming everything too old or missing, and how to get it; exit 2 (a usage error: the
+# machine, not the code, needs changing).
+require_tools() {
+  local problems=()
+  local cmake_version nvcc_version
+  cmake_version=$(cmake --version 2>/dev/null | sed -n 's/^cmake version \([0-9][0-9.]*\).*/\1/p' || true)
+  if [ -z "$cmake_version" ]; then
+    problems+=("cmake not found: install CMake $MIN_CMAKE or newer (python3 -m pip install 'cmake>=$MIN_CMAKE')")
+  elif ! version_at_least "$cmake_version" "$MIN_CMAKE"; then
+    problems+=("cmake $cmake_version is older than $MIN_CMAKE (Ubuntu 22.04's apt has 3.22): python3 -m pip install 'cmake>=$MIN_CMAKE', or Kitware's apt repository")
+  fi
+  nvcc_version=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9][0-9.]*\).*/\1/p' || true)
+  if [ -z "$nvcc_version" ]; then
+    problems+=("nvcc not found: install the CUDA Toolkit $MIN_NVCC or newer and put nvcc on PATH")
+  elif ! version_at_least "$nvcc_version" "$MIN_NVCC"; then
+    problems+=("nvcc $nvcc_version is older than $MIN_NVCC (C++20 device code): install CUDA Toolkit $MIN_NVCC or newer")
+  fi
+  [ ${#problems[@]} -eq 0 ] && return 0
+  log "error: this machine cannot build tkprobe yet: $(IFS=';'; echo "${problems[*]}" | sed 's/;/; /g')"
+  exit 2
+}
+
+find_cuda() {  # nvcc on PATH, or the toolkit's usual places
   command -v nvcc >/dev/null && return 0
   for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
     if [ -x "$d/nvcc" ]; then
@@ -42,8 +74,6 @@ find_cuda() {
       return 0
     fi
   done
-  log "error: nvcc not found; install the CUDA Toolkit (12.0 or newer) and put nvcc on PATH"
-  exit 2
 }
 
 configure_and_build() {
@@ -57,4 +87,6 @@ configure_and_build() {
 
 install_missing_packages
 find_cuda
+require_tools
+[ -n "${TKPROBE_CHECK_ONLY:-}" ] && return 0 2>/dev/null  # scripts/test's own test of the checks above
 configure_and_build

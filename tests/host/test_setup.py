@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""scripts/setup.sh's tool checks, against stand-in cmake and nvcc that report the versions a fresh
+machine might have: too old a CMake or nvcc is one clear message naming what to install, exit 2."""
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = sys.argv[1]
+
+
+def check(cmake, nvcc):
+    """Sources setup.sh with stand-ins reporting these versions (None: absent); (exit code, stderr)."""
+    with tempfile.TemporaryDirectory() as bin_dir:
+        for tool, text in (("cmake", cmake and f"cmake version {cmake}\n"),
+                           ("nvcc", nvcc and f"Cuda compilation tools, release {nvcc}, V{nvcc}.1\n")):
+            path = os.path.join(bin_dir, tool)
+            with open(path, "w") as f:
+                f.write(f"#!/bin/sh\nprintf '{text}'\n" if text else "#!/bin/sh\nexit 127\n")
+            os.chmod(path, 0o755)
+        env = dict(os.environ, PATH=f"{bin_dir}:/usr/bin:/bin", TKPROBE_NO_INSTALL="1", TKPROBE_CHECK_ONLY="1")
+        run = subprocess.run(["bash", "-c", f"source '{ROOT}/scripts/setup.sh'"], env=env, capture_output=True,
+                             text=True)
+        return run.returncode, run.stderr
+
+
+failures = []
+checks = 0
+
+
+def expect(condition, what):
+    global checks
+    checks += 1
+    if not condition:
+        failures.append(what)
+
+
+code, err = check("3.22.1", "13.0")  # Ubuntu 22.04's apt CMake
+expect(code == 2, f"old cmake: exit {code}")
+expect("cmake 3.22.1 is older than 3.25" in err and "pip install 'cmake>=3.25'" in err, f"old cmake: {err!r}")
+expect(err.count("\n") == 1, f"one line: {err!r}")
+
+code, err = check("3.25.1", "11.8")
+expect(code == 2 and "nvcc 11.8 is older than 12.0" in err, f"old nvcc: exit {code}, {err!r}")
+
+code, err = check("3.18.4", None)  # Debian 11's CMake, no toolkit: both in one message
+expect(code == 2 and "cmake 3.18.4" in err and "nvcc not found" in err and err.count("\n") == 1,
+       f"both: exit {code}, {err!r}")
+
+code, err = check("3.25.1", "13.0")
+expect(code == 0 and err == "", f"new enough: exit {code}, {err!r}")
+
+code, err = check("4.4.0", "12.0")  # version order is numeric, not textual
+expect(code == 0, f"cmake 4.4 and nvcc 12.0 are new enough: exit {code}, {err!r}")
+
+for f in failures:
+    print("FAIL:", f)
+print(f"{checks - len(failures)} passed, {len(failures)} failed")
+sys.exit(1 if failures else 0)
