@@ -267,6 +267,13 @@ TEST(Compare, FoldersOfReportsAreOneBaseline) {
   EXPECT_EQ(mixed.code, 2);
   EXPECT_TRUE(mentions(mixed.err, "one GPU model")) << mixed.err;
 
+  std::filesystem::remove(dir / "base" / "d.json");
+
+  fixtures::write(dir / "base" / "e.json", R"({"schema": "tkprobe.report/2", "results": []})");
+  const auto versions = fixtures::run({"compare", (dir / "base").string(), now.string()});
+  EXPECT_EQ(versions.code, 2);
+  EXPECT_TRUE(mentions(versions.err, "e.json: report schema 'tkprobe.report/2' is not supported")) << versions.err;
+
   EXPECT_THROW(tkprobe::read_report(dir / "base"), tkprobe::UsageError);  // a folder where a file is due
 }
 
