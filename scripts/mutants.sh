@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The mutation check: the suite built with one deliberate defect at a time (tests/mutants/*.patch,
+# never part of a normal build), and the tests that must catch it. Every mutant must make at least
+# one test fail ("killed"); one that passes them all ("survived") means the tests cannot see that
+# defect. Each patch names its tests on a `# kills:` line: `host` (every host test) or
+# `gpu GTEST_FLAGS` (the GPU tests, on a GPU machine). The tree must be clean; each mutant is
+# reverted before the next, and on exit.
+# Usage: scripts/mutants.sh [host|gpu|all] [BUILD_DIR]   (BUILD_DIR configured, default build)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+which="${1:-host}"
+build="${2:-build}"
+case "$which" in host | gpu | all) ;; *) echo "mutants.sh: give host, gpu or all (got '$which')"; exit 2 ;; esac
+[[ -f "$build/build.ninja" || -f "$build/Makefile" ]] || { echo "mutants.sh: no configured build in $build"; exit 2; }
+git diff --quiet HEAD -- . || { echo "mutants.sh: the tree has uncommitted changes; commit or stash them first"; exit 2; }
+
+applied=""
+restore() { [[ -n "$applied" ]] && git apply -R "$applied" && applied=""; }
+trap restore EXIT
+
+survived=0
+for patch in tests/mutants/*.patch; do
+  name=$(basename "$patch" .patch)
+  kind=$(sed -n 's/^# kills: \([a-z]*\).*/\1/p' "$patch")
+  args=$(sed -n 's/^# kills: [a-z]* *//p' "$patch")
+  [[ "$which" == all || "$which" == "$kind" ]] || continue
+  git apply "$patch" && applied="$patch" || { echo "$name: does not apply"; survived=$((survived + 1)); continue; }
+  if [[ "$kind" == host ]]; then
+    cmake --build "$build" --target host_tests > "/tmp/mutant-$name.log" 2>&1 &&
+      ctest --test-dir "$build" -LE gpu >> "/tmp/mutant-$name.log" 2>&1
+  else
+    cmake --build "$build" --target gpu_tests > "/tmp/mutant-$name.log" 2>&1 &&
+      "$build/tests/gpu_tests" $args >> "/tmp/mutant-$name.log" 2>&1
+  fi
+  rc=$?
+  failing=$(grep -hE "^\[  FAILED  \] [A-Za-z_]+\.[A-Za-z_]+ \(|^[[:space:]]+[0-9]+ - .*\(Failed\)" "/tmp/mutant-$name.log" |
+            sed -E 's/^\[  FAILED  \] //; s/ \(.*//; s/^[[:space:]]+[0-9]+ - //' | sort -u | head -5 | paste -sd, -)
+  if (( rc != 0 )) && [[ -n "$failing" ]]; then
+    echo "$name: killed by $failing"
+  else
+    echo "$name: SURVIVED (exit $rc; log /tmp/mutant-$name.log)"
+    survived=$((survived + 1))
+  fi
+  restore
+done
+cmake --build "$build" > /dev/null 2>&1  # back to the unmutated binaries
+echo "mutants: $survived survived"
+exit $(( survived > 0 ))
