@@ -254,6 +254,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   CLI::App app{"tkprobe: how close code gets to a Hopper GPU's tensor-core peak, and why.", "tkprobe"};
   app.require_subcommand(1, 1);
+  app.set_version_flag("--version", version_text());
   app.footer(
       "Exit codes: 0 ok, 1 a check or regression failed, 2 usage error, 3 no suitable device, "
       "4 CUDA/runtime error.\n");

@@ -71,6 +71,8 @@ Json to_json(const Report& report) {
   return j;
 }
 
+std::string version_text() { return fmt::format("tkprobe {} ({})", tool_version(), git_sha()); }
+
 Json tool_section(const std::vector<std::string>& argv) {
   std::string line;
   for (const auto& a : argv) line += (line.empty() ? "" : " ") + a;

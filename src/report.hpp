@@ -61,6 +61,9 @@ struct Report {
 Json stats_json(const Stats& s, std::string_view unit, Better better);
 Json to_json(const Report& report);
 
+// "tkprobe 0.1.0 (<commit>)": what `tkprobe --version` prints and every report's tool section holds.
+std::string version_text();
+
 // The tool/host sections for a run started with this command line.
 Json tool_section(const std::vector<std::string>& argv);
 Json host_section(std::string_view driver);

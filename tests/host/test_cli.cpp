@@ -18,6 +18,13 @@ bool mentions(const std::string& text, const std::string& what) { return text.fi
 
 }  // namespace
 
+TEST(Cli, VersionNamesTheCommit) {
+  const auto r = run({"--version"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("tkprobe 0.", 0), 0u) << r.out;
+  EXPECT_TRUE(mentions(r.out, "(")) << "the commit it was built from: " << r.out;
+}
+
 TEST(Cli, HelpAndListSucceed) {
   const auto help = run({"--help"});
   EXPECT_EQ(help.code, 0);
