@@ -51,10 +51,9 @@ Json make_baseline(const std::vector<ReportSet>& runs) {
     throw UsageError(fmt::format("baseline: give at least {} runs of the suite (got {})", kMinBaselineRuns, runs.size()));
   }
   for (const auto& run : runs) {
-    if (run.report["device"]["name"] != runs[0].report["device"]["name"]) {
+    if (gpu_model(run.report) != gpu_model(runs[0].report)) {
       throw UsageError(fmt::format("{}: from a {}, but {} is from a {}: a baseline is of one GPU model", run.source,
-                                   run.report["device"]["name"].get<std::string>(), runs[0].source,
-                                   runs[0].report["device"]["name"].get<std::string>()));
+                                   gpu_model(run.report), runs[0].source, gpu_model(runs[0].report)));
     }
   }
   const auto rows = rows_by_key(runs);

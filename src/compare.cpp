@@ -11,8 +11,6 @@
 namespace tkprobe {
 namespace {
 
-std::string device_name(const Json& report) { return report["device"]["name"].get<std::string>(); }
-
 CompareRow base_row(const Json& r) {
   CompareRow row;
   row.probe = r["probe"].get<std::string>();
@@ -135,7 +133,7 @@ int Comparison::failing() const {
 }
 
 Comparison compare_reports(const ReportSet& base, const ReportSet& now, const CompareOptions& options) {
-  const auto base_gpu = device_name(base.report), now_gpu = device_name(now.report);
+  const auto base_gpu = gpu_model(base.report), now_gpu = gpu_model(now.report);
   if (base_gpu != now_gpu && !options.allow_device_mismatch) {
     throw UsageError(
         fmt::format("the reports come from different GPUs ('{}' vs '{}'); "

@@ -19,6 +19,8 @@ const Json& report_schema() {
   return schema;
 }
 
+std::string gpu_model(const Json& report) { return report["device"]["name"].get<std::string>(); }
+
 std::string row_key(const Json& result) {
   // Json keeps keys in the order written; nlohmann::json sorts them, so its dump is canonical.
   return result.value("probe", "") + "|" + nlohmann::json::parse(result.value("params", Json::object()).dump()).dump();
@@ -99,11 +101,10 @@ std::set<std::string> probes_run(const Json& report) {
 
 // Adds `more` (from `file`) to `set`: same GPU model, no row twice.
 void merge_into(ReportSet& set, const Json& more, const std::string& file) {
-  const auto name = [](const Json& r) { return r["device"]["name"].get<std::string>(); };
-  if (name(more) != name(set.report)) {
+  if (gpu_model(more) != gpu_model(set.report)) {
     throw UsageError(fmt::format("{}: from a {}, but the folder's first report is from a {}: one GPU model per "
                                  "folder",
-                                 file, name(more), name(set.report)));
+                                 file, gpu_model(more), gpu_model(set.report)));
   }
   std::set<std::string> keys;
   for (const auto& r : set.report["results"]) keys.insert(row_key(r));

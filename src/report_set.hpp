@@ -19,6 +19,9 @@ const Json& report_schema();
 // the report is sound.
 std::vector<std::string> report_problems(const Json& report);
 
+// The GPU model a report was measured on: compare and baseline hold reports of one model together.
+std::string gpu_model(const Json& report);
+
 // Rows match by probe and params; parameter order never matters.
 std::string row_key(const Json& result);
 std::string params_text(const Json& params);  // "key=value key=value", for reading
