@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # One batch on a GPU machine, in steps (all of them when none is named):
 #   build     configure and build (TKPROBE_GIT_SHA stamps SHA: a GPU machine's copy has a stale .git)
-#   gate      scripts/gate-selftest.sh: three `tkprobe all` runs, A/A compares, the suite baseline
-#             (gate/suite.json, for results/h200/suite.json), the 8%-worse check
-#   peers     scripts/compare_sdpa.py: PyTorch's SDPA backends beside the DSL's attention, one process
+#   quick     `tkprobe all --quick` (quick.json): the figures the GPU tests see
 #   tests     every GPU test (ctest -L gpu), then the host tests
 #   sanitize  scripts/sanitize.sh: memcheck, racecheck and synccheck over every probe's quick run
+#             (SANITIZE_ONLY narrows it, as in sanitize.sh)
+#   mutants   scripts/mutants.sh gpu: each GPU-side mutant must fail a GPU test
+#   gate      scripts/gate-selftest.sh: three `tkprobe all` runs, A/A compares, the suite baseline
+#             (gate/suite.json, for results/h200/suite.json), the 8%-worse check; then the first
+#             run against the committed baseline (results/h200), as a CI job would hold it
+#   peers     scripts/compare_sdpa.py: PyTorch's SDPA backends beside the DSL's attention, one process
 # Everything lands under $OUT; a step past DEADLINE (seconds since the start) is skipped, and the
 # archive is always written.
 # Usage: OUT=dir [DEADLINE=s] scripts/gpu-run.sh SHA [STEP...]
@@ -18,11 +22,12 @@ archive() {  # the GPU machine returns at most 8 files: everything goes back as 
 trap archive EXIT  # whatever happens below, the archive is written
 sha="${1:-unknown}"
 shift || true
-steps=" ${*:-build gate peers tests sanitize} "
+all_steps="build quick tests sanitize mutants gate peers"
+steps=" ${*:-$all_steps} "
 export TKPROBE_NO_INSTALL=1
 for step in $steps; do
-  case "$step" in build | gate | peers | tests | sanitize) ;;
-    *) echo "gpu-run.sh: unknown step '$step' (valid: build gate peers tests sanitize)" | tee "$OUT/run.log"; exit 2 ;;
+  case " $all_steps " in *" $step "*) ;;
+    *) echo "gpu-run.sh: unknown step '$step' (valid: $all_steps)" | tee "$OUT/run.log"; exit 2 ;;
   esac
 done
 
@@ -38,15 +43,9 @@ if want build; then
   { cmake --preset default -DTKPROBE_GIT_SHA="$sha" > /dev/null && cmake --build build; } > "$OUT/build.log" 2>&1 \
     || { tail -50 "$OUT/build.log"; exit 1; }
 fi
-if want gate; then
-  timeout "$(left)" scripts/gate-selftest.sh "$OUT/gate" build/tkprobe | tee "$OUT/gate.log"
-  echo "gate self-test rc=${PIPESTATUS[0]}" >> "$OUT/run.log"
-fi
-if want peers; then
-  TKPROBE_GIT_SHA="$sha" timeout "$(left)" python3 scripts/compare_sdpa.py --out "$OUT/attention-peers.json" \
-    --tk-lib build/kernels/libtk_attention_c.so > "$OUT/peers.md" 2> "$OUT/peers.log"
-  echo "compare_sdpa rc=$?" >> "$OUT/run.log"
-  cat "$OUT/peers.md"
+if want quick; then
+  timeout "$(left)" build/tkprobe all --quick --json "$OUT/quick.json" > "$OUT/quick.txt" 2>&1
+  echo "tkprobe all --quick rc=$?" >> "$OUT/run.log"
 fi
 if want tests; then
   timeout "$(left)" ctest --test-dir build --output-on-failure -V -L gpu > "$OUT/ctest-gpu.log" 2>&1
@@ -61,5 +60,25 @@ if want sanitize; then
   SANITIZE_PARALLEL=1 SANITIZE_TIMEOUT="$(left)" scripts/sanitize.sh build/tkprobe "$OUT/sanitize" \
     | tee "$OUT/sanitize.log"
   echo "sanitize rc=${PIPESTATUS[0]}" >> "$OUT/run.log"
+fi
+if want mutants; then
+  # mutants.sh applies each patch to a clean tree; this copy's .git is stale, so commit the copy first.
+  git add -A > /dev/null && git -c user.name=gpu-run -c user.email=gpu-run@localhost commit -qm "copy of $sha"
+  timeout "$(left)" scripts/mutants.sh gpu build | tee "$OUT/mutants.log"
+  echo "mutants rc=${PIPESTATUS[0]}" >> "$OUT/run.log"
+  cp /tmp/mutant-*.log "$OUT/" 2> /dev/null
+fi
+if want gate; then
+  timeout "$(left)" scripts/gate-selftest.sh "$OUT/gate" build/tkprobe | tee "$OUT/gate.log"
+  echo "gate self-test rc=${PIPESTATUS[0]}" >> "$OUT/run.log"
+  build/tkprobe compare results/h200 "$OUT/gate/run1.json" --markdown "$OUT/gate/vs-committed.md" \
+    > /dev/null 2>&1
+  echo "run1 vs the committed baseline rc=$?: $(tail -1 "$OUT/gate/vs-committed.md")" >> "$OUT/run.log"
+fi
+if want peers; then
+  TKPROBE_GIT_SHA="$sha" timeout "$(left)" python3 scripts/compare_sdpa.py --out "$OUT/attention-peers.json" \
+    --tk-lib build/kernels/libtk_attention_c.so > "$OUT/peers.md" 2> "$OUT/peers.log"
+  echo "compare_sdpa rc=$?" >> "$OUT/run.log"
+  cat "$OUT/peers.md"
 fi
 cat "$OUT/run.log"

@@ -67,7 +67,8 @@ class Harness {
   cudaStream_t stream() const { return stream_; }
 
   // Repeats `take` (after warm-up) until sampling_done; for probes that time themselves
-  // inside the kernel (clock64 cycles), or any other per-run figure.
+  // inside the kernel (clock64 cycles), or any other per-run figure. Under --flush-l2, L2 is
+  // evicted before every take.
   Measurement measure(std::string_view label, const std::function<Sample()>& take);
 
   // Milliseconds per launch of `launch` on stream(), by CUDA events. If the kernel stamps
@@ -84,7 +85,8 @@ class Harness {
                                const ClockBracket& bracket);
 
   // Milliseconds of one launch on stream() by CUDA events (after an L2 flush under --flush-l2):
-  // for samples that time several kernels each, e.g. a ratio from back-to-back launches.
+  // for samples that time several kernels each, e.g. a ratio from back-to-back launches, so
+  // each kernel starts cold.
   // With `bracket`, its clock stamps go just outside the events.
   double launch_ms(const std::function<void(cudaStream_t)>& launch, const ClockBracket* bracket = nullptr);
 
@@ -96,6 +98,7 @@ class Harness {
   Measurement time_kernel(std::string_view label, const std::function<void(cudaStream_t)>& launch,
                           const ClockWindow* device_clock, const ClockBracket* bracket,
                           const std::function<double(double)>& value_of_ms);
+  double timed_launch_ms(const std::function<void(cudaStream_t)>& launch, const ClockBracket* bracket);
   void warn_unconverged(std::string_view label, const Stats& s, double counted_s) const;
   TimingConfig config_;
   const DeviceInfo& device_;

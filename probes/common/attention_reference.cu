@@ -1,7 +1,7 @@
 #include "probes/common/attention_reference.hpp"
 
+#include <bit>
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -183,31 +183,44 @@ void launch_reference(const bf16* q, const bf16* k, const bf16* v, float* o, flo
 // ---- errors against the reference ----
 
 struct ErrorSums {
-  double diff2, ref2;     // sums of (O - O_ref)^2 and O_ref^2
-  unsigned lse_abs_bits;  // max |LSE - LSE_ref| as float bits: NaN's bits exceed every number's
+  double diff2, ref2;          // sums of (O - O_ref)^2 and O_ref^2
+  unsigned lse_abs_bits;       // max |LSE - LSE_ref| as float bits: NaN's bits exceed every number's
+  unsigned worst_row_bits;     // max over rows of ||O_row - O_ref_row|| / ||O_ref_row||, likewise
 };
 
+__device__ __forceinline__ double warp_sum(double x) {
+  for (int lane_mask = 16; lane_mask > 0; lane_mask /= 2) x += __shfl_xor_sync(0xffffffffu, x, lane_mask);
+  return x;
+}
+
+// One warp per row of O: its error and size go to the global sums, its relative error to the
+// worst row's, so a few wrong rows (a bad last tile) cannot hide in the norm over millions.
 __global__ void error_kernel(const bf16* o, const float* lse, const float* o_ref, const float* lse_ref,
-                             std::size_t o_count, std::size_t lse_count, ErrorSums* sums) {
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  const std::size_t first = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+                             std::size_t rows, int head_dim, ErrorSums* sums) {
+  const int lane = threadIdx.x % 32;
+  const std::size_t warps = std::size_t(gridDim.x) * blockDim.x / 32;
   double diff2 = 0, ref2 = 0;
-  for (std::size_t i = first; i < o_count; i += stride) {
-    const double want = o_ref[i], d = double(__bfloat162float(o[i])) - want;
-    diff2 += d * d;
-    ref2 += want * want;
+  unsigned worst_lse = 0, worst_row = 0;
+  for (std::size_t row = (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) / 32; row < rows; row += warps) {
+    double row_diff2 = 0, row_ref2 = 0;
+    for (int x = lane; x < head_dim; x += 32) {
+      const std::size_t i = row * head_dim + x;
+      const double want = o_ref[i], d = double(__bfloat162float(o[i])) - want;
+      row_diff2 += d * d;
+      row_ref2 += want * want;
+    }
+    row_diff2 = warp_sum(row_diff2);
+    row_ref2 = warp_sum(row_ref2);
+    diff2 += row_diff2;
+    ref2 += row_ref2;
+    worst_row = max(worst_row, __float_as_uint(float(sqrt(row_diff2 / row_ref2))));
+    worst_lse = max(worst_lse, __float_as_uint(fabsf(lse[row] - lse_ref[row])));
   }
-  unsigned worst = 0;
-  for (std::size_t i = first; i < lse_count; i += stride) worst = max(worst, __float_as_uint(fabsf(lse[i] - lse_ref[i])));
-  for (int lane_mask = 16; lane_mask > 0; lane_mask /= 2) {
-    diff2 += __shfl_xor_sync(0xffffffffu, diff2, lane_mask);
-    ref2 += __shfl_xor_sync(0xffffffffu, ref2, lane_mask);
-  }
-  worst = __reduce_max_sync(0xffffffffu, worst);
-  if (threadIdx.x % 32 == 0) {
+  if (lane == 0) {
     atomicAdd(&sums->diff2, diff2);
     atomicAdd(&sums->ref2, ref2);
-    atomicMax(&sums->lse_abs_bits, worst);
+    atomicMax(&sums->lse_abs_bits, worst_lse);
+    atomicMax(&sums->worst_row_bits, worst_row);
   }
 }
 
@@ -235,13 +248,12 @@ Errors compare_to_reference(const bf16* o, const float* lse, const float* o_ref,
   const std::size_t rows = std::size_t(s.batch) * s.heads * s.seq;
   DeviceBuffer<ErrorSums> sums(1);
   sums.poison(0);
-  error_kernel<<<1024, 256, 0, stream>>>(o, lse, o_ref, lse_ref, rows * s.head_dim, rows, sums.get());
+  error_kernel<<<1024, 256, 0, stream>>>(o, lse, o_ref, lse_ref, rows, s.head_dim, sums.get());
   TK_CUDA(cudaGetLastError());
   TK_CUDA(cudaStreamSynchronize(stream));
   const ErrorSums h = sums.download()[0];
-  float lse_error;
-  std::memcpy(&lse_error, &h.lse_abs_bits, sizeof lse_error);
-  return {std::sqrt(h.diff2 / h.ref2), lse_error};
+  const auto as_float = [](unsigned bits) { return std::bit_cast<float>(bits); };
+  return {std::sqrt(h.diff2 / h.ref2), as_float(h.lse_abs_bits), as_float(h.worst_row_bits)};
 }
 
 }  // namespace tkprobe::attention_check

@@ -37,8 +37,9 @@ void reference_forward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __n
                        attention::Shape s, cudaStream_t stream);
 
 struct Errors {
-  double rel_error;  // ||O - O_ref||_F / ||O_ref||_F
-  double lse_error;  // max |LSE - LSE_ref|
+  double rel_error;        // ||O - O_ref||_F / ||O_ref||_F
+  double lse_error;        // max |LSE - LSE_ref|
+  double worst_row_error;  // max over rows of ||O_row - O_ref_row|| / ||O_ref_row||
 };
 
 // A kernel's bf16 O and float LSE against the reference's. Any NaN (a poisoned element that was

@@ -48,9 +48,12 @@ __global__ void fill_kernel(uint4* buffer, std::size_t count, std::uint32_t seed
 // Unroll of them are in flight before the first is used. grid_stride: step is the grid's
 // width and the loop runs to the end; tiles: step is the block's width and the block's one
 // tile is the whole range.
+// With `spans`, thread 0 records where and when its block ran (the occupancy probe's residency).
 template <Stream S, int Unroll, Hint H, Schedule Sch>
 __global__ void __launch_bounds__(kThreads) streaming_kernel(const uint4* src, uint4* dst, std::size_t count,
-                                                             std::uint32_t seed, std::uint32_t* sink) {
+                                                             std::uint32_t seed, std::uint32_t* sink,
+                                                             BlockSpan* spans) {
+  const ClockStamp began = spans ? clock_stamp() : ClockStamp{};
   const bool tiles = Sch == Schedule::tiles;
   const std::size_t step = tiles ? blockDim.x : std::size_t(gridDim.x) * blockDim.x;
   const std::size_t tile = std::size_t(Unroll) * blockDim.x;
@@ -85,6 +88,7 @@ __global__ void __launch_bounds__(kThreads) streaming_kernel(const uint4* src, u
     acc = __reduce_xor_sync(0xffffffffu, acc);
     if (threadIdx.x % 32 == 0) atomicXor(sink, acc);
   }
+  if (spans) record_span(spans, began, clock_stamp());
 }
 
 __global__ void __launch_bounds__(kThreads) l2_read_kernel(const uint4* src, std::size_t count, int passes,
@@ -152,8 +156,8 @@ int blocks_for(Variant v, std::size_t count, int resident) {
 }
 
 void launch_stream(Stream s, Variant v, const uint4* src, uint4* dst, std::size_t count, std::uint32_t seed,
-                   std::uint32_t* sink, int blocks, std::size_t smem, cudaStream_t stream) {
-  void* args[] = {&src, &dst, &count, &seed, &sink};
+                   std::uint32_t* sink, int blocks, std::size_t smem, cudaStream_t stream, BlockSpan* spans) {
+  void* args[] = {&src, &dst, &count, &seed, &sink, &spans};
   TK_CUDA(cudaLaunchKernel(stream_kernel(s, v), dim3(blocks), dim3(kThreads), args, smem, stream));
 }
 

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "src/kernel_clock.cuh"
+
 namespace tkprobe::bandwidth {
 
 enum class Stream { read, write, copy };
@@ -62,8 +64,10 @@ void fill(uint4* buffer, std::size_t count, std::uint32_t seed, cudaStream_t str
 
 // read: XOR of every word into *sink; write: dst = pattern(seed); copy: dst = src. `smem` is
 // dynamic shared memory the kernel does not use: padding that limits blocks per SM (occupancy).
+// With `spans` (one per block), each block records its SM and when it ran.
 void launch_stream(Stream s, Variant v, const uint4* src, uint4* dst, std::size_t count, std::uint32_t seed,
-                   std::uint32_t* sink, int blocks, std::size_t smem, cudaStream_t stream);
+                   std::uint32_t* sink, int blocks, std::size_t smem, cudaStream_t stream,
+                   BlockSpan* spans = nullptr);
 
 // The kernel launch_stream runs, for the occupancy API.
 const void* stream_kernel(Stream s, Variant v);

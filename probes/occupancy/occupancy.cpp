@@ -87,6 +87,7 @@ class Occupancy final : public Probe {
     bw::fill(src.get(), count, seed, ctx.harness.stream());
     const void* kernel = bw::stream_kernel(bw::Stream::copy, bw::Variant{});
     std::vector<Point> points;
+    int in_waves = 0;  // rows whose blocks did not all run at once (measured by their spans)
     constexpr int kMaxBlocks = 2048 / bw::kThreads;
     for (int blocks = 1; blocks <= kMaxBlocks; ++blocks) {
       const Residency res = plan_residency(kernel, bw::kThreads, blocks, 0, ctx.device);
@@ -98,13 +99,15 @@ class Occupancy final : public Probe {
         break;
       }
       dst.poison();
+      DeviceBuffer<BlockSpan> spans(std::size_t(blocks) * ctx.device.sms);
       const Measurement m = ctx.harness.time_kernel_rate(
           fmt::format("occupancy stream blocks={}", blocks),
           [&](cudaStream_t s) {
             bw::launch_stream(bw::Stream::copy, bw::Variant{}, src.get(), dst.get(), count, seed, nullptr,
-                              blocks * ctx.device.sms, res.dynamic_smem, s);
+                              blocks * ctx.device.sms, res.dynamic_smem, s, spans.get());
           },
           2.0 * bytes / 1e12);
+      const int concurrent = concurrent_blocks_per_sm(spans.download());  // the last timed launch's
       mismatches.poison(0);
       bw::count_mismatches(dst.get(), count, seed, mismatches.get(), ctx.harness.stream());
       const auto bad = mismatches.download()[0];
@@ -112,12 +115,14 @@ class Occupancy final : public Probe {
       r.value("warps_per_sm", res.warps_per_sm);
       r.value("occupancy_pct", 100 * res.occupancy);
       r.value("registers_per_thread", res.registers_per_thread);
+      r.value("concurrent_blocks_per_sm", concurrent);
       r.checked({{"what", "words copied that differ from the source"}, {"value", bad}}, bad == 0);
       r.telemetry = m.telemetry;
       ctx.add(std::move(r));
       points.push_back({res.warps_per_sm, m.stats.median});
+      in_waves += concurrent < blocks;
     }
-    report_saturation(ctx, "stream", "hbm copy", "TB/s", points, 0);
+    report_saturation(ctx, "stream", "hbm copy", "TB/s", points, in_waves);
   }
 
   // "<kernel> <config>: W warps per SM reach 90% of the sweep's best ...".

@@ -29,4 +29,12 @@ inline Json run_probe(const std::string& probe, std::vector<std::string> extra =
 
 inline double median(const Json& result, const std::string& metric) { return result["metrics"][metric]["median"]; }
 
+// Dense bf16 FLOPs per SM per clock, from the H100 SXM datasheet alone: 989.4 TFLOP/s at its
+// 1830 MHz boost over 132 SMs. Tests derive clock-peak figures from it, not from the probes' tables.
+inline constexpr double kDenseBf16FlopPerSmPerClock = 989.4e12 / (132 * 1830e6);  // = 4096
+// The SM clock a kernel measures for itself (clock64 against %globaltimer): under tensor-core load
+// the H200 ran 1490-1980 MHz of its 1980 (results/NOTES.md), so at least 70% of the maximum and at
+// most 1% above it (the two timers agree to about 0.5%).
+inline constexpr double kMinLoadedClockShare = 0.70, kClockAgreement = 1.01;
+
 }  // namespace gpu_fixtures

@@ -23,8 +23,10 @@ using tkprobe::DeviceBuffer;
 
 namespace {
 
-// The probe's bounds (probes/attention/attention.cpp): bf16 inputs and output.
-constexpr double kMaxRelError = 1e-2, kMaxLseError = 1e-2;
+// bf16 inputs and output: every kernel's O measured 2.0-2.4e-3 from the fp32 reference on the H200
+// (results/h200/suite.json), so the norm may be at most twice that. The worst single row may reach
+// the probe's own bound (1e-2, probes/attention/attention.cpp): a wrong row or tile gives ~1.
+constexpr double kMaxRelError = 5e-3, kMaxRowError = 1e-2, kMaxLseError = 1e-2;
 // The fp32 reference against double: rounding of fp32 sums over at most ~16k terms.
 constexpr double kRefMaxRelError = 1e-4, kRefMaxLseError = 1e-4;
 // Sequences up to this long are checked row by row in full on the host; longer ones on a sample of
@@ -120,24 +122,28 @@ struct HostReference {
   }
 
   struct Errors {
-    double rel, lse;
+    double rel, worst_row, lse;
   };
   // `got_o` [B][H][N][D] and `got_lse` [B][H][N] on the chosen rows. NaN anywhere gives NaN.
   Errors errors(const Shape& s, const std::vector<float>& got_o, const std::vector<float>& got_lse) const {
-    double diff2 = 0, ref2 = 0, lse_error = 0;
+    double diff2 = 0, ref2 = 0, worst_row = 0, lse_error = 0;
+    const auto worse = [](double a, double b) { return std::isnan(b) || b > a ? b : a; };
     std::size_t at = 0;
     for (int bh = 0; bh < s.batch * s.heads; ++bh)
       for (std::size_t r = 0; r < rows.size(); ++r, ++at) {
         const std::size_t row = std::size_t(bh) * s.seq + rows[r];
+        double row_diff2 = 0, row_ref2 = 0;
         for (int x = 0; x < s.head_dim; ++x) {
           const double want = o[at * s.head_dim + x], d = got_o[row * s.head_dim + x] - want;
-          diff2 += d * d;
-          ref2 += want * want;
+          row_diff2 += d * d;
+          row_ref2 += want * want;
         }
-        const double e = std::abs(got_lse[row] - lse[at]);
-        lse_error = std::isnan(e) || e > lse_error ? e : lse_error;
+        diff2 += row_diff2;
+        ref2 += row_ref2;
+        worst_row = worse(worst_row, std::sqrt(row_diff2 / row_ref2));
+        lse_error = worse(lse_error, std::abs(got_lse[row] - lse[at]));
       }
-    return {std::sqrt(diff2 / ref2), lse_error};
+    return {std::sqrt(diff2 / ref2), worst_row, lse_error};
   }
 
   std::vector<int> rows;
@@ -234,12 +240,23 @@ TEST(AttentionReference, ComparisonFailsPoisonAndPassesRounding) {
   const auto exact = check::compare_to_reference(o.get(), lse.get(), ref.o.get(), ref.lse.get(), s, nullptr);
   EXPECT_GT(exact.rel_error, 0) << "bf16 rounding shows";
   EXPECT_LT(exact.rel_error, 2e-3) << "bf16 rounds to within 2^-9 relative";
+  EXPECT_GE(exact.worst_row_error, exact.rel_error);
+  EXPECT_LT(exact.worst_row_error, 4e-3) << "no row of it much worse";
   EXPECT_EQ(exact.lse_error, 0);
+
+  // One row holding its neighbour's values: the worst row shows it whatever the norm over all rows.
+  std::vector<bf16> one_wrong = rounded;
+  std::copy_n(rounded.begin() + 8 * s.head_dim, s.head_dim, one_wrong.begin() + 7 * s.head_dim);
+  o.upload(one_wrong);
+  const auto wrong_row = check::compare_to_reference(o.get(), lse.get(), ref.o.get(), ref.lse.get(), s, nullptr);
+  EXPECT_GT(wrong_row.worst_row_error, 0.5);
+  o.upload(rounded);
 
   TK_CUDA(cudaMemset(o.get() + 5 * s.head_dim, 0xff, 2));  // one element of row 5: NaN
   TK_CUDA(cudaMemset(lse.get() + 299, 0xff, 4));
   const auto poisoned = check::compare_to_reference(o.get(), lse.get(), ref.o.get(), ref.lse.get(), s, nullptr);
   EXPECT_TRUE(std::isnan(poisoned.rel_error));
+  EXPECT_TRUE(std::isnan(poisoned.worst_row_error));
   EXPECT_TRUE(std::isnan(poisoned.lse_error));
 }
 
@@ -264,6 +281,7 @@ TEST(AttentionKernels, MatchTheHostReference) {
             EXPECT_EQ(non_finite(out.lse), 0) << "LSE rows left unwritten (poison) or not finite";
             const auto e = host.errors(s, out.o, out.lse);
             EXPECT_LT(e.rel, kMaxRelError);
+            EXPECT_LT(e.worst_row, kMaxRowError);
             EXPECT_LT(e.lse, kMaxLseError);
           }
         }
@@ -291,6 +309,7 @@ TEST(AttentionKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
         forward(nullptr);
         const auto e = check::compare_to_reference(o.get(), lse.get(), ref.o.get(), ref.lse.get(), s, nullptr);
         EXPECT_LT(e.rel_error, kMaxRelError);
+        EXPECT_LT(e.worst_row_error, kMaxRowError);
         EXPECT_LT(e.lse_error, kMaxLseError);
       }
     }
@@ -303,12 +322,21 @@ TEST(AttentionProbe, QuickRunPassesItsChecks) {
     SCOPED_TRACE(r["params"].dump());
     ASSERT_EQ(r["status"], "ok") << r.value("reason", "") << " " << r["check"].dump();
     EXPECT_LT(r["metrics"]["rel_error"].get<double>(), kMaxRelError);
-    EXPECT_GT(gpu_fixtures::median(r, "tflops"), 0);
+    EXPECT_LT(r["metrics"]["worst_row_error"].get<double>(), kMaxRowError);
     const double pct = gpu_fixtures::median(r, "pct_clock_peak");
-    EXPECT_GT(pct, 0);
-    EXPECT_LT(pct, 100) << "no kernel beats the tensor cores at the clock it ran at";
+    const double mhz = r["telemetry"]["kernel_sm_clock_mhz"];
+    EXPECT_GE(mhz, gpu_fixtures::kMinLoadedClockShare * report["device"]["sm_clock_max_mhz"].get<double>());
+    EXPECT_LE(mhz, gpu_fixtures::kClockAgreement * report["device"]["sm_clock_max_mhz"].get<double>());
+    // The probe's per-clock figure against the datasheet's rate per SM per clock, derived here.
+    const double peak_at_clock = gpu_fixtures::kDenseBf16FlopPerSmPerClock * report["device"]["sms"].get<double>() *
+                                 mhz * 1e6;
+    EXPECT_NEAR(pct, 100 * gpu_fixtures::median(r, "tflops") * 1e12 / peak_at_clock, 0.03 * pct);
+    const auto& p = r["params"];
     EXPECT_EQ(r["primary"], "pct_clock_peak") << "compare judges per clock: TFLOP/s moves with the power state";
-    EXPECT_GT(r["telemetry"]["kernel_sm_clock_mhz"].get<double>(), 500);
+    // --quick's small shape (B=2 H=4 N=1000) on the H200: wgmma 8-14%, mma-sync 4-8% of the clock peak;
+    // a kernel that lost half its speed, or a FLOP count off by 2x, falls outside.
+    EXPECT_GE(pct, p["kernel"] == "wgmma" ? 5.0 : 2.0);
+    EXPECT_LT(pct, 100) << "no kernel beats the tensor cores at the clock it ran at";
   }
   EXPECT_EQ(report["findings"].size(), 2u) << "one per kernel";
 }

@@ -11,54 +11,66 @@ using tkprobe::Json;
 using gpu_fixtures::median;
 using gpu_fixtures::run_probe;
 
+// Measured on the H200 (results/NOTES.md): 23.0 cycles when the word holds the next address, 29.0 when
+// it holds an index, for every stride and the random cycle; within 10%.
 TEST(SmemLatency, DependentLoadCostsAboutThirtyCycles) {
   const Json report = run_probe("smem-latency");
   ASSERT_GE(report["results"].size(), 2u);
+  const double max_mhz = report["device"]["sm_clock_max_mhz"];
   for (const auto& r : report["results"]) {
     EXPECT_EQ(r["status"], "ok") << r.dump();
-    const double cycles = median(r, "latency_cycles");
-    EXPECT_GE(cycles, 20) << r["params"].dump();
-    EXPECT_LE(cycles, 45) << r["params"].dump();
-    EXPECT_GT(r["metrics"]["latency_ns"].get<double>(), 0);
-    EXPECT_GT(r["telemetry"]["kernel_sm_clock_mhz"].get<double>(), 500);
+    const double expected = r["params"]["address"] == "indexed" ? 29.0 : 23.0;
+    EXPECT_NEAR(median(r, "latency_cycles"), expected, 0.10 * expected) << r["params"].dump();
+    const double mhz = r["telemetry"]["kernel_sm_clock_mhz"];
+    EXPECT_GE(mhz, gpu_fixtures::kMinLoadedClockShare * max_mhz);
+    EXPECT_LE(mhz, gpu_fixtures::kClockAgreement * max_mhz);
   }
 }
 
+// Against the bank model (probes/smem-banks/bank_model.hpp), which the measured H200 figures matched
+// within 1% for every stride and width (results/NOTES.md): within 10% here.
+constexpr double kModelAgreement = 0.10;
+
 TEST(SmemBanks, ConflictsCostWhatTheBankModelSays) {
   const Json report = run_probe("smem-banks");
-  bool saw_32_way = false, saw_ldmatrix = false;
+  int strided = 0, ldmatrix = 0;
   for (const auto& r : report["results"]) {
     EXPECT_EQ(r["status"], "ok") << r.dump();
     const auto& p = r["params"];
-    const double cycles = median(r, "cycles_per_access");
-    if (p["access"] == "ld.shared" && p["width_bytes"] == 4 && p["warps"] == 32) {
-      const double model = r["metrics"]["model_ways"], measured = r["metrics"]["measured_ways"];
-      EXPECT_NEAR(measured / model, 1.0, 0.25) << p.dump();
+    if (p["warps"] != 32) continue;
+    const double model = r["metrics"]["model_ways"], measured = r["metrics"]["measured_ways"];
+    EXPECT_NEAR(measured / model, 1.0, kModelAgreement) << p.dump();
+    if (p["access"] == "ld.shared") {
+      ++strided;
+      // Conflict-free: 32 lanes x width bytes at 128 bytes a clock.
       if (p["stride"] == 1) {
-        EXPECT_LE(cycles, 2.5) << "a conflict-free warp access is pipe-bound";
+        EXPECT_NEAR(median(r, "cycles_per_access"), p["width_bytes"].get<double>() / 4, 0.1);
       }
-      if (model == 32) {
-        saw_32_way = true;
-        EXPECT_GE(measured, 16) << p.dump();
-      }
-    }
-    if (p["access"] == "ldmatrix.x4" && p["layout"] == "8x128B rows, unswizzled") {
-      saw_ldmatrix = true;
-      EXPECT_GE(r["metrics"]["measured_ways"].get<double>(), 4);
+    } else {
+      ++ldmatrix;  // both layouts against the conflict-free 16-byte load: the model says 8-way and 1-way
     }
   }
-  EXPECT_TRUE(saw_32_way);
-  EXPECT_TRUE(saw_ldmatrix);
-  // Even one warp pays something for a conflict.
-  const auto& results = report["results"];
+  EXPECT_EQ(strided, 3 * 9) << "--quick: 3 widths x 9 strides";
+  EXPECT_EQ(ldmatrix, 2);
+  // One warp alone cannot fill the pipe (4.47 cycles conflict-free where the full SM needs 1), so a
+  // 32-way conflict shows as ~14x (64.5 cycles), not 32x.
   const auto single = [&](int stride) {
-    for (const auto& r : results)
+    for (const auto& r : report["results"])
       if (r["params"].value("warps", 0) == 1 && r["params"].value("stride", 0) == stride)
         return median(r, "cycles_per_access");
     ADD_FAILURE() << "no single-warp row for stride " << stride;
     return 1.0;
   };
-  EXPECT_GT(single(32), single(1));
+  EXPECT_NEAR(single(1), 4.47, 0.45);
+  EXPECT_NEAR(single(32) / single(1), 14.4, 1.5);
+}
+
+TEST(SmemBanks, FewerWarpsRunWithoutChecksThatAssumeAFullSm) {
+  const Json report = run_probe("smem-banks", {"--warps", "8", "--width", "4", "--stride", "1", "32"});
+  for (const auto& r : report["results"]) {
+    EXPECT_EQ(r["status"], "ok") << r.dump();
+    EXPECT_TRUE(r["check"].is_null()) << "the bounds assume the pipe is the limit: " << r.dump();
+  }
 }
 
 TEST(Info, DescribesTheDevice) {
@@ -69,11 +81,13 @@ TEST(Info, DescribesTheDevice) {
   EXPECT_FALSE(report["device"]["name"].get<std::string>().empty());
 }
 
-TEST(Compare, ARealReportMatchesItself) {
+// Two real runs, not one report against itself: unchanged code must pass the gate.
+TEST(Compare, TwoRunsOfUnchangedCodePass) {
   const auto dir = fixtures::temp_dir("gpu-compare");
-  const auto path = dir / "r.json";
-  ASSERT_EQ(fixtures::run({"smem-latency", "--quick", "--json", path.string()}).code, 0);
-  const auto r = fixtures::run({"compare", path.string(), path.string()});
+  const auto a = dir / "a.json", b = dir / "b.json";
+  ASSERT_EQ(fixtures::run({"smem-latency", "--quick", "--json", a.string()}).code, 0);
+  ASSERT_EQ(fixtures::run({"smem-latency", "--quick", "--json", b.string()}).code, 0);
+  const auto r = fixtures::run({"compare", a.string(), b.string()});
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(r.out.find("slower"), std::string::npos);
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
 }

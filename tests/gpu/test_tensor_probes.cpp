@@ -43,15 +43,30 @@ TEST(Wgmma, EveryShapeTypeAndASourceComputesTheRightProduct) {
             3 * 64u);
 }
 
+// The in-kernel clock is plausible for a loaded H200, and the probe's % of the clock peak agrees with
+// its TFLOP/s over the datasheet rate per clock derived in the test (fp8 runs at twice bf16's).
+void expect_consistent_clock_peak(const Json& report, const Json& r, const std::string& tflops,
+                                  const std::string& pct, double flop_per_bf16_flop) {
+  const double max_mhz = report["device"]["sm_clock_max_mhz"], mhz = r["metrics"]["sm_clock_mhz"];
+  EXPECT_GE(mhz, gpu_fixtures::kMinLoadedClockShare * max_mhz) << r["params"].dump();
+  EXPECT_LE(mhz, gpu_fixtures::kClockAgreement * max_mhz) << r["params"].dump();
+  const double peak = flop_per_bf16_flop * gpu_fixtures::kDenseBf16FlopPerSmPerClock *
+                      report["device"]["sms"].get<double>() * mhz * 1e6;
+  EXPECT_NEAR(median(r, pct), 100 * median(r, tflops) * 1e12 / peak, 0.03 * median(r, pct)) << r["params"].dump();
+}
+
+// Measured on the H200: 64x256 tiles reach 99.0-100.0% of the clock peak for bf16 and e4m3
+// (results/NOTES.md); 95% allows the noise, and past 101% the FLOP count or the clock is wrong.
+constexpr double kMinWgmmaPctClock = 95, kMaxPctClock = 101;
+
 TEST(Wgmma, LargestTilesReachTheClockPeak) {
   const Json report = run_probe("wgmma", {"--dtype", "bf16,e4m3", "--shape", "64x256"});
-  for (const char* dtype : {"bf16", "e4m3"}) {
+  for (const auto& [dtype, rate] : {std::pair{"bf16", 1.0}, std::pair{"e4m3", 2.0}}) {
     const Json* r = find(report, {{"dtype", dtype}});
     ASSERT_NE(r, nullptr) << dtype;
-    EXPECT_GE(median(*r, "pct_clock_peak"), 90) << r->dump();
-    const double mhz = (*r)["metrics"]["sm_clock_mhz"];
-    EXPECT_GT(mhz, 500);
-    EXPECT_LE(mhz, 2100);
+    EXPECT_GE(median(*r, "pct_clock_peak"), kMinWgmmaPctClock) << r->dump();
+    EXPECT_LE(median(*r, "pct_clock_peak"), kMaxPctClock) << r->dump();
+    expect_consistent_clock_peak(report, *r, "tflops", "pct_clock_peak", rate);
   }
 }
 
@@ -73,14 +88,19 @@ TEST(MmaSync, EveryTypeComputesTheRightProductAndRegistersLimitResidency) {
   EXPECT_EQ(full_and_deep, 5);
 }
 
+// Measured on the H200 (bf16): wgmma 98.4% of the clock peak and 933 TFLOP/s (94% of the datasheet's
+// 989, the clock sagging under load), mma.sync 66.5% at best, wgmma / mma.sync 1.44.
 TEST(TensorCores, WgmmaBeatsMmaSync) {
   const Json report = run_probe("tensor-cores", {"--dtype", "bf16"});
   ASSERT_EQ(expect_all_correct(report), 1u);
   const Json& r = report["results"][0];
-  EXPECT_GE(median(r, "wgmma_pct_clock_peak"), 90);
-  EXPECT_LE(median(r, "mma_sync_pct_clock_peak"), 85) << "mma.sync stalls below the peak";
-  EXPECT_GE(r["metrics"]["wgmma_over_mma_sync"].get<double>(), 1.15);
-  EXPECT_NEAR(median(r, "wgmma_tflops") / median(r, "mma_sync_tflops"), r["metrics"]["wgmma_over_mma_sync"], 1e-9);
+  EXPECT_GE(median(r, "wgmma_pct_clock_peak"), kMinWgmmaPctClock);
+  EXPECT_LE(median(r, "wgmma_pct_clock_peak"), kMaxPctClock);
+  EXPECT_NEAR(median(r, "mma_sync_pct_clock_peak"), 66.5, 5) << "mma.sync stalls near two thirds of the peak";
+  EXPECT_NEAR(r["metrics"]["wgmma_over_mma_sync"].get<double>(), 1.44, 0.12);
+  EXPECT_GE(median(r, "wgmma_tflops"), 0.80 * 989.4) << "the datasheet's dense bf16, less the clock's sag";
+  EXPECT_LE(median(r, "wgmma_tflops"), 1.01 * 989.4 * report["device"]["sm_clock_max_mhz"].get<double>() / 1830);
+  expect_consistent_clock_peak(report, r, "wgmma_tflops", "wgmma_pct_clock_peak", 1.0);
 }
 
 TEST(Occupancy, SweepsResidencyUntilItNoLongerFits) {
@@ -89,9 +109,21 @@ TEST(Occupancy, SweepsResidencyUntilItNoLongerFits) {
   for (const auto& r : report["results"]) {
     if (r["status"] == "skipped") continue;
     EXPECT_TRUE(r["check"]["passed"].get<bool>()) << r["params"].dump();
-    rows[r["params"]["kernel"].get<std::string>()]++;
-    const double occupancy = r["metrics"]["occupancy_pct"];
-    EXPECT_NEAR(occupancy, 100.0 * r["metrics"]["warps_per_sm"].get<int>() / 64, 1e-9);
+    const std::string kernel = r["params"]["kernel"];
+    rows[kernel]++;
+    const auto& m = r["metrics"];
+    EXPECT_NEAR(m["occupancy_pct"].get<double>(), 100.0 * m["warps_per_sm"].get<int>() / 64, 1e-9);
+    // Residency from the blocks' own spans, not the occupancy API's promise: every block ran at once.
+    constexpr int kTensorBlockWarps = 4;  // mma.sync's blocks are 4 warps, wgmma's one warpgroup
+    const int asked = kernel == "stream" ? r["params"]["blocks_per_sm"].get<int>()
+                                         : m["warps_per_sm"].get<int>() / kTensorBlockWarps;
+    EXPECT_EQ(m["concurrent_blocks_per_sm"].get<int>(), asked) << r["params"].dump();
+    if (kernel == "wgmma") {
+      EXPECT_GE(median(r, "pct_clock_peak"), kMinWgmmaPctClock) << r["params"].dump();
+    }
+  }
+  for (const auto& f : report["findings"]) {
+    EXPECT_NE(f.get<std::string>().find(" 0 of "), std::string::npos) << "every row ran in one wave: " << f;
   }
   EXPECT_GE(rows["mma.sync"], 12) << "4-warp blocks, 1 to 16 per SM until registers run out";
   EXPECT_GE(rows["wgmma"], 2) << "at least two 64x256 warpgroups fit";
@@ -107,9 +139,20 @@ TEST(Gemm, TheDslGemmAgreesWithCublasLt) {
   }
   const auto& tk = report["results"][1]["metrics"];
   EXPECT_LT(tk["rel_error_vs_cublaslt"].get<double>(), 1e-2);
-  EXPECT_GT(tk["ratio_vs_cublaslt"]["median"].get<double>(), 0.5) << "the DSL's GEMM is far off cuBLASLt at 2048^3";
+  // Measured on the H200: 1.00-1.03 at 4096^3 and 8192^3 (results/h200/suite.json); 10% below is a regression.
+  EXPECT_GE(tk["ratio_vs_cublaslt"]["median"].get<double>(), 0.90) << "the DSL's GEMM fell behind cuBLASLt";
   // compare judges the paired ratio; cuBLASLt's own row is a peer's, never judged.
   EXPECT_EQ(report["results"][1]["primary"], "ratio_vs_cublaslt");
   EXPECT_EQ(report["results"][0].value("peer", false), true);
   EXPECT_EQ(tk["tflops"]["n"], tk["ratio_vs_cublaslt"]["n"]) << "the TFLOP/s come from the paired samples";
+}
+
+TEST(Gemm, WithoutItsPeerTheHostChecksTheProduct) {
+  const Json report = run_probe("gemm", {"--no-peer"});
+  ASSERT_EQ(report["results"].size(), 1u);
+  const auto& r = report["results"][0];
+  EXPECT_EQ(r["status"], "ok") << r["check"].dump();
+  EXPECT_EQ(r["params"]["kernel"], "tk");
+  EXPECT_EQ(r["params"]["timed"], "alone");
+  EXPECT_LT(r["metrics"]["spot_error_vs_host"].get<double>(), 1e-2);
 }
