@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
+#include <tuple>
 
 #include "kernels/attention/attention.hpp"
 #include "probes/common/attention_reference.hpp"
@@ -315,6 +317,12 @@ TEST(AttentionKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
     }
 }
 
+// % of the clock peak of `tkprobe attention --quick` on the H200 (49f846a), by kernel, head dim, causal.
+const std::map<std::tuple<std::string, int, bool>, double> kQuickPctClockPeak = {
+    {{"wgmma", 64, false}, 9.66},    {{"wgmma", 64, true}, 4.71},    {{"wgmma", 128, false}, 18.6},
+    {{"wgmma", 128, true}, 9.83},    {{"mma-sync", 64, false}, 8.73}, {{"mma-sync", 64, true}, 4.35},
+    {{"mma-sync", 128, false}, 12.6}, {{"mma-sync", 128, true}, 6.65}};
+
 TEST(AttentionProbe, QuickRunPassesItsChecks) {
   const auto report = gpu_fixtures::run_probe("attention");
   ASSERT_EQ(report["results"].size(), 8u) << "D 64 and 128, causal and not, two kernels";
@@ -333,9 +341,9 @@ TEST(AttentionProbe, QuickRunPassesItsChecks) {
     EXPECT_NEAR(pct, 100 * gpu_fixtures::median(r, "tflops") * 1e12 / peak_at_clock, 0.03 * pct);
     const auto& p = r["params"];
     EXPECT_EQ(r["primary"], "pct_clock_peak") << "compare judges per clock: TFLOP/s moves with the power state";
-    // --quick's small shape (B=2 H=4 N=1000) on the H200: wgmma 8-14%, mma-sync 4-8% of the clock peak;
-    // a kernel that lost half its speed, or a FLOP count off by 2x, falls outside.
-    EXPECT_GE(pct, p["kernel"] == "wgmma" ? 5.0 : 2.0);
+    // --quick's shape (B=2 H=4 N=1000) fills few of the SMs and its samples spread by 4-7%: at least
+    // 80% of what it measured on the H200.
+    EXPECT_GE(pct, 0.8 * kQuickPctClockPeak.at({p["kernel"].get<std::string>(), p["head_dim"].get<int>(), p["causal"].get<bool>()}));
     EXPECT_LT(pct, 100) << "no kernel beats the tensor cores at the clock it ran at";
   }
   EXPECT_EQ(report["findings"].size(), 2u) << "one per kernel";

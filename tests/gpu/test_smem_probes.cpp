@@ -69,7 +69,7 @@ TEST(SmemBanks, FewerWarpsRunWithoutChecksThatAssumeAFullSm) {
   const Json report = run_probe("smem-banks", {"--warps", "8", "--width", "4", "--stride", "1", "32"});
   for (const auto& r : report["results"]) {
     EXPECT_EQ(r["status"], "ok") << r.dump();
-    EXPECT_TRUE(r["check"].is_null()) << "the bounds assume the pipe is the limit: " << r.dump();
+    EXPECT_FALSE(r.contains("check")) << "the bounds assume the pipe is the limit: " << r.dump();
   }
 }
 
