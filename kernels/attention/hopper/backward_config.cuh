@@ -40,7 +40,7 @@ struct KvConfig {
   static constexpr int consumer_registers = 240, producer_registers = 24;
   static constexpr int threads = (1 + consumers) * 128;
   // A step's Q and dO are 2 x 16 KB at D = 128: three stages beside the item's K and V (64 KB)
-  // take 161 KB; at D = 64 four take 97 KB.
+  // take 163 KB; at D = 64 four take 100 KB.
   static constexpr int stages = D == 64 ? 4 : 3;
 
   using kv = st<bf16, warpgroup::kRows, D>;  // a consumer's keys or values, then its dK or dV on the way out
