@@ -43,8 +43,9 @@ __device__ __forceinline__ void per_query_slice(typename KvConfig<D>::scores& s,
   }
 }
 
-// One query step of consumer w, whose warp holds keys warp_key0 .. + 15. dV's product runs
-// while dS^T is computed; the step ends with both products done (the stage may be released).
+// One query step of consumer w, whose warp holds keys warp_key0 .. + 15. Each product runs under
+// the element-wise work of the one before (wgmma groups complete in order): dP^T under P^T, dV under
+// dS^T. The step ends with every product done (the stage may be released).
 template <int D>
 __device__ void kv_step(const KvSmem<D>& sm, const Problem& p, const KvItem& it, int step, int w, int warp_key0,
                         typename KvConfig<D>::grad& dk, typename KvConfig<D>::grad& dv) {
@@ -55,10 +56,11 @@ __device__ void kv_step(const KvSmem<D>& sm, const Problem& p, const KvItem& it,
   typename C::scores s, dp;
   typename C::probs pr, ds;
   warpgroup::mma_fence();
-  warpgroup::mma_ABt(s, sm.k[w], sm.q[stage], false);     // S^T = K Q^T
+  warpgroup::mma_ABt(s, sm.k[w], sm.q[stage], false);  // S^T = K Q^T
+  warpgroup::mma_commit();
   warpgroup::mma_ABt(dp, sm.v[w], sm.d_o[stage], false);  // dP^T = V dO^T
   warpgroup::mma_commit();
-  warpgroup::mma_wait<0>();
+  warpgroup::mma_wait<1>();  // S^T
   if (needs_mask(query0, warp_key0, warpgroup::kWarpRows, sc.seq, sc.causal)) {
     warp::fill_where(s, -INFINITY, [&](int r, int c) { return !attends(query0 + c, warp_key0 + r, sc.seq, sc.causal); });
   }
@@ -69,6 +71,7 @@ __device__ void kv_step(const KvSmem<D>& sm, const Problem& p, const KvItem& it,
   warpgroup::mma_fence();  // the A registers were just written (PTX ISA 9.7.15.6 "wgmma.fence")
   warpgroup::mma_AB(dv, pr, sm.d_o[stage]);  // dV += P^T dO
   warpgroup::mma_commit();
+  warpgroup::mma_wait<1>();  // dP^T
   per_query_slice<D>(s, dp, sm.delta[stage], [&](slice& p_i, slice& dp_i, const typename C::slice_vec& delta) {
     warp::sub_col(dp_i, dp_i, delta);
     warp::mul(dp_i, dp_i, p_i);  // dS^T = P^T (dP^T - D)

@@ -28,6 +28,7 @@ __device__ void produce_q(QSmem<D>& sm, const QMaps& maps, const QItem& it) {
 }
 
 // One key step of consumer w, whose warp holds queries row0 .. + 15 (their lse2 and D given).
+// dP's product runs under P's exponentials (wgmma groups complete in order).
 template <int D>
 __device__ void q_step(const QSmem<D>& sm, const Problem& p, int step, int w, int row0,
                        const typename QConfig<D>::rows& lse2, const typename QConfig<D>::rows& delta,
@@ -38,14 +39,16 @@ __device__ void q_step(const QSmem<D>& sm, const Problem& p, int step, int w, in
   typename C::scores s, dp;
   typename C::probs ds;
   warpgroup::mma_fence();
-  warpgroup::mma_ABt(s, sm.q[w], sm.k[stage], false);     // S = Q K^T
+  warpgroup::mma_ABt(s, sm.q[w], sm.k[stage], false);  // S = Q K^T
+  warpgroup::mma_commit();
   warpgroup::mma_ABt(dp, sm.d_o[w], sm.v[stage], false);  // dP = dO V^T
   warpgroup::mma_commit();
-  warpgroup::mma_wait<0>();
+  warpgroup::mma_wait<1>();  // S
   if (needs_mask(row0, key0, kQStepKv, sc.seq, sc.causal)) {
     warp::fill_where(s, -INFINITY, [&](int r, int c) { return !attends(row0 + r, key0 + c, sc.seq, sc.causal); });
   }
   warp::exp2_row(s, s, p.scale_log2, lse2);  // P
+  warpgroup::mma_wait<0>();  // dP
   warp::sub_row(dp, dp, delta);
   warp::mul(dp, dp, s);  // dS = P (dP - D)
   warp::copy(ds, dp);
