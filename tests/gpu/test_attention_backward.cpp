@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -181,7 +182,24 @@ void expect_within(const check::GradientErrors& e, const char* name, bool zero) 
   EXPECT_LE(e.worst_row_error, kMaxRowError);
 }
 
-void check_kernels(const Problem& p, const GpuReference& ref) {
+// The largest errors over a test's cases, printed at its end: the margins to the bounds.
+struct Worst {
+  double rel[3] = {}, row[3] = {};
+  void take(const check::BackwardErrors& e, bool one_key) {
+    const check::GradientErrors* g[] = {&e.dq, &e.dk, &e.dv};
+    for (int i = 0; i < 3; ++i) {
+      if (one_key && i < 2) continue;  // exactly-zero gradients have no relative error
+      rel[i] = std::max(rel[i], g[i]->rel_error);
+      row[i] = std::max(row[i], g[i]->worst_row_error);
+    }
+  }
+  ~Worst() {
+    std::printf("worst relative errors (row): dQ %.2e (%.2e), dK %.2e (%.2e), dV %.2e (%.2e)\n", rel[0], row[0], rel[1],
+                row[1], rel[2], row[2]);
+  }
+};
+
+void check_kernels(const Problem& p, const GpuReference& ref, Worst& worst) {
   const KernelGradients got(p);
   const auto e = check::compare_backward(got.dq.get(), got.dk.get(), got.dv.get(), ref.dq.get(), ref.dk.get(),
                                          ref.dv.get(), p.s, nullptr);
@@ -189,6 +207,7 @@ void check_kernels(const Problem& p, const GpuReference& ref) {
   expect_within(e.dq, "dQ", one_key);
   expect_within(e.dk, "dK", one_key);
   expect_within(e.dv, "dV", false);
+  worst.take(e, one_key);
 }
 
 bool same_bits(const DeviceBuffer<bf16>& a, const DeviceBuffer<bf16>& b) {
@@ -259,6 +278,7 @@ TEST(AttentionBackwardReference, ComparisonFailsPoisonAndPassesRounding) {
 
 TEST(AttentionBackwardKernels, MatchTheGpuReference) {
   auto rng = fresh_rng();
+  Worst worst;
   for (int d : {64, 128})
     for (bool causal : {false, true})
       for (int n : {1, 7, 100, 1000, 4097})
@@ -266,19 +286,20 @@ TEST(AttentionBackwardKernels, MatchTheGpuReference) {
           for (float q_scale : {1.0f, 10.0f}) {
             SCOPED_TRACE(describe(s, q_scale));
             const Problem p(s, q_scale, rng);
-            check_kernels(p, GpuReference(p));
+            check_kernels(p, GpuReference(p), worst);
           }
 }
 
 TEST(AttentionBackwardKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
   auto rng = fresh_rng();
+  Worst worst;
   for (int d : {64, 128})
     for (bool causal : {false, true})
       for (const Shape& s : {Shape{1, 4, 1, 16384, d, causal}, Shape{1, 3, 3, 16384, d, causal}})
         for (float q_scale : {1.0f, 10.0f}) {
           SCOPED_TRACE(describe(s, q_scale));
           const Problem p(s, q_scale, rng);
-          check_kernels(p, GpuReference(p));
+          check_kernels(p, GpuReference(p), worst);
         }
 }
 
