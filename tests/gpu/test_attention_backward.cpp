@@ -267,6 +267,14 @@ TEST(AttentionBackwardReference, ComparisonFailsPoisonAndPassesRounding) {
     EXPECT_EQ(e->non_finite, 0u);
   }
 
+  // One row of dV holding its neighbour's values: the worst row shows it whatever the norm.
+  std::vector<bf16> one_wrong = rounded(ref.dv);
+  std::copy_n(one_wrong.begin() + 8 * s.head_dim, s.head_dim, one_wrong.begin() + 7 * s.head_dim);
+  dv.upload(one_wrong);
+  const auto wrong_row = check::compare_backward(dq.get(), dk.get(), dv.get(), ref.dq.get(), ref.dk.get(), ref.dv.get(), s, nullptr);
+  EXPECT_GT(wrong_row.dv.worst_row_error, 0.5);
+  dv.upload(rounded(ref.dv));
+
   TK_CUDA(cudaMemset(dk.get() + 7 * s.head_dim + 3, 0xff, 2));  // one element of row 7: NaN
   const auto poisoned = check::compare_backward(dq.get(), dk.get(), dv.get(), ref.dq.get(), ref.dk.get(), ref.dv.get(), s, nullptr);
   EXPECT_TRUE(std::isnan(poisoned.dk.rel_error));
