@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace attention {
@@ -44,6 +45,36 @@ class Forward {
   void operator()(cudaStream_t stream) const { launch_(stream); }
 
  private:
+  std::function<void(cudaStream_t)> launch_;
+};
+
+// The backward pass: given the forward's inputs, its O and LSE, and dO (the loss's gradient with
+// respect to O), the gradients dQ, dK and dV, bf16, in the forward's layout (dK and dV shaped like
+// K and V: with grouped-query heads each sums the query heads that share its key/value head).
+struct BackwardTensors {
+  const __nv_bfloat16 *q, *k, *v, *o, *d_o;
+  const float* lse;
+  __nv_bfloat16 *dq, *dk, *dv;
+};
+
+// 2.5 x flops(s), the count FlashAttention-2 and its successors report backward rates in: five
+// matrix products of 2 N^2 D each per head (S = Q K^T and dP = dO V^T recomputed, dV = P^T dO,
+// dK = dS^T Q, dQ = dS K) against the forward's two. The `wgmma` backward issues two more
+// (S and dP again for dQ: hopper/backward_config.cuh), which this count leaves out.
+double flops_backward(Shape s);
+
+// A backward pass ready to launch, for the `wgmma` kernels (sm_90a): tensor maps, launch
+// attributes and its fp32 scratch (D = rowsum(dO * O) and LSE in base 2, per query row) prepared
+// once. Throws std::invalid_argument with refusal(s, Kernel::wgmma) when that is not empty, and
+// std::runtime_error when the scratch cannot be allocated. Deterministic: the same inputs give
+// the same bits (no atomics; see kernels/attention/README.md).
+class Backward {
+ public:
+  Backward(const BackwardTensors& t, Shape s);
+  void operator()(cudaStream_t stream) const { launch_(stream); }
+
+ private:
+  std::shared_ptr<void> scratch_;  // owned here, so callers need not know its size or layout
   std::function<void(cudaStream_t)> launch_;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // What each attention kernel file gives attention.cpp: why it refuses a shape beyond the common
 // rules (attention::refusal checks those first), and a launch with everything prepared.
+#include <cstddef>
 #include <functional>
 #include <string>
 
@@ -12,6 +13,10 @@ using Launch = std::function<void(cudaStream_t)>;
 
 std::string hopper_refusal(Shape s);  // attention_hopper.cu
 Launch hopper_forward(const Tensors& t, Shape s);
+
+// attention_hopper_backward.cu: the scratch's floats for shape s, and the launches given it.
+std::size_t hopper_backward_scratch_floats(Shape s);
+Launch hopper_backward(const BackwardTensors& t, Shape s, float* scratch);
 
 std::string portable_refusal(Shape s);  // attention_portable.cu
 Launch portable_forward(const Tensors& t, Shape s);

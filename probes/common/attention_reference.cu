@@ -1,5 +1,6 @@
 #include "probes/common/attention_reference.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <stdexcept>
@@ -180,6 +181,180 @@ void launch_reference(const bf16* q, const bf16* k, const bf16* v, float* o, flo
   TK_CUDA(cudaGetLastError());
 }
 
+// ---- the reference backward pass ----
+
+// Both backward kernels' shared memory: four 64-row tiles and the step's P and dS.
+template <int D>
+struct BackwardSmem {
+  float q[kTile][D + 1], d_o[kTile][D + 1], k[kTile][D + 1], v[kTile][D + 1];
+  float p[kTile][kTile + 1], ds[kTile][kTile + 1];  // [query][key]
+  float lse[kTile], delta[kTile];                   // per query row
+};
+
+template <int D>
+constexpr int kBackwardSmemBytes = int(sizeof(BackwardSmem<D>));
+
+// P and dS for queries [q0, q0 + 64) and keys [k0, k0 + 64): each thread 4 queries (4ty..) by 4
+// keys (tx, tx + 16, ...). Pairs not attended (either past the sequence, or causal) get P = 0.
+template <int D>
+__device__ void score_gradients(BackwardSmem<D>& sm, int q0, int k0, attention::Shape s, float scale) {
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  float sc[4][4] = {}, dp[4][4] = {};
+  for (int d = 0; d < D; ++d) {
+    float a[4], g[4], b[4], c[4];
+    for (int i = 0; i < 4; ++i) {
+      a[i] = sm.q[4 * ty + i][d];
+      g[i] = sm.d_o[4 * ty + i][d];
+    }
+    for (int j = 0; j < 4; ++j) {
+      b[j] = sm.k[tx + 16 * j][d];
+      c[j] = sm.v[tx + 16 * j][d];
+    }
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        sc[i][j] = fmaf(a[i], b[j], sc[i][j]);
+        dp[i][j] = fmaf(g[i], c[j], dp[i][j]);
+      }
+  }
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      const int row = 4 * ty + i, col = tx + 16 * j, query = q0 + row, key = k0 + col;
+      const bool seen = query < s.seq && key < s.seq && (!s.causal || key <= query);
+      const float p = seen ? expf(sc[i][j] * scale - sm.lse[row]) : 0.0f;
+      sm.p[row][col] = p;
+      sm.ds[row][col] = p * (dp[i][j] - sm.delta[row]);
+    }
+}
+
+// dQ, one block per (64 queries, head, batch): D = rowsum(dO * O) first (written to `delta` for
+// the dK/dV kernel), then dQ += dS K over the key tiles in order.
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    reference_dq_kernel(const bf16* q, const bf16* k, const bf16* v, const bf16* o, const bf16* d_o, const float* lse,
+                        float* dq, float* delta, attention::Shape s) {
+  extern __shared__ float4 smem_raw[];
+  BackwardSmem<D>& sm = *reinterpret_cast<BackwardSmem<D>*>(smem_raw);
+  const int q0 = blockIdx.x * kTile, head = blockIdx.y, batch = blockIdx.z;
+  const int kv_head = head / (s.heads / s.kv_heads);
+  const std::size_t q_rows = (std::size_t(batch) * s.heads + head) * s.seq;
+  const std::size_t kv_rows = (std::size_t(batch) * s.kv_heads + kv_head) * s.seq;
+  const float scale = rsqrtf(float(D));
+
+  load_tile<D>(sm.q, q + q_rows * D, q0, s.seq);
+  load_tile<D>(sm.d_o, d_o + q_rows * D, q0, s.seq);
+  load_tile<D>(sm.k, o + q_rows * D, q0, s.seq);  // O, in K's place until the first key tile
+  __syncthreads();
+  if (threadIdx.x < kTile) {
+    // One thread per row, in the order score_gradients sums dP, so that where O = V (one key
+    // attended) dP - D is exactly 0, as it is in exact arithmetic.
+    const int row = threadIdx.x;
+    float sum = 0;
+    for (int d = 0; d < D; ++d) sum = fmaf(sm.d_o[row][d], sm.k[row][d], sum);
+    sm.delta[row] = sum;
+    sm.lse[row] = q0 + row < s.seq ? lse[q_rows + q0 + row] : 0.0f;
+    if (q0 + row < s.seq) delta[q_rows + q0 + row] = sum;
+  }
+  float acc[4][D / 16] = {};
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int keys = s.causal ? min(s.seq, q0 + kTile) : s.seq;
+  for (int k0 = 0; k0 < keys; k0 += kTile) {
+    __syncthreads();  // the previous step (or D) is done with K
+    load_tile<D>(sm.k, k + kv_rows * D, k0, s.seq);
+    load_tile<D>(sm.v, v + kv_rows * D, k0, s.seq);
+    __syncthreads();
+    score_gradients(sm, q0, k0, s, scale);
+    __syncthreads();
+    for (int c = 0; c < kTile; ++c) {
+      float g[4], b[D / 16];
+      for (int i = 0; i < 4; ++i) g[i] = sm.ds[4 * ty + i][c];
+      for (int j = 0; j < D / 16; ++j) b[j] = sm.k[c][tx + 16 * j];
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < D / 16; ++j) acc[i][j] = fmaf(g[i], b[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    const int row = q0 + 4 * ty + i;
+    if (row >= s.seq) break;
+    for (int j = 0; j < D / 16; ++j) dq[(q_rows + row) * D + tx + 16 * j] = acc[i][j] * scale;
+  }
+}
+
+// dK and dV, one block per (64 keys, key/value head, batch): over the group's query heads, and
+// their query tiles that see these keys, in order.
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    reference_dkdv_kernel(const bf16* q, const bf16* k, const bf16* v, const bf16* d_o, const float* lse,
+                          const float* delta, float* dk, float* dv, attention::Shape s) {
+  extern __shared__ float4 smem_raw[];
+  BackwardSmem<D>& sm = *reinterpret_cast<BackwardSmem<D>*>(smem_raw);
+  const int k0 = blockIdx.x * kTile, kv_head = blockIdx.y, batch = blockIdx.z;
+  const int group = s.heads / s.kv_heads;
+  const std::size_t kv_rows = (std::size_t(batch) * s.kv_heads + kv_head) * s.seq;
+  const float scale = rsqrtf(float(D));
+
+  load_tile<D>(sm.k, k + kv_rows * D, k0, s.seq);
+  load_tile<D>(sm.v, v + kv_rows * D, k0, s.seq);
+  float dk_acc[4][D / 16] = {}, dv_acc[4][D / 16] = {};  // keys 4ty.., columns tx, tx + 16, ...
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  for (int head = kv_head * group; head < (kv_head + 1) * group; ++head) {
+    const std::size_t q_rows = (std::size_t(batch) * s.heads + head) * s.seq;
+    for (int q0 = s.causal ? k0 : 0; q0 < s.seq; q0 += kTile) {  // causal: earlier queries see none of these keys
+      __syncthreads();  // the previous step is done with Q, dO, P and dS
+      load_tile<D>(sm.q, q + q_rows * D, q0, s.seq);
+      load_tile<D>(sm.d_o, d_o + q_rows * D, q0, s.seq);
+      if (threadIdx.x < kTile) {
+        const bool real = q0 + int(threadIdx.x) < s.seq;
+        sm.lse[threadIdx.x] = real ? lse[q_rows + q0 + threadIdx.x] : 0.0f;
+        sm.delta[threadIdx.x] = real ? delta[q_rows + q0 + threadIdx.x] : 0.0f;
+      }
+      __syncthreads();
+      score_gradients(sm, q0, k0, s, scale);
+      __syncthreads();
+      for (int c = 0; c < kTile; ++c) {
+        float p[4], g[4], x[D / 16], y[D / 16];
+        for (int i = 0; i < 4; ++i) {
+          p[i] = sm.p[c][4 * ty + i];
+          g[i] = sm.ds[c][4 * ty + i];
+        }
+        for (int j = 0; j < D / 16; ++j) {
+          x[j] = sm.d_o[c][tx + 16 * j];
+          y[j] = sm.q[c][tx + 16 * j];
+        }
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < D / 16; ++j) {
+            dv_acc[i][j] = fmaf(p[i], x[j], dv_acc[i][j]);
+            dk_acc[i][j] = fmaf(g[i], y[j], dk_acc[i][j]);
+          }
+      }
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    const int row = k0 + 4 * ty + i;
+    if (row >= s.seq) break;
+    for (int j = 0; j < D / 16; ++j) {
+      dk[(kv_rows + row) * D + tx + 16 * j] = dk_acc[i][j] * scale;
+      dv[(kv_rows + row) * D + tx + 16 * j] = dv_acc[i][j];
+    }
+  }
+}
+
+template <int D>
+void launch_reference_backward(const bf16* q, const bf16* k, const bf16* v, const bf16* o, const bf16* d_o,
+                               const float* lse, float* dq, float* dk, float* dv, float* delta, attention::Shape s,
+                               cudaStream_t stream) {
+  TK_CUDA(cudaFuncSetAttribute(reference_dq_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               kBackwardSmemBytes<D>));
+  TK_CUDA(cudaFuncSetAttribute(reference_dkdv_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               kBackwardSmemBytes<D>));
+  const int tiles = (s.seq + kTile - 1) / kTile;
+  reference_dq_kernel<D><<<dim3(tiles, s.heads, s.batch), kThreads, kBackwardSmemBytes<D>, stream>>>(
+      q, k, v, o, d_o, lse, dq, delta, s);
+  TK_CUDA(cudaGetLastError());
+  reference_dkdv_kernel<D><<<dim3(tiles, s.kv_heads, s.batch), kThreads, kBackwardSmemBytes<D>, stream>>>(
+      q, k, v, d_o, lse, delta, dk, dv, s);
+  TK_CUDA(cudaGetLastError());
+}
+
 // ---- errors against the reference ----
 
 struct ErrorSums {
@@ -224,6 +399,64 @@ __global__ void error_kernel(const bf16* o, const float* lse, const float* o_ref
   }
 }
 
+// One row of a gradient against its reference.
+struct RowStats {
+  double diff2, ref2;     // sums of (g - g_ref)^2 and g_ref^2
+  unsigned max_abs_bits;  // max |g - g_ref| as float bits: NaN's exceed every number's
+  unsigned non_finite;    // elements of g that are NaN or infinite
+};
+
+// A warp per row of `d` elements, striding over the rows.
+__global__ void row_stats_kernel(const bf16* g, const float* ref, std::size_t rows, int d, RowStats* out) {
+  const int lane = threadIdx.x % 32;
+  const std::size_t warps = std::size_t(gridDim.x) * blockDim.x / 32;
+  for (std::size_t r = (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) / 32; r < rows; r += warps) {
+    double diff2 = 0, ref2 = 0;
+    unsigned worst = 0, bad = 0;
+    for (int c = lane; c < d; c += 32) {
+      const float x = __bfloat162float(g[r * d + c]), want = ref[r * d + c];
+      const double e = double(x) - want;
+      diff2 += e * e;
+      ref2 += double(want) * want;
+      worst = max(worst, __float_as_uint(fabsf(x - want)));
+      bad += !isfinite(x);
+    }
+    for (int lane_mask = 16; lane_mask > 0; lane_mask /= 2) {
+      diff2 += __shfl_xor_sync(0xffffffffu, diff2, lane_mask);
+      ref2 += __shfl_xor_sync(0xffffffffu, ref2, lane_mask);
+    }
+    worst = __reduce_max_sync(0xffffffffu, worst);
+    bad = __reduce_add_sync(0xffffffffu, bad);
+    if (lane == 0) out[r] = {diff2, ref2, worst, bad};
+  }
+}
+
+// The figures of GradientErrors from each row's, NaN-propagating.
+GradientErrors summarize(const std::vector<RowStats>& rows) {
+  const auto nan_or_max = [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); };
+  double diff2 = 0, ref2 = 0, max_abs = 0;
+  std::size_t non_finite = 0;
+  for (const RowStats& r : rows) {
+    diff2 += r.diff2;
+    ref2 += r.ref2;
+    max_abs = nan_or_max(max_abs, std::bit_cast<float>(r.max_abs_bits));
+    non_finite += r.non_finite;
+  }
+  const auto ratio = [](double num2, double den2) { return num2 == 0 && den2 == 0 ? 0.0 : std::sqrt(num2 / den2); };
+  const double floor2 = kRowFloor * kRowFloor * ref2 / double(rows.size());
+  double worst = 0;
+  for (const RowStats& r : rows) worst = nan_or_max(worst, ratio(r.diff2, std::max(r.ref2, floor2)));
+  return {ratio(diff2, ref2), worst, max_abs, non_finite};
+}
+
+GradientErrors compare_gradient(const bf16* g, const float* ref, std::size_t rows, int d, cudaStream_t stream) {
+  DeviceBuffer<RowStats> stats(rows);
+  row_stats_kernel<<<1024, 256, 0, stream>>>(g, ref, rows, d, stats.get());
+  TK_CUDA(cudaGetLastError());
+  TK_CUDA(cudaStreamSynchronize(stream));
+  return summarize(stats.download());
+}
+
 }  // namespace
 
 void fill_normal(bf16* out, std::size_t count, std::uint64_t seed, cudaStream_t stream) {
@@ -254,6 +487,26 @@ Errors compare_to_reference(const bf16* o, const float* lse, const float* o_ref,
   const ErrorSums h = sums.download()[0];
   const auto as_float = [](unsigned bits) { return std::bit_cast<float>(bits); };
   return {std::sqrt(h.diff2 / h.ref2), as_float(h.lse_abs_bits), as_float(h.worst_row_bits)};
+}
+
+void reference_backward(const bf16* q, const bf16* k, const bf16* v, const bf16* o, const bf16* d_o, const float* lse,
+                        float* dq, float* dk, float* dv, float* delta, attention::Shape s, cudaStream_t stream) {
+  switch (s.head_dim) {
+    case 64:
+      return launch_reference_backward<64>(q, k, v, o, d_o, lse, dq, dk, dv, delta, s, stream);
+    case 128:
+      return launch_reference_backward<128>(q, k, v, o, d_o, lse, dq, dk, dv, delta, s, stream);
+    default:
+      throw std::invalid_argument("attention backward reference: head dim " + std::to_string(s.head_dim) +
+                                  " (64 or 128)");
+  }
+}
+
+BackwardErrors compare_backward(const bf16* dq, const bf16* dk, const bf16* dv, const float* dq_ref,
+                                const float* dk_ref, const float* dv_ref, attention::Shape s, cudaStream_t stream) {
+  const std::size_t q_rows = std::size_t(s.batch) * s.heads * s.seq, kv_rows = std::size_t(s.batch) * s.kv_heads * s.seq;
+  return {compare_gradient(dq, dq_ref, q_rows, s.head_dim, stream), compare_gradient(dk, dk_ref, kv_rows, s.head_dim, stream),
+          compare_gradient(dv, dv_ref, kv_rows, s.head_dim, stream)};
 }
 
 }  // namespace tkprobe::attention_check

@@ -47,4 +47,36 @@ struct Errors {
 Errors compare_to_reference(const __nv_bfloat16* o, const float* lse, const float* o_ref, const float* lse_ref,
                             attention::Shape s, cudaStream_t stream);
 
+// The backward pass attention.hpp defines, from the same bf16 inputs (Q, K, V, the forward's O,
+// dO) and float LSE, in fp32 arithmetic: dQ as float [B][H][N][D], dK and dV as float
+// [B][KVH][N][D] (summed over the query heads of each group). P = exp(S / sqrt(D) - LSE),
+// D = rowsum(dO * O), dS = P (dP - D) with dP = dO V^T; dV = P^T dO, dK = dS^T Q / sqrt(D),
+// dQ = dS K / sqrt(D). SIMT fp32 in 64 x 64 tiles through shared memory: one kernel per query
+// tile for dQ (which also writes D to `delta`, float [B][H][N]), then one per key tile for dK
+// and dV, each walking the other side's tiles in order (deterministic).
+void reference_backward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const __nv_bfloat16* o,
+                        const __nv_bfloat16* d_o, const float* lse, float* dq, float* dk, float* dv, float* delta,
+                        attention::Shape s, cudaStream_t stream);
+
+// One gradient against its reference. rows: the tensor's rows of D elements.
+struct GradientErrors {
+  double rel_error;        // ||g - g_ref||_F / ||g_ref||_F (0 when both are exactly 0, inf when only g_ref is)
+  double worst_row_error;  // max over rows of ||g_r - g_ref_r|| / max(||g_ref_r||, kRowFloor x RMS row norm)
+  double max_abs_error;    // max |g - g_ref|
+  std::size_t non_finite;  // elements of g that are NaN or infinite (poison left unwritten)
+};
+// Rows whose reference norm is below this fraction of the tensor's RMS row norm (a causal first
+// query's dQ, which the softmax's rows summing to one cancels) are measured against that instead.
+inline constexpr double kRowFloor = 0.1;
+
+struct BackwardErrors {
+  GradientErrors dq, dk, dv;
+};
+
+// A kernel's bf16 dQ, dK, dV against the reference's float ones. A NaN anywhere (a poisoned
+// element never written) makes every figure of that gradient NaN.
+BackwardErrors compare_backward(const __nv_bfloat16* dq, const __nv_bfloat16* dk, const __nv_bfloat16* dv,
+                                const float* dq_ref, const float* dk_ref, const float* dv_ref, attention::Shape s,
+                                cudaStream_t stream);
+
 }  // namespace tkprobe::attention_check

@@ -209,6 +209,18 @@ __global__ void exp2_row_kernel(float scale, const float* in, const float* vec, 
 }
 
 template <class RT>
+__global__ void exp2_col_kernel(float scale, const float* in, const float* vec, float* out) {
+  if constexpr (std::is_same_v<typename RT::element, float>) {  // what exp2_col takes
+    RT s, d;
+    typename RT::col_vec c;
+    load_fragments(s, in);
+    load_fragments(c, vec);
+    warp::exp2_col(d, s, scale, c);
+    store_fragments(d, out);
+  }
+}
+
+template <class RT>
 __global__ void online_softmax_kernel(float scale, const float* first, const float* second, float* s, float* m,
                                       float* l, float* rescale) {
   if constexpr (std::is_same_v<typename RT::element, float> && RT::row_major) {  // what online_softmax takes
@@ -537,6 +549,15 @@ std::vector<float> run_exp2_row(const Operand& t, float scale, const std::vector
   DeviceArray<float> out(fragment_count(t));
   with_tile_operand(t, [&](auto x) {
     exp2_row_kernel<typename decltype(x)::type><<<1, kLanes>>>(scale, in.get(), vec.get(), out.get());
+  });
+  return out.read();
+}
+
+std::vector<float> run_exp2_col(const Operand& t, float scale, const std::vector<float>& s, const std::vector<float>& v) {
+  const Fragments in(t, s), vec(col_vec(t), v);
+  DeviceArray<float> out(fragment_count(t));
+  with_tile_operand(t, [&](auto x) {
+    exp2_col_kernel<typename decltype(x)::type><<<1, kLanes>>>(scale, in.get(), vec.get(), out.get());
   });
   return out.read();
 }

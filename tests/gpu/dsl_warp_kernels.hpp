@@ -87,6 +87,8 @@ SoftmaxOut run_online_softmax(const Operand& t, float scale, const std::vector<f
                               const std::vector<float>& second);
 // warp::exp2_row on a float tile t (either layout): 2^(scale s - v(row)).
 std::vector<float> run_exp2_row(const Operand& t, float scale, const std::vector<float>& s, const std::vector<float>& v);
+// warp::exp2_col on a float tile t (either layout): 2^(scale s - v(col)).
+std::vector<float> run_exp2_col(const Operand& t, float scale, const std::vector<float>& s, const std::vector<float>& v);
 
 // warp::fill_where on a tile (either layout) holding s: the elements whose tile coordinates
 // (row, col) the mask picks become `value`. causal: col > row + offset (a causal mask whose

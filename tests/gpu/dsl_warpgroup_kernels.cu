@@ -106,6 +106,22 @@ __global__ void tma_round_trip_kernel(const __grid_constant__ CUtensorMap in, co
   tma::store_wait<0>();
 }
 
+// A shared vector of kVectorLength floats from src through one bulk copy, then out by 64 threads.
+__global__ void vector_load_kernel(const float* src, float* out) {
+  __shared__ alignas(8) std::uint64_t bar;
+  __shared__ sv<float, kVectorLength> v;
+  const std::uint32_t b = arch::shared_address(&bar);
+  if (threadIdx.x == 0) {
+    arch::mbarrier_init(b, 1);
+    arch::fence_mbarrier_init();
+    arch::mbarrier_arrive_expect_tx(b, tma::bytes<sv<float, kVectorLength>>());
+    tma::load_async(v, src, b);
+  }
+  __syncthreads();
+  arch::mbarrier_wait(b, 0);
+  out[threadIdx.x] = v[threadIdx.x];
+}
+
 constexpr int kRingTile = 64;  // the pipeline test's tiles: 64 x 64 16-bit elements
 
 template <int Stages>
@@ -251,6 +267,15 @@ std::vector<std::uint16_t> tma_round_trip(int rows, int cols, const std::vector<
 std::vector<std::uint32_t> tma_round_trip(int rows, int cols, const std::vector<std::uint32_t>& tensor,
                                           std::vector<std::uint32_t> out, int row_tile, int col_tile) {
   return round_trip<float>(rows, cols, tensor, std::move(out), row_tile, col_tile);
+}
+
+std::vector<float> vector_load(const std::vector<float>& tensor, int offset) {
+  DeviceBuffer<float> in(tensor.size()), out(kVectorLength);
+  in.upload(tensor);
+  out.poison();
+  vector_load_kernel<<<1, kVectorLength>>>(in.get() + offset, out.get());
+  TK_CUDA(cudaGetLastError());
+  return out.download();
 }
 
 std::vector<std::uint16_t> pipeline_copy(int stages, int steps, const std::vector<std::uint16_t>& tensor) {

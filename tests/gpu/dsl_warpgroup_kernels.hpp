@@ -34,6 +34,11 @@ std::vector<std::uint16_t> tma_round_trip(int rows, int cols, const std::vector<
 std::vector<std::uint32_t> tma_round_trip(int rows, int cols, const std::vector<std::uint32_t>& tensor,
                                           std::vector<std::uint32_t> out, int row_tile, int col_tile);
 
+// tma::load_async of a shared vector sv<float, kVectorLength>: the kVectorLength floats of `tensor`
+// from `offset` (a multiple of 4: 16-byte aligned), through one bulk copy, read back.
+inline constexpr int kVectorLength = 64;
+std::vector<float> vector_load(const std::vector<float>& tensor, int offset);
+
 // The producer/consumer ring (tk::pipeline, tk/sync/pipeline.cuh) with the stage counts that have
 // kernels: one producer thread (warpgroup 0) loads `steps` 64 x 64 16-bit tiles, tile s being
 // rows 64s..64s+63 of a row-major (64 steps) x 64 tensor, each through the TMA into stage s %

@@ -308,6 +308,26 @@ TEST(DslWarp, Exp2Row) {
   EXPECT_EQ(shapes, 4) << "exp2_row is tested at two tile sizes in each layout";
 }
 
+// exp2_col: exp2_row along the columns, with the same tolerance.
+TEST(DslWarp, Exp2Col) {
+  Random rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  int shapes = 0;
+  for (const Operand& t : tiles()) {
+    if (t.type != DType::f32) continue;
+    ++shapes;
+    const float scale = 0.12751743f;  // log2(e) / sqrt(128)
+    const Operand v = dsl::col_vec(t);
+    const auto in = rng.values(t.type, std::size_t(dsl::kLanes) * dsl::scalars_per_lane(t));
+    const auto entries = rng.values(t.type, v.cols);
+    const auto ref = per_fragment<double>(t, [&](tk::layout::Coord c, int at) {
+      return std::exp2(double(scale) * in[at] - entries[c.col]);
+    });
+    expect_close(dsl::run_exp2_col(t, scale, in, scatter(v, entries)), ref, 1e-5, name(t) + " exp2_col");
+  }
+  EXPECT_EQ(shapes, 4) << "exp2_col is tested at two tile sizes in each layout";
+}
+
 // online_softmax over two tiles against double: the first holds a -inf in every row but a
 // finite maximum, as a masked first key tile does. Tolerance as exp2_row's (the same FFMA and
 // ex2.approx), over sums of up to 64 terms.

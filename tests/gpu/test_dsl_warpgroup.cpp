@@ -125,6 +125,16 @@ TEST(DslWarpgroup, TmaLoadsAndStoresATileInPlace) {
   check_tma_round_trip<std::uint32_t>(rng, 0x7fc00001u, "float");
 }
 
+TEST(DslWarpgroup, TmaLoadsASharedVector) {
+  std::vector<float> tensor(4 * wg::kVectorLength);
+  for (std::size_t i = 0; i < tensor.size(); ++i) tensor[i] = float(i) + 0.5f;
+  for (int offset : {0, 4, 3 * wg::kVectorLength}) {
+    const auto got = wg::vector_load(tensor, offset);
+    EXPECT_EQ(got, std::vector<float>(tensor.begin() + offset, tensor.begin() + offset + wg::kVectorLength))
+        << "from " << offset;
+  }
+}
+
 TEST(DslWarpgroup, PipelineRingDeliversEveryStepInOrder) {
   // More steps than stages, not a multiple of either stage count: every stage is reused with
   // both barrier parities, and a stage released too early or read before it landed shows up as

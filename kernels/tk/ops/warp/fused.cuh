@@ -27,6 +27,14 @@ __device__ __forceinline__ void exp2_row(rt<float, R, C, L>& d, const rt<float, 
   detail::broadcast<layout::Axis::row>(d, s, v, detail::exp2_affine_op{scale});
 }
 
+// d(r, c) = 2^(scale s(r, c) - v(c)): exp2_row along the other axis. The attention backward's
+// transposed scores S^T (keys down, queries across) take each query's logsumexp this way.
+template <int R, int C, class L>
+__device__ __forceinline__ void exp2_col(rt<float, R, C, L>& d, const rt<float, R, C, L>& s, float scale,
+                                         const typename rt<float, R, C, L>::col_vec& v) {
+  detail::broadcast<layout::Axis::col>(d, s, v, detail::exp2_affine_op{scale});
+}
+
 // One key tile of FlashAttention's online softmax, in base 2. s holds raw scores (-inf where
 // masked); m, the running row max of the raw scores, and l, the running row sum of exponentials,
 // take the tile in; s becomes 2^(scale s - scale m) and `rescale` 2^(scale (m_before - m)), the

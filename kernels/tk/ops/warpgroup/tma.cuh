@@ -5,6 +5,7 @@
 #include "tk/arch/shared_memory.cuh"
 #include "tk/arch/tma.cuh"
 #include "tk/types/st.cuh"
+#include "tk/types/sv.cuh"
 
 namespace tk::tma {
 
@@ -24,6 +25,14 @@ __device__ __forceinline__ void load_async(ST& dst, const CUtensorMap& map, int 
     arch::tma_load_3d(base + b * ST::box_bytes, map, col_tile * ST::cols + b * ST::box_cols, row_tile * ST::rows, depth,
                       bar);
   }
+}
+
+// Shared vector `dst` from N contiguous elements at `src` (16-byte aligned): one bulk copy
+// (PTX ISA 9.7.9.25.4.1 "cp.async.bulk"), completing on `bar` like a tile's boxes, armed with
+// bytes<SV>(). Unlike a tensor map's box it has no edge: all N elements must exist.
+template <class T, int N>
+__device__ __forceinline__ void load_async(sv<T, N>& dst, const T* src, std::uint32_t bar) {
+  arch::bulk_load(arch::shared_address(dst.data), src, sv<T, N>::bytes, bar);
 }
 
 // Stores the tile to tile (row_tile, col_tile) of matrix `depth`, one bulk group per call. Every

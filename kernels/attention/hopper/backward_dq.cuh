@@ -1,0 +1,105 @@
+#pragma once
+// The backward's dQ (backward_config.cuh): a block per work item of 128 queries of one
+// (batch, query head). A producer warpgroup loads the item's Q and dO once and streams K and V
+// 64 keys at a time through a ring; two consumer warpgroups of 64 queries each recompute
+// S = Q K^T and dP = dO V^T, form P = 2^(S scale log2(e) - lse2) and dS = P (dP - D) in
+// registers, and accumulate dQ += dS K. Each dQ element is summed in one thread, in key order:
+// deterministic, with no atomics and no scratch beyond the preprocess's vectors. The TMA
+// zero-fills the rows past the sequence and drops the rows of dQ past it; pad queries have
+// P = 0 (lse2 = +inf), and keys past the sequence or after a query (causal) are masked to -inf.
+#include "kernels/attention/hopper/backward_config.cuh"
+
+namespace attention::hopper::backward {
+
+template <int D>
+__device__ void produce_q(QSmem<D>& sm, const QMaps& maps, const QItem& it) {
+  using C = QConfig<D>;
+  const std::uint32_t q = sm.q_pipe.acquire(0, QSmem<D>::q_bytes);
+  for (int w = 0; w < C::consumers; ++w) {
+    tma::load_async(sm.q[w], maps.q, it.q_block * C::consumers + w, 0, q, it.qm);
+    tma::load_async(sm.d_o[w], maps.d_o, it.q_block * C::consumers + w, 0, q, it.qm);
+  }
+  for (int step = 0; step < it.tiles; ++step) {
+    const int stage = sm.pipe.stage(step);
+    const std::uint32_t full = sm.pipe.acquire(step, QSmem<D>::step_bytes);
+    tma::load_async(sm.k[stage], maps.k, step, 0, full, it.kvm);
+    tma::load_async(sm.v[stage], maps.v, step, 0, full, it.kvm);
+  }
+}
+
+// One key step of consumer w, whose warp holds queries row0 .. + 15 (their lse2 and D given).
+// dP's product runs under P's exponentials (wgmma groups complete in order).
+template <int D>
+__device__ void q_step(const QSmem<D>& sm, const Problem& p, int step, int w, int row0,
+                       const typename QConfig<D>::rows& lse2, const typename QConfig<D>::rows& delta,
+                       typename QConfig<D>::grad& dq) {
+  using C = QConfig<D>;
+  const Schedule& sc = p.schedule;
+  const int stage = sm.pipe.stage(step), key0 = step * kQStepKv;
+  typename C::scores s, dp;
+  typename C::probs ds;
+  warpgroup::mma_fence();
+  warpgroup::mma_ABt(s, sm.q[w], sm.k[stage], false);  // S = Q K^T
+  warpgroup::mma_commit();
+  warpgroup::mma_ABt(dp, sm.d_o[w], sm.v[stage], false);  // dP = dO V^T
+  warpgroup::mma_commit();
+  warpgroup::mma_wait<1>();  // S
+  if (needs_mask(row0, key0, kQStepKv, sc.seq, sc.causal)) {
+    warp::fill_where(s, -INFINITY, [&](int r, int c) { return !attends(row0 + r, key0 + c, sc.seq, sc.causal); });
+  }
+  warp::exp2_row(s, s, p.scale_log2, lse2);  // P
+  warpgroup::mma_wait<0>();  // dP
+  warp::sub_row(dp, dp, delta);
+  warp::mul(dp, dp, s);  // dS = P (dP - D)
+  warp::copy(ds, dp);
+  warpgroup::mma_fence();  // the A registers were just written (PTX ISA 9.7.15.6 "wgmma.fence")
+  warpgroup::mma_AB(dq, ds, sm.k[stage]);  // dQ += dS K
+  warpgroup::mma_commit();
+  warpgroup::mma_wait<0>();
+}
+
+// Consumer w: its 64 queries' dQ over every key step, then out through its Q tile (named
+// barrier 1 + w), which no product reads any more.
+template <int D>
+__device__ void consume_q(QSmem<D>& sm, const QMaps& maps, const Problem& p, const QItem& it) {
+  using C = QConfig<D>;
+  const int w = warpgroup::index() - 1;
+  const int tile = it.q_block * C::consumers + w, row0 = tile * warpgroup::kRows + warpgroup::warp_row();
+  const bool releaser = threadIdx.x % 32 == 0;
+  typename C::rows lse2, delta;
+  warp::load(lse2, p.lse2 + p.row(it.qm, row0));  // inside the padded scratch: no bound needed
+  warp::load(delta, p.delta + p.row(it.qm, row0));
+  typename C::grad dq;
+  warp::zero(dq);
+  sm.q_pipe.wait_full(0);
+  for (int step = 0; step < it.tiles; ++step) {
+    sm.pipe.wait_full(step);
+    q_step<D>(sm, p, step, w, row0, lse2, delta, dq);
+    if (releaser) sm.pipe.release(step);
+  }
+  typename C::grad_bf out;
+  warp::mul(dq, dq, p.scale);  // the scores were Q K^T scaled: dQ = scale dS K
+  warp::copy(out, dq);
+  warpgroup::store_async(maps.dq, sm.q[w], out, tile, 0, 1 + w, it.qm);
+}
+
+template <int D>
+__global__ void __launch_bounds__(QConfig<D>::threads, 1) dq_kernel(const __grid_constant__ QMaps maps, const Problem p) {
+  using C = QConfig<D>;
+  extern __shared__ std::uint8_t raw[];
+  QSmem<D>& sm = *reinterpret_cast<QSmem<D>*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
+  if (threadIdx.x == 0) sm.init();
+  __syncthreads();
+  const QItem it = q_item(p.schedule, blockIdx.x);
+
+  if (warpgroup::index() == 0) {
+    warpgroup::decrease_registers<C::producer_registers>();
+    if (warpgroup::thread() == 0) produce_q<D>(sm, maps, it);
+    return;
+  }
+  warpgroup::increase_registers<C::consumer_registers>();
+  consume_q<D>(sm, maps, p, it);
+  if (warpgroup::thread() == 0) tma::store_wait_read<0>();  // the Q tile must outlive the store
+}
+
+}  // namespace attention::hopper::backward

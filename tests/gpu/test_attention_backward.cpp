@@ -1,0 +1,326 @@
+// The attention backward (attention::Backward, kernels/attention/hopper/backward_*.cuh) and the
+// fp32 GPU reference it is checked with (probes/common/attention_reference.hpp). Inputs are fresh
+// ~N(0, 1) bf16 values (queries optionally x10: large logits, near one-hot softmax rows); O and
+// LSE come from the `wgmma` forward; gradients start poisoned (NaN), so an element the kernels
+// never write fails every check. The GPU reference is checked against a host reference in double
+// at small N, and the kernels against the GPU reference up to N = 16384.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "kernels/attention/attention.hpp"
+#include "probes/common/attention_reference.hpp"
+#include "src/device_buffer.hpp"
+
+namespace check = tkprobe::attention_check;
+using attention::Shape;
+using bf16 = __nv_bfloat16;
+using tkprobe::DeviceBuffer;
+
+namespace {
+
+// Each gradient's relative error against the fp32 reference (the bound), and its worst
+// row's (rows below a tenth of the RMS row norm measured against that: check::kRowFloor).
+constexpr double kMaxRelError = 1e-2, kMaxRowError = 5e-2;
+// N = 1: dQ and dK are exactly 0 (one key: P = 1, O = V, dS = dP - D = 0); kernels leave the
+// rounding difference of two fp32 dot products of dO and V, scaled by K / sqrt(D).
+constexpr double kMaxZeroGradient = 1e-3;
+// The fp32 reference against double: fp32 sums, and dP - D, which cancels to ~1e-3 of its terms
+// in the near one-hot rows of large logits.
+constexpr double kRefMaxRelError = 5e-4;
+
+std::string describe(const Shape& s, float q_scale) {
+  return "B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " HKV=" + std::to_string(s.kv_heads) +
+         " N=" + std::to_string(s.seq) + " D=" + std::to_string(s.head_dim) + (s.causal ? " causal" : "") +
+         (q_scale != 1 ? " Q x" + std::to_string(int(q_scale)) : "");
+}
+
+std::size_t elements(const Shape& s, int heads) { return std::size_t(s.batch) * heads * s.seq * s.head_dim; }
+std::size_t rows(const Shape& s) { return std::size_t(s.batch) * s.heads * s.seq; }
+
+float to_float(bf16 x) {
+  const std::uint32_t u = std::uint32_t(__nv_bfloat16_raw(x).x) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Round to nearest even (the values here are finite).
+bf16 to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  __nv_bfloat16_raw raw;
+  raw.x = std::uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+  return bf16(raw);
+}
+
+std::vector<double> to_doubles(const std::vector<bf16>& v) {
+  std::vector<double> out(v.size());
+  std::transform(v.begin(), v.end(), out.begin(), [](bf16 x) { return double(to_float(x)); });
+  return out;
+}
+
+// Fresh random Q (times q_scale), K, V and dO; O and LSE from the wgmma forward.
+struct Problem {
+  Problem(const Shape& shape, float q_scale, std::mt19937_64& rng)
+      : s(shape), q(elements(s, s.heads)), k(elements(s, s.kv_heads)), v(k.size()), o(q.size()), d_o(q.size()),
+        lse(rows(s)) {
+    for (DeviceBuffer<bf16>* b : {&q, &k, &v, &d_o}) check::fill_normal(b->get(), b->size(), rng(), nullptr);
+    if (q_scale != 1) {  // x10 is exact in bf16 up to rounding once
+      std::vector<bf16> h = q.download();
+      for (bf16& x : h) x = to_bf16(to_float(x) * q_scale);
+      q.upload(h);
+    }
+    const attention::Forward forward({q.get(), k.get(), v.get(), o.get(), lse.get()}, s, attention::Kernel::wgmma);
+    forward(nullptr);
+    TK_CUDA(cudaDeviceSynchronize());
+  }
+
+  Shape s;
+  DeviceBuffer<bf16> q, k, v, o, d_o;
+  DeviceBuffer<float> lse;
+};
+
+// The GPU fp32 reference's gradients.
+struct GpuReference {
+  explicit GpuReference(const Problem& p)
+      : dq(p.q.size()), dk(p.k.size()), dv(p.k.size()), delta(rows(p.s)) {
+    check::reference_backward(p.q.get(), p.k.get(), p.v.get(), p.o.get(), p.d_o.get(), p.lse.get(), dq.get(), dk.get(),
+                              dv.get(), delta.get(), p.s, nullptr);
+    TK_CUDA(cudaDeviceSynchronize());
+  }
+  DeviceBuffer<float> dq, dk, dv, delta;
+};
+
+// The kernels' gradients, on poisoned buffers.
+struct KernelGradients {
+  explicit KernelGradients(const Problem& p) : dq(p.q.size()), dk(p.k.size()), dv(p.k.size()) {
+    for (DeviceBuffer<bf16>* b : {&dq, &dk, &dv}) b->poison();
+    const attention::Backward backward({p.q.get(), p.k.get(), p.v.get(), p.o.get(), p.d_o.get(), p.lse.get(), dq.get(),
+                                        dk.get(), dv.get()},
+                                       p.s);
+    backward(nullptr);
+    TK_CUDA(cudaDeviceSynchronize());
+  }
+  DeviceBuffer<bf16> dq, dk, dv;
+};
+
+// The backward in double from the same bf16 inputs and float LSE, every row.
+struct HostReference {
+  explicit HostReference(const Problem& p) {
+    const Shape& s = p.s;
+    const int d = s.head_dim, group = s.heads / s.kv_heads;
+    const auto q = to_doubles(p.q.download()), k = to_doubles(p.k.download()), v = to_doubles(p.v.download());
+    const auto o = to_doubles(p.o.download()), d_o = to_doubles(p.d_o.download());
+    const auto lse = p.lse.download();
+    const double scale = 1 / std::sqrt(double(d));
+    dq.assign(q.size(), 0);
+    dk.assign(k.size(), 0);
+    dv.assign(k.size(), 0);
+    for (int bh = 0; bh < s.batch * s.heads; ++bh) {
+      const std::size_t kv = std::size_t(bh / s.heads * s.kv_heads + bh % s.heads / group) * s.seq * d;
+      const std::size_t qo = std::size_t(bh) * s.seq * d;
+      for (int i = 0; i < s.seq; ++i) {
+        const std::size_t qi = qo + std::size_t(i) * d;
+        double delta = 0;
+        for (int x = 0; x < d; ++x) delta += d_o[qi + x] * o[qi + x];
+        for (int j = 0; j < (s.causal ? i + 1 : s.seq); ++j) {
+          const std::size_t kj = kv + std::size_t(j) * d;
+          double dot = 0, dp = 0;
+          for (int x = 0; x < d; ++x) {
+            dot += q[qi + x] * k[kj + x];
+            dp += d_o[qi + x] * v[kj + x];
+          }
+          const double pr = std::exp(dot * scale - lse[std::size_t(bh) * s.seq + i]), ds = pr * (dp - delta);
+          for (int x = 0; x < d; ++x) {
+            dq[qi + x] += ds * k[kj + x] * scale;
+            dk[kj + x] += ds * q[qi + x] * scale;
+            dv[kj + x] += pr * d_o[qi + x];
+          }
+        }
+      }
+    }
+  }
+  std::vector<double> dq, dk, dv;
+};
+
+// ||got - want|| / ||want|| (0 when both are 0), and max |got - want|; NaN anywhere gives NaN.
+struct HostErrors {
+  double rel, max_abs;
+};
+HostErrors host_errors(const std::vector<float>& got, const std::vector<double>& want) {
+  double diff2 = 0, ref2 = 0, max_abs = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double e = got[i] - want[i];
+    diff2 += e * e;
+    ref2 += want[i] * want[i];
+    max_abs = std::isnan(e) || std::abs(e) > max_abs ? std::abs(e) : max_abs;
+  }
+  return {diff2 == 0 && ref2 == 0 ? 0 : std::sqrt(diff2 / ref2), max_abs};
+}
+
+// Shapes with batch and heads that are not powers of two: grouped-query 4:1, one key/value head,
+// and one key/value head per query head.
+std::vector<Shape> layouts(int seq, int d, bool causal) {
+  return {{2, 8, 2, seq, d, causal}, {3, 5, 1, seq, d, causal}, {1, 3, 3, seq, d, causal}};
+}
+
+// A kernel gradient's errors within the bounds; `zero`: the gradient is exactly 0 (N = 1's dQ
+// and dK), checked absolutely.
+void expect_within(const check::GradientErrors& e, const char* name, bool zero) {
+  SCOPED_TRACE(name);
+  EXPECT_EQ(e.non_finite, 0u) << "elements left unwritten (poison) or not finite";
+  if (zero) {
+    EXPECT_LE(e.max_abs_error, kMaxZeroGradient);
+    return;
+  }
+  EXPECT_LE(e.rel_error, kMaxRelError);
+  EXPECT_LE(e.worst_row_error, kMaxRowError);
+}
+
+// The largest errors over a test's cases, printed at its end: the margins to the bounds.
+struct Worst {
+  double rel[3] = {}, row[3] = {};
+  void take(const check::BackwardErrors& e, bool one_key) {
+    const check::GradientErrors* g[] = {&e.dq, &e.dk, &e.dv};
+    for (int i = 0; i < 3; ++i) {
+      if (one_key && i < 2) continue;  // exactly-zero gradients have no relative error
+      rel[i] = std::max(rel[i], g[i]->rel_error);
+      row[i] = std::max(row[i], g[i]->worst_row_error);
+    }
+  }
+  ~Worst() {
+    std::printf("worst relative errors (row): dQ %.2e (%.2e), dK %.2e (%.2e), dV %.2e (%.2e)\n", rel[0], row[0], rel[1],
+                row[1], rel[2], row[2]);
+  }
+};
+
+void check_kernels(const Problem& p, const GpuReference& ref, Worst& worst) {
+  const KernelGradients got(p);
+  const auto e = check::compare_backward(got.dq.get(), got.dk.get(), got.dv.get(), ref.dq.get(), ref.dk.get(),
+                                         ref.dv.get(), p.s, nullptr);
+  const bool one_key = p.s.seq == 1;
+  expect_within(e.dq, "dQ", one_key);
+  expect_within(e.dk, "dK", one_key);
+  expect_within(e.dv, "dV", false);
+  worst.take(e, one_key);
+}
+
+bool same_bits(const DeviceBuffer<bf16>& a, const DeviceBuffer<bf16>& b) {
+  const auto x = a.download(), y = b.download();
+  return std::memcmp(x.data(), y.data(), x.size() * sizeof(bf16)) == 0;
+}
+
+std::mt19937_64 fresh_rng() { return std::mt19937_64(std::random_device{}()); }
+
+}  // namespace
+
+TEST(AttentionBackwardReference, AgreesWithTheHostInDouble) {
+  auto rng = fresh_rng();
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (int n : {1, 7, 100, 130})
+        for (const Shape& s : layouts(n, d, causal))
+          for (float q_scale : {1.0f, 10.0f}) {
+            SCOPED_TRACE(describe(s, q_scale));
+            const Problem p(s, q_scale, rng);
+            const GpuReference gpu(p);
+            const HostReference host(p);
+            const struct {
+              const char* name;
+              const DeviceBuffer<float>& got;
+              const std::vector<double>& want;
+            } grads[] = {{"dQ", gpu.dq, host.dq}, {"dK", gpu.dk, host.dk}, {"dV", gpu.dv, host.dv}};
+            for (const auto& g : grads) {
+              SCOPED_TRACE(g.name);
+              const HostErrors e = host_errors(g.got.download(), g.want);
+              EXPECT_LE(e.rel, kRefMaxRelError);
+              EXPECT_LE(e.max_abs, 1e-3) << "finite, and near";
+            }
+          }
+}
+
+// compare_backward must pass the reference rounded to bf16 and fail poisoned gradients.
+TEST(AttentionBackwardReference, ComparisonFailsPoisonAndPassesRounding) {
+  auto rng = fresh_rng();
+  const Shape s{1, 4, 2, 300, 64, true};
+  const Problem p(s, 1, rng);
+  const GpuReference ref(p);
+  const auto rounded = [](const DeviceBuffer<float>& f) {
+    std::vector<bf16> out;
+    for (float x : f.download()) out.push_back(to_bf16(x));
+    return out;
+  };
+  DeviceBuffer<bf16> dq(ref.dq.size()), dk(ref.dk.size()), dv(ref.dv.size());
+  dq.upload(rounded(ref.dq));
+  dk.upload(rounded(ref.dk));
+  dv.upload(rounded(ref.dv));
+  const auto exact = check::compare_backward(dq.get(), dk.get(), dv.get(), ref.dq.get(), ref.dk.get(), ref.dv.get(), s, nullptr);
+  for (const check::GradientErrors* e : {&exact.dq, &exact.dk, &exact.dv}) {
+    EXPECT_GT(e->rel_error, 0) << "bf16 rounding shows";
+    EXPECT_LT(e->rel_error, 2e-3) << "bf16 rounds to within 2^-9 relative";
+    EXPECT_LT(e->worst_row_error, 2e-3 / check::kRowFloor);
+    EXPECT_EQ(e->non_finite, 0u);
+  }
+
+  // One row of dV holding its neighbour's values: the worst row shows it whatever the norm.
+  std::vector<bf16> one_wrong = rounded(ref.dv);
+  std::copy_n(one_wrong.begin() + 8 * s.head_dim, s.head_dim, one_wrong.begin() + 7 * s.head_dim);
+  dv.upload(one_wrong);
+  const auto wrong_row = check::compare_backward(dq.get(), dk.get(), dv.get(), ref.dq.get(), ref.dk.get(), ref.dv.get(), s, nullptr);
+  EXPECT_GT(wrong_row.dv.worst_row_error, 0.5);
+  dv.upload(rounded(ref.dv));
+
+  TK_CUDA(cudaMemset(dk.get() + 7 * s.head_dim + 3, 0xff, 2));  // one element of row 7: NaN
+  const auto poisoned = check::compare_backward(dq.get(), dk.get(), dv.get(), ref.dq.get(), ref.dk.get(), ref.dv.get(), s, nullptr);
+  EXPECT_TRUE(std::isnan(poisoned.dk.rel_error));
+  EXPECT_TRUE(std::isnan(poisoned.dk.worst_row_error));
+  EXPECT_TRUE(std::isnan(poisoned.dk.max_abs_error));
+  EXPECT_EQ(poisoned.dk.non_finite, 1u);
+  EXPECT_EQ(poisoned.dq.rel_error, exact.dq.rel_error) << "the other gradients untouched";
+}
+
+TEST(AttentionBackwardKernels, MatchTheGpuReference) {
+  auto rng = fresh_rng();
+  Worst worst;
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (int n : {1, 7, 100, 1000, 4097})
+        for (const Shape& s : layouts(n, d, causal))
+          for (float q_scale : {1.0f, 10.0f}) {
+            SCOPED_TRACE(describe(s, q_scale));
+            const Problem p(s, q_scale, rng);
+            check_kernels(p, GpuReference(p), worst);
+          }
+}
+
+TEST(AttentionBackwardKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
+  auto rng = fresh_rng();
+  Worst worst;
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (const Shape& s : {Shape{1, 4, 1, 16384, d, causal}, Shape{1, 3, 3, 16384, d, causal}})
+        for (float q_scale : {1.0f, 10.0f}) {
+          SCOPED_TRACE(describe(s, q_scale));
+          const Problem p(s, q_scale, rng);
+          check_kernels(p, GpuReference(p), worst);
+        }
+}
+
+// No atomics: two runs give the same bits.
+TEST(AttentionBackwardKernels, AreDeterministic) {
+  auto rng = fresh_rng();
+  for (bool causal : {false, true}) {
+    const Shape s{2, 8, 2, 4097, 128, causal};
+    SCOPED_TRACE(describe(s, 1));
+    const Problem p(s, 1, rng);
+    const KernelGradients a(p), b(p);
+    EXPECT_TRUE(same_bits(a.dq, b.dq));
+    EXPECT_TRUE(same_bits(a.dk, b.dk));
+    EXPECT_TRUE(same_bits(a.dv, b.dv));
+  }
+}

@@ -1,0 +1,162 @@
+// The attention backward's host side: its FLOP count, its refusals, and the work split of the
+// Hopper kernels (kernels/attention/backward_schedule.hpp) simulated for every key and query of
+// every work item: each attended (query, key) pair is visited exactly once by each kernel, every
+// scratch read lies inside the padded vectors, and the masks cover every pair not attended.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/attention/attention.hpp"
+#include "kernels/attention/backward_schedule.hpp"
+
+using attention::Shape;
+namespace bw = attention::backward;
+
+namespace {
+
+std::vector<bw::Schedule> schedules() {
+  std::vector<bw::Schedule> out;
+  for (int seq : {1, 7, 63, 64, 65, 100, 127, 128, 129, 130, 257, 1000})
+    for (bool causal : {false, true})
+      for (auto [batch, heads, kv_heads] : {std::tuple{1, 1, 1}, {2, 8, 2}, {3, 5, 1}, {1, 3, 3}})
+        out.push_back({batch, heads, kv_heads, seq, causal});
+  return out;
+}
+
+std::string describe(const bw::Schedule& s) {
+  return "B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " HKV=" + std::to_string(s.kv_heads) +
+         " N=" + std::to_string(s.seq) + (s.causal ? " causal" : "");
+}
+
+}  // namespace
+
+TEST(AttentionBackward, FlopsAreTwoAndAHalfForwardPasses) {
+  for (const Shape& s : {Shape{1, 1, 1, 1024, 64, false}, Shape{2, 8, 2, 4097, 128, true}, Shape{1, 16, 16, 16384, 128, false}}) {
+    EXPECT_DOUBLE_EQ(attention::flops_backward(s), 2.5 * attention::flops(s));
+  }
+  // Five products of 2 N^2 D per (batch, query head), half of them when causal.
+  EXPECT_DOUBLE_EQ(attention::flops_backward({1, 1, 1, 1024, 64, false}), 10.0 * 1024 * 1024 * 64);
+  EXPECT_DOUBLE_EQ(attention::flops_backward({1, 1, 1, 1024, 64, true}), 5.0 * 1024 * 1024 * 64);
+}
+
+// Refused before anything touches the GPU, with refusal()'s words.
+TEST(AttentionBackward, RefusesWhatTheForwardRefuses) {
+  const attention::BackwardTensors none{};
+  const auto message = [&](Shape s) {
+    try {
+      attention::Backward b(none, s);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message({1, 4, 4, 128, 96, false}).find("head dim = 96: give 64 or 128"), std::string::npos);
+  EXPECT_NE(message({1, 4, 3, 128, 64, false}).find("multiple of the key/value heads"), std::string::npos);
+  EXPECT_NE(message({1, 4, 4, 0, 64, false}).find("seq = 0: give a positive number"), std::string::npos);
+}
+
+TEST(AttentionBackward, ScratchIsPaddedForEveryTile) {
+  for (int seq : {1, 64, 127, 128, 129, 16384}) {
+    EXPECT_EQ(bw::padded(seq) % bw::kRowPad, 0);
+    EXPECT_GE(bw::padded(seq), seq);
+    EXPECT_LT(bw::padded(seq) - seq, bw::kRowPad);
+  }
+  EXPECT_EQ(bw::scratch_floats(2, 8, 100), 2u * 2 * 8 * 128);
+}
+
+// dK/dV items: each (key/value matrix, key block) once; each item's steps visit, for every query
+// head of its group, every query tile holding a query that attends one of its keys, once, and
+// only tiles inside the padded scratch; a tile holding a pair not attended is masked.
+TEST(AttentionBackward, KeyItemsVisitEveryAttendedPairOnce) {
+  for (const bw::Schedule& s : schedules()) {
+    SCOPED_TRACE(describe(s));
+    std::set<std::pair<int, int>> items;
+    int last_steps = 1 << 30;
+    for (int t = 0; t < bw::kv_items(s); ++t) {
+      const bw::KvItem it = bw::kv_item(s, t);
+      EXPECT_TRUE(items.insert({it.kvm, it.kv_block}).second) << "item " << t << " repeats";
+      ASSERT_LT(it.kvm, s.batch * s.kv_heads);
+      ASSERT_LT(it.kv_block * bw::kKvBlock, s.seq);
+      ASSERT_GE(it.steps, 1);
+      if (s.causal) {
+        EXPECT_LE(it.steps, last_steps) << "causal items go longest first";
+        last_steps = it.steps;
+      }
+      std::set<std::pair<int, int>> visited;  // (query matrix, query tile)
+      for (int step = 0; step < it.steps; ++step) {
+        const int qm = it.qm(step), tile = it.q_tile(step);
+        EXPECT_TRUE(visited.insert({qm, tile}).second) << "step " << step << " repeats a tile";
+        EXPECT_EQ(qm / s.heads, it.kvm / s.kv_heads) << "same batch";
+        EXPECT_EQ(qm % s.heads / s.group(), it.kvm % s.kv_heads) << "a query head of the item's group";
+        EXPECT_LE((tile + 1) * bw::kKvStepQ, bw::padded(s.seq)) << "inside the padded scratch";
+        for (int key0 = it.kv_block * bw::kKvBlock; key0 < (it.kv_block + 1) * bw::kKvBlock; key0 += 16) {
+          bool unattended = false;
+          for (int key = key0; key < key0 + 16; ++key)
+            for (int query = tile * bw::kKvStepQ; query < (tile + 1) * bw::kKvStepQ; ++query)
+              unattended |= query < s.seq && !bw::attends(query, key, s.seq, s.causal);
+          if (unattended) {
+            EXPECT_TRUE(bw::needs_mask(tile * bw::kKvStepQ, key0, 16, s.seq, s.causal))
+                << "keys " << key0 << ".. against query tile " << tile;
+          }
+        }
+      }
+      const int block_key0 = it.kv_block * bw::kKvBlock;
+      for (int qm = 0; qm < s.batch * s.heads; ++qm) {
+        if (qm / s.heads != it.kvm / s.kv_heads || qm % s.heads / s.group() != it.kvm % s.kv_heads) continue;
+        for (int query = 0; query < s.seq; ++query) {
+          bool attends_one = false;
+          for (int key = block_key0; key < block_key0 + bw::kKvBlock; ++key)
+            attends_one |= bw::attends(query, key, s.seq, s.causal);
+          if (attends_one) {
+            EXPECT_EQ(visited.count({qm, query / bw::kKvStepQ}), 1u) << "query " << query << " of " << qm;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(int(items.size()), s.batch * s.kv_heads * bw::ceil_div(s.seq, bw::kKvBlock));
+  }
+}
+
+// dQ items: each (query matrix, query block) once, reading its group's key/value matrix; the key
+// tiles walked hold every key its queries attend; the scratch rows read lie inside the padding;
+// a key tile holding a pair not attended is masked for the warp's 16 rows.
+TEST(AttentionBackward, QueryItemsSeeEveryAttendedKey) {
+  for (const bw::Schedule& s : schedules()) {
+    SCOPED_TRACE(describe(s));
+    std::set<std::pair<int, int>> items;
+    int last_tiles = 1 << 30;
+    for (int t = 0; t < bw::q_items(s); ++t) {
+      const bw::QItem it = bw::q_item(s, t);
+      EXPECT_TRUE(items.insert({it.qm, it.q_block}).second) << "item " << t << " repeats";
+      ASSERT_LT(it.q_block * bw::kQBlock, s.seq);
+      EXPECT_EQ(it.kvm, it.qm / s.heads * s.kv_heads + it.qm % s.heads / s.group());
+      EXPECT_LE((it.q_block + 1) * bw::kQBlock, bw::padded(s.seq)) << "inside the padded scratch";
+      if (s.causal) {
+        EXPECT_LE(it.tiles, last_tiles) << "causal items go longest first";
+        last_tiles = it.tiles;
+      }
+      for (int query = it.q_block * bw::kQBlock; query < std::min(s.seq, (it.q_block + 1) * bw::kQBlock); ++query)
+        for (int key = 0; key < s.seq; ++key)
+          if (bw::attends(query, key, s.seq, s.causal)) {
+            ASSERT_LT(key / bw::kQStepKv, it.tiles) << query << " " << key;
+          }
+      EXPECT_LE((it.tiles - 1) * bw::kQStepKv, s.seq - 1) << "no tile wholly past the sequence";
+      for (int row0 = it.q_block * bw::kQBlock; row0 < (it.q_block + 1) * bw::kQBlock; row0 += 16)
+        for (int tile = 0; tile < it.tiles; ++tile) {
+          bool unattended = false;
+          for (int query = row0; query < row0 + 16; ++query)
+            for (int key = tile * bw::kQStepKv; key < (tile + 1) * bw::kQStepKv; ++key)
+              unattended |= query < s.seq && !bw::attends(query, key, s.seq, s.causal);
+          if (unattended) {
+            EXPECT_TRUE(bw::needs_mask(row0, tile * bw::kQStepKv, bw::kQStepKv, s.seq, s.causal));
+          }
+        }
+    }
+    EXPECT_EQ(int(items.size()), s.batch * s.heads * bw::ceil_div(s.seq, bw::kQBlock));
+  }
+}
