@@ -46,9 +46,12 @@ try:
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
     from PIL import Image  # matplotlib depends on Pillow
-except ImportError:  # the machine, not the input, needs changing: exit 2 as setup.sh does
-    print(f"plot.py: matplotlib is not installed for {sys.executable}: apt-get install python3-matplotlib "
-          "(Debian/Ubuntu's python3; scripts/setup.sh does) or python3 -m pip install matplotlib", file=sys.stderr)
+    # 3.6: the layout engine's rect, which keeps the footnote's strip free (Debian 12 has 3.6.3).
+    if tuple(int(v) for v in re.findall(r"\d+", matplotlib.__version__)[:2]) < (3, 6):
+        raise ImportError(f"matplotlib {matplotlib.__version__} is older than 3.6")
+except ImportError as e:  # the machine, not the input, needs changing: exit 2 as setup.sh does
+    print(f"plot.py: {e} for {sys.executable}: apt-get install python3-matplotlib (Debian 12's python3; "
+          "scripts/setup.sh does) or python3 -m pip install 'matplotlib>=3.6'", file=sys.stderr)
     sys.exit(2)
 
 SCHEMAS = ("tkprobe.report/1", "tkprobe.report/2")
@@ -149,7 +152,7 @@ def save(fig, out_dir, name):
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI)
     plt.close(fig)
-    image = Image.open(buffer).convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
+    image = Image.open(buffer).convert("RGB").quantize(colors=256, method=Image.FASTOCTREE)
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.", suffix=".png.tmp")
     try:
         with os.fdopen(fd, "wb") as f:
