@@ -27,9 +27,10 @@ table already shows, and `wgmma-layout`'s rows are pass/fail placement checks (m
 zero when the model holds) that a picture would not make clearer. A probe this script does not know
 gets the same note, so a newer report still draws what it can.
 
-Bad input (a file that is not a tkprobe report, unreadable JSON, an unknown name in --probes, an
---out that cannot be written) is one message on stderr naming what is valid, exit 2, before any file
-is written; each PNG is written to a temporary name in DIR and renamed, so none is ever half-written.
+Bad input (a file that is not a tkprobe report, unreadable JSON, a row without what its figure needs,
+an unknown name in --probes, an --out that cannot be written) is one message on stderr naming what is
+valid, exit 2, and no file: every figure is drawn in memory before the first is written, and each PNG
+goes to a temporary name in DIR and is renamed, so none is ever half-written.
 """
 import argparse
 import collections
@@ -114,11 +115,13 @@ def shape_n(shape):
 # ---- shared drawing helpers ----
 
 class Plot:
-    """One figure in the making: its rows, the notes its footnote will carry."""
+    """One figure in the making: its rows (the `ok` ones), the notes its footnote will carry."""
 
-    def __init__(self, rows, left_out):
-        self.rows = rows
-        self.notes = [f"{len(rows)} rows drawn" + (f"; {left_out} skipped or failed rows left out" if left_out else "")]
+    def __init__(self, rows):
+        self.rows = [r for r in rows if r["status"] == "ok"]
+        left_out = collections.Counter(r["status"] for r in rows if r["status"] != "ok")
+        self.notes = [f"{len(self.rows)} rows drawn"] + [f"{n} {status} rows left out"
+                                                         for status, n in sorted(left_out.items())]
 
     def note(self, text):
         self.notes.append(text)
@@ -142,26 +145,37 @@ def finish(fig, subject, report, source, notes):
     fig.suptitle(f"{subject}\n{device} · commit {sha}", fontsize=11)
     fig.text(0.005, 0.005, f"{os.path.basename(source)}: " + "; ".join(notes), fontsize=7, color="0.35",
              ha="left", va="bottom")
-    # Constrained layout does not see fig.text: keep a strip 0.2 inch high free for the footnote.
-    fig.get_layout_engine().set(rect=(0, 0.2 / fig.get_figheight(), 1, 1 - 0.2 / fig.get_figheight()))
+    # Constrained layout does not see fig.text: keep a strip 0.2 inch high free for the footnote
+    # (rect is left, bottom, width, height).
+    strip = 0.2 / fig.get_figheight()
+    fig.get_layout_engine().set(rect=(0, strip, 1, 1 - strip))
 
 
-def save(fig, out_dir, name):
-    """Writes DIR/name.png whole or not at all (a temporary file in DIR, then a rename), as a 256-colour
-    palette image: a quarter of the bytes of matplotlib's RGBA, the same picture to the eye."""
+def png(fig):
+    """The figure as PNG bytes, a 256-colour palette image: a quarter of the bytes of matplotlib's
+    RGBA, the same picture to the eye."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI)
     plt.close(fig)
     image = Image.open(buffer).convert("RGB").quantize(colors=256, method=Image.FASTOCTREE)
+    buffer = io.BytesIO()
+    image.save(buffer, format="png", optimize=True)
+    return buffer.getvalue()
+
+
+def write(out_dir, name, data):
+    """Writes DIR/name.png whole or not at all: a temporary file in DIR, then a rename. Its path."""
+    path = os.path.join(out_dir, f"{name}.png")
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.", suffix=".png.tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            image.save(f, format="png", optimize=True)
+            f.write(data)
         os.chmod(tmp, 0o666 & ~UMASK)  # mkstemp makes it private; the PNG is meant to be shared
-        os.replace(tmp, os.path.join(out_dir, f"{name}.png"))
+        os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+    return path
 
 
 def grouped_bars(ax, groups, series, height, peer=lambda s: False, labels=True):
@@ -519,13 +533,14 @@ def plot_attention(p, report):
                        for r in p.rows if bool(r["params"].get("causal")) == c}
             grouped_bars(ax, shapes, series, lambda g, s: heights.get((g, s)), peer=lambda s: s in peers,
                          labels=i == len(metrics) - 1)
-            ax.set_ylabel(label)
+            if j == 0:  # the row shares its y axis
+                ax.set_ylabel(label)
             ax.grid(axis="y", alpha=0.3)
             if i == 0:
                 ax.set_title("causal" if c else "not causal", fontsize=10)
             if i == len(metrics) - 1:
                 ax.set_xlabel("shape (batch, heads, sequence, head dim)")
-    axes[0][-1].legend(fontsize=7, loc="upper left", title="kernel", title_fontsize=7)
+    legend_on_top(axes[0][-1], title="kernel, pass" if any("pass" in r["params"] for r in p.rows) else "kernel")
     if peers:
         p.note("hatched: a peer (PyTorch's backends)")
     if len(metrics) > 1 and peers:
@@ -624,7 +639,7 @@ def figure_names(reports, wanted):
     several reports hold that probe."""
     holders = collections.defaultdict(list)
     for i, (path, report) in enumerate(reports):
-        for probe in dict.fromkeys(r.get("probe") for r in report["results"]):
+        for probe in dict.fromkeys(r["probe"] for r in report["results"]):
             if wanted is None or probe in wanted:
                 holders[probe].append(i)
     names, taken = [], set()
@@ -642,34 +657,47 @@ def figure_names(reports, wanted):
     return names
 
 
+def render(reports, wanted):
+    """Every figure as PNG bytes by file name, and a note for each probe that gets none. Nothing is
+    written yet, so a report that cannot be drawn leaves no file behind."""
+    notes = [f"{probe}: no rows in the reports given; no figure"
+             for probe in sorted((wanted or set()) - {r["probe"] for _, report in reports for r in report["results"]})]
+    pngs = {}
+    for i, probe, name in figure_names(reports, wanted):
+        path, report = reports[i]
+        source = os.path.basename(path)
+        if probe not in PLOTS:
+            notes.append(f"{probe} ({source}): no figure ({NOT_DRAWN.get(probe, 'this script has no plot for it')})")
+            continue
+        rows = [r for r in report["results"] if r["probe"] == probe]
+        p = Plot(rows)
+        if not p.rows:
+            notes.append(f"{probe} ({source}): no ok rows ({len(rows)} skipped or failed); no figure")
+            continue
+        subject, draw = PLOTS[probe]
+        try:
+            fig = draw(p, report)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+            raise BadInput(f"{path}: cannot draw {probe}: {type(e).__name__} {e} (a row lacks what "
+                           f"results/README.md says a {probe} row carries?)")
+        finish(fig, subject, report, path, p.notes)
+        pngs[name] = png(fig)
+    return pngs, notes
+
+
 def main(argv):
     try:
         args = parse_args(argv)
         reports = [(path, load_report(path)) for path in args.reports]
+        pngs, notes = render(reports, set(args.probes) if args.probes else None)
         prepare_out(args.out)
     except BadInput as e:
         print(f"plot.py: {e}", file=sys.stderr)
         return 2
-    wanted = set(args.probes) if args.probes else None
-    for probe in sorted((wanted or set()) - {r.get("probe") for _, rep in reports for r in rep["results"]}):
-        print(f"{probe}: no rows in the reports given; no figure")
-    for i, probe, name in figure_names(reports, wanted):
-        path, report = reports[i]
-        if probe not in PLOTS:
-            why = NOT_DRAWN.get(probe, "no plot for this probe")
-            print(f"{probe} ({os.path.basename(path)}): no figure ({why})")
-            continue
-        rows = [r for r in report["results"] if r.get("probe") == probe]
-        ok = [r for r in rows if r.get("status") == "ok"]
-        if not ok:
-            print(f"{probe} ({os.path.basename(path)}): no ok rows ({len(rows)} skipped or failed); no figure")
-            continue
-        subject, draw = PLOTS[probe]
-        p = Plot(ok, len(rows) - len(ok))
-        fig = draw(p, report)
-        finish(fig, subject, report, path, p.notes)
-        save(fig, args.out, name)
-        print(os.path.join(args.out, f"{name}.png"))
+    for name, data in pngs.items():
+        print(write(args.out, name, data))
+    for note in notes:
+        print(note)
     return 0
 
 

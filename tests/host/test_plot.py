@@ -180,6 +180,13 @@ class BadInput(unittest.TestCase):
         report["results"][3] = {"probe": "gemm"}
         self.assertIn("results[3]", self.refused({"bad.json": json.dumps(report)}))
 
+    def test_a_row_its_figure_cannot_draw(self):
+        report = json.loads(self.suite_text())
+        row = next(r for r in report["results"] if r["probe"] == "mem-latency")
+        del row["params"]["cache_state"]
+        err = self.refused({"suite.json": json.dumps(report)})  # the other figures are not written either
+        self.assertIn("cannot draw mem-latency", err)
+
     def test_unreadable_json(self):
         self.assertIn("not JSON", self.refused({"broken.json": '{"schema": "tkprobe.report/1", '}))
         self.assertIn("cannot read", self.refused({"absent.json": None}))
