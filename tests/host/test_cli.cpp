@@ -40,7 +40,7 @@ TEST(Cli, UnknownProbeListsTheValidOnes) {
   const auto r = run({"smem-bogus"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(mentions(r.err, "unknown probe or command 'smem-bogus'"));
-  EXPECT_TRUE(mentions(r.err, "valid: attention, bandwidth, copy-engines, gemm, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, tma-swizzle, wgmma, wgmma-layout"));
+  EXPECT_TRUE(mentions(r.err, "valid: attention, bandwidth, based, copy-engines, gemm, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, tma-swizzle, wgmma, wgmma-layout"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
@@ -288,5 +288,52 @@ TEST(Cli, CommonOptionsRefuseOutOfRangeValuesReadably) {
     EXPECT_TRUE(mentions(r.err, "'" + c[1] + "'")) << r.err;
     EXPECT_FALSE(mentions(r.err, "1.797")) << r.err;
     EXPECT_LT(r.err.size(), 200u) << r.err;
+  }
+}
+
+TEST(Cli, BasedShapeOptionsAreAllOrNothingAndNotWithSweep) {
+  const auto dir = fixtures::temp_dir("cli-based");
+  const auto out = dir / "r.json";
+  const auto with_sweep = run({"based", "--sweep", "--seq", "1024", "--json", out.string()});
+  EXPECT_EQ(with_sweep.code, 2);
+  EXPECT_TRUE(mentions(with_sweep.err, "--sweep runs the standard shapes: give it no --batch")) << with_sweep.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const auto value_dim = run({"based", "--sweep", "--value-dim", "64"});
+  EXPECT_EQ(value_dim.code, 2);
+  EXPECT_TRUE(mentions(value_dim.err, "--sweep runs the standard shapes")) << value_dim.err;
+  for (const std::vector<std::string>& partial :
+       {std::vector<std::string>{"based", "--batch", "1", "--heads", "4"},
+        std::vector<std::string>{"based", "--seq", "128"}, std::vector<std::string>{"based", "--value-dim", "64"}}) {
+    const auto r = run(partial);
+    EXPECT_EQ(r.code, 2) << partial.back();
+    EXPECT_TRUE(mentions(r.err, "--batch, --heads, --seq: give all three")) << r.err;
+  }
+  const auto not_a_number = run({"based", "--batch", "two", "--heads", "4", "--seq", "128"});
+  EXPECT_EQ(not_a_number.code, 2);
+  EXPECT_TRUE(mentions(not_a_number.err, "--batch")) << not_a_number.err;
+}
+
+TEST(Cli, BasedShapesTheKernelRefusesExitTwoWithTheRule) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--batch", "0", "--heads", "4", "--seq", "128"}, "batch = 0: give a positive number"},
+      {{"--batch", "1", "--heads", "4", "--seq", "-5"}, "seq = -5: give a positive number"},
+      {{"--batch", "1", "--heads", "4", "--seq", "128", "--value-dim", "128"}, "value dim = 128: give 64"},
+  };
+  for (const auto& [options, why] : cases) {
+    std::vector<std::string> args{"based"};
+    args.insert(args.end(), options.begin(), options.end());
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << why;
+    EXPECT_TRUE(mentions(r.err, why)) << r.err;
+  }
+}
+
+TEST(Cli, BasedValidShapeGetsPastValidation) {
+  const auto r = run({"based", "--batch", "1", "--heads", "3", "--seq", "100", "--no-normalize", "--quick"});
+  if (has_gpu()) {
+    EXPECT_NE(r.code, 2) << r.err;
+  } else {
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_TRUE(mentions(r.err, "no CUDA device")) << r.err;
   }
 }
