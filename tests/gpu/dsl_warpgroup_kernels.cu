@@ -1,5 +1,7 @@
+#include <iterator>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 
 #include "src/device_buffer.hpp"
 #include "tests/gpu/dsl_warpgroup_kernels.hpp"
@@ -196,12 +198,20 @@ std::vector<float> run_mma(const std::vector<std::uint16_t>& a, const std::vecto
   return dd.download();
 }
 
+template <Mma F, class T, std::size_t... S>
+std::vector<float> run_mma(int k, int n, const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b,
+                           const std::vector<float>& c, std::index_sequence<S...>) {
+  std::vector<float> d;
+  const bool found = ((k == kMmaShapes[S][0] && n == kMmaShapes[S][1] &&
+                       (d = run_mma<F, T, kMmaShapes[S][0], kMmaShapes[S][1]>(a, b, c), true)) || ...);
+  if (!found) throw std::invalid_argument("no mma kernel for this shape");
+  return d;
+}
+
 template <Mma F, class T>
 std::vector<float> run_mma(int k, int n, const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b,
                            const std::vector<float>& c) {
-  if (k == kMmaShapes[0][0] && n == kMmaShapes[0][1]) return run_mma<F, T, kMmaShapes[0][0], kMmaShapes[0][1]>(a, b, c);
-  if (k == kMmaShapes[1][0] && n == kMmaShapes[1][1]) return run_mma<F, T, kMmaShapes[1][0], kMmaShapes[1][1]>(a, b, c);
-  throw std::invalid_argument("no mma kernel for this shape");
+  return run_mma<F, T>(k, n, a, b, c, std::make_index_sequence<std::size(kMmaShapes)>());
 }
 
 template <Mma F>

@@ -11,8 +11,10 @@ namespace tkprobe::test_kernels::dsl_wg {
 enum class Mma { ABt_ss, AB_ss, ABt_rs, AB_rs, AtB_ss, AtBt_ss };
 enum class Half { bf16, f16 };
 
-// 64 x K times (N x K)^T or (K x N): the shapes with kernels.
-inline constexpr int kMmaShapes[][2] = {{32, 64}, {64, 128}};  // {K, N}
+// 64 x K times (N x K)^T or (K x N): the shapes with kernels. {16, 160} and {160, 64} are the Based
+// kernel's (kernels/based): 32B-swizzled K-major tiles (K = 16), and 64B-swizzled tiles five
+// boxes wide, K-major (f_q, the state) and MN-major (f_k).
+inline constexpr int kMmaShapes[][2] = {{32, 64}, {64, 128}, {16, 160}, {160, 64}};  // {K, N}
 
 // D (64 x N, row-major floats) = A (64 x K; K x 64 for the At forms) times B (N x K for the
 // Bt forms, K x N otherwise), + C where c (64 x N, row-major) is given: the accumulator is

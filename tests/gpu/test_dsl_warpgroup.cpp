@@ -4,7 +4,7 @@
 // with two stage counts (tests/gpu/dsl_warpgroup_kernels.hpp).
 // Operands (and the accumulator's starting values) are fresh random values +-(1 + m/8) 2^e,
 // e in {-1, 0}: exact in bf16 and fp16, never zero; products are multiples of 2^-8 below 4, so
-// their sums over K <= 64 plus C stay below 2^9 with at most 17 significant bits: exact in f32,
+// their sums over K <= 160 plus C stay below 2^10 with at most 18 significant bits: exact in f32,
 // so the results must equal a host reference in double. Outputs start poisoned.
 #include <gtest/gtest.h>
 
