@@ -9,9 +9,11 @@
 //
 // with the 160 folded features of config.cuh. The state (fp32, in registers, transposed: value
 // dim x features) goes to shared memory as bf16 after each chunk, as the next readout's B
-// operand; z stays fp32 in the threads that build its features. The TMA zero-fills rows of Q, K, V
+// operand; z stays fp32 in the threads that sum its columns. The TMA zero-fills rows of Q, K, V
 // past the sequence; their keys' features are zeroed so they add nothing to the state, their
 // scores lie in the causal mask of every real row, and their output rows are never stored.
+#include <utility>
+
 #include "kernels/based/hopper/config.cuh"
 
 namespace based::hopper {
@@ -32,26 +34,75 @@ __device__ void clear(ST& t) {
   for (int i = warpgroup::thread(); i < ST::bytes / 16; i += C::threads) reinterpret_cast<uint4*>(t.data)[i] = uint4{};
 }
 
-// Entry a of row r of the augmented vector (the row's 16 entries, then 1).
-__device__ float entry(const C::qk& t, int r, int a) { return a == kOne ? 1.0f : __bfloat162float(t(r, a)); }
-
-// Thread t builds features t and t + 128 (those below 160) of every row of f_q and f_k, and adds
-// its f_k columns to z. Keys at and past row `valid` (past the sequence) get no features.
-template <bool Normalize>
-__device__ void build_features(Smem& sm, int stage, int valid, float (&z)[2]) {
-  const C::qk &q = sm.q[stage], &k = sm.k[stage];
+// Row r of a chunk's Q or K as floats: two 16-byte reads (a row is one 32-byte swizzle span).
+__device__ void load_row(float (&x)[kFeatureDim], const C::qk& t, int r) {
 #pragma unroll
-  for (int n = 0; n < 2; ++n) {
-    const int f = warpgroup::thread() + n * C::threads;
-    if (f >= kFeatures) break;
-    const Feature x = feature(f);
-    const bool real = f < kFeatureTerms;
-    for (int r = 0; r < kRows; ++r) {
-      const float fk = real && r < valid ? entry(k, r, x.a) * entry(k, r, x.b) : 0.0f;
-      sm.fq(r, f) = __float2bfloat16(x.q_scale * entry(q, r, x.a) * entry(q, r, x.b));
-      sm.fk(r, f) = __float2bfloat16(fk);
-      if constexpr (Normalize) z[n] += fk;
+  for (int h = 0; h < kFeatureDim / 8; ++h) {
+    const uint4 u = *reinterpret_cast<const uint4*>(t.data + C::qk::offset(r, 8 * h));
+    const auto* pairs = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __bfloat1622float2(pairs[i]);
+      x[8 * h + 2 * i] = f.x;
+      x[8 * h + 2 * i + 1] = f.y;
     }
+  }
+}
+
+// Entry A of the augmented vector (the row's 16 entries, then 1).
+template <int A>
+__device__ float entry(const float (&x)[kFeatureDim]) {
+  if constexpr (A == kOne) return 1.0f;
+  else return x[A];
+}
+
+// Features F and F + 1 of row r: f_q of the query, f_k of the key (zero past the sequence and in
+// the padding), each pair one 4-byte store.
+template <int F>
+__device__ void store_feature_pair(Smem& sm, int r, const float (&q)[kFeatureDim], const float (&k)[kFeatureDim],
+                                   bool key) {
+  constexpr Feature x = feature(F), y = feature(F + 1);
+  const float qx = x.q_scale * entry<x.a>(q) * entry<x.b>(q), qy = y.q_scale * entry<y.a>(q) * entry<y.b>(q);
+  const float kx = key && F < kFeatureTerms ? entry<x.a>(k) * entry<x.b>(k) : 0.0f;
+  const float ky = key && F + 1 < kFeatureTerms ? entry<y.a>(k) * entry<y.b>(k) : 0.0f;
+  *reinterpret_cast<__nv_bfloat162*>(sm.fq.data + C::features::offset(r, F)) = __floats2bfloat162_rn(qx, qy);
+  *reinterpret_cast<__nv_bfloat162*>(sm.fk.data + C::features::offset(r, F)) = __floats2bfloat162_rn(kx, ky);
+}
+
+template <int F0, int... J>
+__device__ void store_features(Smem& sm, int r, const float (&q)[kFeatureDim], const float (&k)[kFeatureDim], bool key,
+                               std::integer_sequence<int, J...>) {
+  (store_feature_pair<F0 + 2 * J>(sm, r, q, k, key), ...);
+}
+
+// f_q and f_k of the chunk in stage `stage`: thread t builds row t % 64, warps 0-1 its first half of
+// the features, warps 2-3 the second, each feature's pair of entries and constant fixed at compile
+// time. Keys at and past row `valid` (past the sequence) get no features.
+constexpr int kHalfFeatures = kFeatures / 2;
+static_assert(kHalfFeatures % 2 == 0 && C::threads == 2 * kRows, "two threads a row, whole pairs each");
+__device__ void build_features(Smem& sm, int stage, int valid) {
+  const int r = warpgroup::thread() % kRows;
+  float q[kFeatureDim], k[kFeatureDim];
+  load_row(q, sm.q[stage], r);
+  load_row(k, sm.k[stage], r);
+  constexpr auto pairs = std::make_integer_sequence<int, kHalfFeatures / 2>();
+  if (warpgroup::thread() < kRows) {
+    store_features<0>(sm, r, q, k, r < valid, pairs);
+  } else {
+    store_features<kHalfFeatures>(sm, r, q, k, r < valid, pairs);
+  }
+}
+
+// The denominator's state: z += the column sums of f_k (as rounded for the tensor cores, so the
+// numerator and denominator see the same features). Thread t < 80 owns columns 2t and 2t + 1.
+constexpr int kZOwners = kFeatures / 2;
+__device__ void add_key_features(float2& z, const Smem& sm) {
+  if (warpgroup::thread() >= kZOwners) return;
+  const int f = 2 * warpgroup::thread();
+  for (int r = 0; r < kRows; ++r) {
+    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(sm.fk.data + C::features::offset(r, f)));
+    z.x += x.x;
+    z.y += x.y;
   }
 }
 
@@ -67,16 +118,13 @@ __device__ void phi_causal(C::scores& a, const C::scores& s) {
 
 // The state after this chunk, as the next chunk's readout operands (bf16).
 template <bool Normalize>
-__device__ void save_state(Smem& sm, const C::state& state, const float (&z)[2]) {
+__device__ void save_state(Smem& sm, const C::state& state, float2 z) {
   C::state_bf state_bf;
   warp::copy(state_bf, state);
   warpgroup::store(sm.state, state_bf);
-  if constexpr (Normalize) {
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-      const int f = warpgroup::thread() + n * C::threads;
-      if (f < kFeatures) sm.norm(0, f) = __float2bfloat16(z[n]);
-    }
+  if (Normalize && warpgroup::thread() < kZOwners) {
+    *reinterpret_cast<__nv_bfloat162*>(sm.norm.data + C::norm_t::offset(0, 2 * warpgroup::thread())) =
+        __float22bfloat162_rn(z);
   }
 }
 
@@ -101,12 +149,12 @@ __global__ void __launch_bounds__(Config::threads, 2) forward_kernel(const __gri
 
   C::state state;
   warp::zero(state);
-  float z[2] = {0.0f, 0.0f};
+  float2 z = {0.0f, 0.0f};  // the denominator's state: columns 2t, 2t + 1 (add_key_features)
   for (int c = 0; c < p.chunks; ++c) {
     if (threadIdx.x == 0 && c + 1 < p.chunks) load_chunk(sm, maps, bh, c + 1);
     const int stage = sm.chunks.stage(c);
     sm.chunks.wait_full(c);
-    build_features<Normalize>(sm, stage, p.seq - c * kRows, z);
+    build_features(sm, stage, p.seq - c * kRows);
     arch::fence_proxy_async();  // the features and the saved state, written by threads, read by wgmma
     warpgroup::sync(1);
 
@@ -118,6 +166,7 @@ __global__ void __launch_bounds__(Config::threads, 2) forward_kernel(const __gri
     warpgroup::mma_ABt(o, sm.fq, sm.state, false);
     if constexpr (Normalize) warpgroup::mma_ABt(n, sm.fq, sm.norm, false);
     warpgroup::mma_commit();
+    if constexpr (Normalize) add_key_features(z, sm);  // while the tensor cores run
     warpgroup::mma_wait<0>();
 
     C::scores a;
