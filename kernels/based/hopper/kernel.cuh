@@ -10,8 +10,9 @@
 // with the 160 folded features of config.cuh. The state (fp32, in registers, transposed: value
 // dim x features) goes to shared memory as bf16 after each chunk, as the next readout's B
 // operand; z stays fp32 in the threads that sum its columns. The TMA zero-fills rows of Q, K, V
-// past the sequence; their keys' features are zeroed so they add nothing to the state, their
-// scores lie in the causal mask of every real row, and their output rows are never stored.
+// past the sequence. They lie in the last chunk, so its update of the state (which they would
+// spoil: a zero key's constant feature is 1) is never read; their scores lie in the causal mask
+// of every real row, and their output rows are never stored.
 #include <utility>
 
 #include "kernels/based/hopper/config.cuh"
@@ -56,40 +57,40 @@ __device__ float entry(const float (&x)[kFeatureDim]) {
   else return x[A];
 }
 
-// Features F and F + 1 of row r: f_q of the query, f_k of the key (zero past the sequence and in
-// the padding), each pair one 4-byte store.
+// Features F and F + 1 of row r: f_q of the query, f_k of the key (zero in the padding), each pair
+// one 4-byte store.
 template <int F>
-__device__ void store_feature_pair(Smem& sm, int r, const float (&q)[kFeatureDim], const float (&k)[kFeatureDim],
-                                   bool key) {
+__device__ void store_feature_pair(Smem& sm, int r, const float (&q)[kFeatureDim], const float (&k)[kFeatureDim]) {
   constexpr Feature x = feature(F), y = feature(F + 1);
   const float qx = x.q_scale * entry<x.a>(q) * entry<x.b>(q), qy = y.q_scale * entry<y.a>(q) * entry<y.b>(q);
-  const float kx = key && F < kFeatureTerms ? entry<x.a>(k) * entry<x.b>(k) : 0.0f;
-  const float ky = key && F + 1 < kFeatureTerms ? entry<y.a>(k) * entry<y.b>(k) : 0.0f;
+  const float kx = F < kFeatureTerms ? entry<x.a>(k) * entry<x.b>(k) : 0.0f;
+  const float ky = F + 1 < kFeatureTerms ? entry<y.a>(k) * entry<y.b>(k) : 0.0f;
   *reinterpret_cast<__nv_bfloat162*>(sm.fq.data + C::features::offset(r, F)) = __floats2bfloat162_rn(qx, qy);
   *reinterpret_cast<__nv_bfloat162*>(sm.fk.data + C::features::offset(r, F)) = __floats2bfloat162_rn(kx, ky);
 }
 
 template <int F0, int... J>
-__device__ void store_features(Smem& sm, int r, const float (&q)[kFeatureDim], const float (&k)[kFeatureDim], bool key,
+__device__ void store_features(Smem& sm, int r, const float (&q)[kFeatureDim], const float (&k)[kFeatureDim],
                                std::integer_sequence<int, J...>) {
-  (store_feature_pair<F0 + 2 * J>(sm, r, q, k, key), ...);
+  (store_feature_pair<F0 + 2 * J>(sm, r, q, k), ...);
 }
 
 // f_q and f_k of the chunk in stage `stage`: thread t builds row t % 64, warps 0-1 its first half of
 // the features, warps 2-3 the second, each feature's pair of entries and constant fixed at compile
-// time. Keys at and past row `valid` (past the sequence) get no features.
+// time. Rows past the sequence (zeros) get features too: they lie in the last chunk only, whose
+// keys no later readout reads.
 constexpr int kHalfFeatures = kFeatures / 2;
 static_assert(kHalfFeatures % 2 == 0 && C::threads == 2 * kRows, "two threads a row, whole pairs each");
-__device__ void build_features(Smem& sm, int stage, int valid) {
+__device__ void build_features(Smem& sm, int stage) {
   const int r = warpgroup::thread() % kRows;
   float q[kFeatureDim], k[kFeatureDim];
   load_row(q, sm.q[stage], r);
   load_row(k, sm.k[stage], r);
   constexpr auto pairs = std::make_integer_sequence<int, kHalfFeatures / 2>();
   if (warpgroup::thread() < kRows) {
-    store_features<0>(sm, r, q, k, r < valid, pairs);
+    store_features<0>(sm, r, q, k, pairs);
   } else {
-    store_features<kHalfFeatures>(sm, r, q, k, r < valid, pairs);
+    store_features<kHalfFeatures>(sm, r, q, k, pairs);
   }
 }
 
@@ -154,7 +155,7 @@ __global__ void __launch_bounds__(Config::threads, 2) forward_kernel(const __gri
     if (threadIdx.x == 0 && c + 1 < p.chunks) load_chunk(sm, maps, bh, c + 1);
     const int stage = sm.chunks.stage(c);
     sm.chunks.wait_full(c);
-    build_features(sm, stage, p.seq - c * kRows);
+    build_features(sm, stage);
     arch::fence_proxy_async();  // the features and the saved state, written by threads, read by wgmma
     warpgroup::sync(1);
 
