@@ -24,7 +24,7 @@ std::string refusal(Shape s) {
   if (s.feature_dim != kFeatureDim) {
     return "feature dim = " + std::to_string(s.feature_dim) + ": give " + std::to_string(kFeatureDim);
   }
-  if (s.value_dim != kValueDim) return "value dim = " + std::to_string(s.value_dim) + ": give " + std::to_string(kValueDim);
+  if (s.value_dim != 64 && s.value_dim != 128) return "value dim = " + std::to_string(s.value_dim) + ": give 64 or 128";
   // One block per (batch, head).
   if (std::int64_t(s.batch) * s.heads > INT32_MAX) return "batch x heads is too large: give at most 2^31 - 1";
   return "";

@@ -8,7 +8,8 @@
 // factors through 1 + 16 + 16^2 = 273 features of q and k, so the kernel runs in linear time: a
 // chunked recurrence of running feature x value states (kernels/based/README.md, hopper/).
 //
-// Layout (contiguous): Q and K [batch][heads][seq][feature_dim], V and O [batch][heads][seq][value_dim].
+// Layout (contiguous): Q and K [batch][heads][seq][feature_dim], V and O [batch][heads][seq][value_dim];
+// value dim 64 or 128.
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -18,7 +19,6 @@
 namespace based {
 
 inline constexpr int kFeatureDim = 16;  // the only feature dim the kernel takes
-inline constexpr int kValueDim = 64;    // the only value dim the kernel takes
 inline constexpr int kChunk = 64;       // rows per step of the recurrence (the count below uses it)
 
 struct Shape {

@@ -7,6 +7,8 @@
 // output compared with the reference. The SM clock is measured around every timed launch
 // (probes/common/clock_bracket.hpp), so each sample's rate is also set against the clock peak at
 // that clock.
+#include "kernels/based/based.hpp"
+
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -15,7 +17,6 @@
 #include <optional>
 #include <vector>
 
-#include "kernels/based/based.hpp"
 #include "probes/common/attention_reference.hpp"
 #include "probes/common/based_reference.hpp"
 #include "probes/common/clock_bracket.hpp"
@@ -34,6 +35,7 @@ using bf16 = __nv_bfloat16;
 constexpr int kSweepBatch = 16, kSweepHeads = 16;
 constexpr int kSweepSeqs[] = {1024, 4096, 8192, 16384, 5000};
 constexpr int kQuickBatch = 2, kQuickHeads = 4, kQuickSeq = 1000;
+constexpr int kValueDim = 64;  // the peers' (issue 18), unless --value-dim
 
 // bf16 inputs, features, state operands and output put the relative error at a few 2^-9; a wrong
 // row, chunk or state gives ~1. The worst single row may be twice as far off.
@@ -45,8 +47,13 @@ std::string describe(const Shape& s) {
 }
 
 Json params_json(const Shape& s) {
-  return {{"seq", s.seq},           {"batch", s.batch},         {"heads", s.heads}, {"feature_dim", s.feature_dim},
-          {"value_dim", s.value_dim}, {"normalize", s.normalize}, {"dtype", "bf16"}};
+  return {{"seq", s.seq},
+          {"batch", s.batch},
+          {"heads", s.heads},
+          {"feature_dim", s.feature_dim},
+          {"value_dim", s.value_dim},
+          {"normalize", s.normalize},
+          {"dtype", "bf16"}};
 }
 
 // Inputs, output and the reference of one shape, on the GPU.
@@ -82,10 +89,9 @@ class BasedProbe final : public Probe {
     cmd.add_option("--batch", batch_, "Batch size (with --heads and --seq; default: the sweep)");
     cmd.add_option("--heads", heads_, "Heads");
     cmd.add_option("--seq", seq_, "Sequence length");
-    cmd.add_option("--value-dim", value_dim_, "Value dimension (the kernel takes 64)");
+    cmd.add_option("--value-dim", value_dim_, "Value dimension: 64 (the default) or 128");
     cmd.add_flag("--no-normalize", no_normalize_, "The numerator alone (default: divided by the sum of the weights)");
-    cmd.add_flag("--sweep", sweep_,
-                 "B=16 H=16, N 1024/4096/8192/16384 and 5000 (the default without a shape)");
+    cmd.add_flag("--sweep", sweep_, "B=16 H=16, N 1024/4096/8192/16384 and 5000 (the default without a shape)");
   }
   void validate() const override {
     const int given = batch_.has_value() + heads_.has_value() + seq_.has_value();
@@ -93,8 +99,9 @@ class BasedProbe final : public Probe {
       throw UsageError("--sweep runs the standard shapes: give it no --batch, --heads, --seq or --value-dim");
     }
     if ((given > 0 || value_dim_) && given != 3) {
-      throw UsageError("--batch, --heads, --seq: give all three (--value-dim and --no-normalize are optional), or "
-                       "none for the sweep");
+      throw UsageError(
+          "--batch, --heads, --seq: give all three (--value-dim and --no-normalize are optional), or "
+          "none for the sweep");
     }
     if (given == 0) return;
     const Shape s = given_shape();
@@ -114,7 +121,7 @@ class BasedProbe final : public Probe {
   bool no_normalize_ = false, sweep_ = false;
 
   Shape shape(int batch, int heads, int seq) const {
-    return {batch, heads, seq, based::kFeatureDim, value_dim_.value_or(based::kValueDim), !no_normalize_};
+    return {batch, heads, seq, based::kFeatureDim, value_dim_.value_or(kValueDim), !no_normalize_};
   }
   Shape given_shape() const { return shape(*batch_, *heads_, *seq_); }
 
@@ -141,17 +148,17 @@ class BasedProbe final : public Probe {
     SmClockBracket clock(ctx.device.sms);
     const ClockBracket bracket{[&](cudaStream_t st) { clock.begin(st); }, [&](cudaStream_t st) { clock.end(st); },
                                clock.window()};
-    const Measurement m = ctx.harness.time_kernel_rate(fmt::format("based {}", describe(s)),
-                                                       [&](cudaStream_t st) { forward(st); }, based::flops(s) / 1e12,
-                                                       bracket);
+    const Measurement m = ctx.harness.time_kernel_rate(
+        fmt::format("based {}", describe(s)), [&](cudaStream_t st) { forward(st); }, based::flops(s) / 1e12, bracket);
     Result r(name(), params_json(s));
     const auto pct_clock = add_rates(ctx, r, m, s);
     const auto e = based_check::compare_to_reference(b.o.get(), b.o_ref.get(), s, stream);
     r.value("rel_error", e.rel_error);
     r.value("worst_row_error", e.worst_row_error);
     const bool passed = e.rel_error < kMaxRelError && e.worst_row_error < kMaxRowError;  // false on NaN
-    r.checked({{"what", "||O - O_ref||_F / ||O_ref||_F and the same for the worst row, against the quadratic fp32 "
-                        "reference"},
+    r.checked({{"what",
+                "||O - O_ref||_F / ||O_ref||_F and the same for the worst row, against the quadratic fp32 "
+                "reference"},
                {"value", e.rel_error},
                {"max", kMaxRelError},
                {"worst_row_error", e.worst_row_error},
@@ -189,14 +196,15 @@ class BasedProbe final : public Probe {
       row = worse(row, r.worst_row_error);
       failed += !r.passed;
     }
-    ctx.finding(name(), fmt::format("based fwd: {:.1f}..{:.1f} TFLOP/s over {} shapes; best {} = {:.1f} TFLOP/s "
-                                    "({:.3f} ms{}); slowest {}; largest errors: relative {:.2e}, worst row {:.2e}; "
-                                    "{} of {} failed the check",
-                                    worst.tflops, best.tflops, runs.size(), describe(best.shape), best.tflops,
-                                    based::flops(best.shape) / (best.tflops * 1e12) * 1e3,
-                                    best.pct_clock_peak ? fmt::format(", {:.1f}% of the clock peak", *best.pct_clock_peak)
-                                                        : std::string(),
-                                    describe(worst.shape), rel, row, failed, runs.size()));
+    ctx.finding(name(),
+                fmt::format("based fwd: {:.1f}..{:.1f} TFLOP/s over {} shapes; best {} = {:.1f} TFLOP/s "
+                            "({:.3f} ms{}); slowest {}; largest errors: relative {:.2e}, worst row {:.2e}; "
+                            "{} of {} failed the check",
+                            worst.tflops, best.tflops, runs.size(), describe(best.shape), best.tflops,
+                            based::flops(best.shape) / (best.tflops * 1e12) * 1e3,
+                            best.pct_clock_peak ? fmt::format(", {:.1f}% of the clock peak", *best.pct_clock_peak)
+                                                : std::string(),
+                            describe(worst.shape), rel, row, failed, runs.size()));
   }
 };
 

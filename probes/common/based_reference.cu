@@ -1,10 +1,9 @@
-#include "probes/common/based_reference.hpp"
-
 #include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
+#include "probes/common/based_reference.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 
@@ -120,7 +119,8 @@ void launch_reference(const bf16* q, const bf16* k, const bf16* v, float* o, bas
 
 struct ErrorSums {
   double diff2, ref2;       // sums of (O - O_ref)^2 and O_ref^2
-  unsigned worst_row_bits;  // max over rows of ||O_row - O_ref_row|| / ||O_ref_row|| as float bits: NaN's exceed every number's
+  unsigned worst_row_bits;  // max over rows of ||O_row - O_ref_row|| / ||O_ref_row|| as float bits: NaN's exceed every
+                            // number's
 };
 
 __device__ __forceinline__ double warp_sum(double x) {

@@ -18,8 +18,8 @@ void scale(__nv_bfloat16* x, std::size_t count, float factor, cudaStream_t strea
 // o_i = sum_{j<=i} phi(q_i.k_j / sqrt(feature dim)) v_j (divided by the sum of the weights when
 // normalized), O as float [B][H][N][value_dim]. Feature dim 16, value dim 64 or 128. SIMT: each
 // block keeps 64 queries in shared memory and streams keys and values 64 at a time.
-void reference_forward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, float* o,
-                       based::Shape s, cudaStream_t stream);
+void reference_forward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, float* o, based::Shape s,
+                       cudaStream_t stream);
 
 struct Errors {
   double rel_error;        // ||O - O_ref||_F / ||O_ref||_F

@@ -30,7 +30,7 @@ TEST(BasedShape, RefusalsNameWhatIsValid) {
   EXPECT_TRUE(mentions(based::refusal({1, -1, 128, 16, 64, true}), "heads = -1: give a positive number"));
   EXPECT_TRUE(mentions(based::refusal({1, 4, 0, 16, 64, true}), "seq = 0: give a positive number"));
   EXPECT_TRUE(mentions(based::refusal({1, 4, 128, 32, 64, true}), "feature dim = 32: give 16"));
-  EXPECT_TRUE(mentions(based::refusal({1, 4, 128, 16, 128, false}), "value dim = 128: give 64"));
+  EXPECT_TRUE(mentions(based::refusal({1, 4, 128, 16, 96, false}), "value dim = 96: give 64 or 128"));
   EXPECT_TRUE(mentions(based::refusal({65536, 65536, 128, 16, 64, true}), "batch x heads is too large"));
 }
 
@@ -38,6 +38,7 @@ TEST(BasedShape, TheProbesAndTestsShapesAreAccepted) {
   for (int n : {1, 7, 100, 1000, 1024, 4096, 4097, 5000, 8192, 16384}) {
     EXPECT_EQ(based::refusal({16, 16, n, 16, 64, true}), "") << n;
     EXPECT_EQ(based::refusal({3, 5, n, 16, 64, false}), "") << n;
+    EXPECT_EQ(based::refusal({3, 5, n, 16, 128, true}), "") << n;
   }
 }
 

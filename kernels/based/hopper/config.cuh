@@ -21,10 +21,10 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kRows = warpgroup::kRows;  // a chunk: the 64 rows of one warpgroup's accumulator
 static_assert(kRows == kChunk, "based.hpp's FLOP count assumes the kernel's chunk");
-constexpr int kOne = kFeatureDim;        // the augmented vector's constant entry
+constexpr int kOne = kFeatureDim;  // the augmented vector's constant entry
 constexpr int kCrossTerms = kFeatureDim * (kFeatureDim - 1) / 2;
 constexpr int kFeatureTerms = 1 + 2 * kFeatureDim + kCrossTerms;  // 153
-constexpr int kFeatures = (kFeatureTerms + 15) / 16 * 16;          // 160: a multiple of the tiles' 16
+constexpr int kFeatures = (kFeatureTerms + 15) / 16 * 16;         // 160: a multiple of the tiles' 16
 
 // Feature f as the product x_a x_b of the augmented vector, and its query-side constant.
 struct Feature {
@@ -33,9 +33,9 @@ struct Feature {
 };
 __host__ __device__ constexpr Feature feature(int f) {
   if (f == 0) return {kOne, kOne, 1.0f};
-  if (f <= kFeatureDim) return {f - 1, kOne, 0.25f};                        // x / 4
+  if (f <= kFeatureDim) return {f - 1, kOne, 0.25f};                                       // x / 4
   if (f <= 2 * kFeatureDim) return {f - 1 - kFeatureDim, f - 1 - kFeatureDim, 1.0f / 32};  // x^2 / 2
-  if (f >= kFeatureTerms) return {kOne, kOne, 0.0f};                        // padding
+  if (f >= kFeatureTerms) return {kOne, kOne, 0.0f};                                       // padding
   int p = f - 1 - 2 * kFeatureDim, a = 0;
   while (p >= kFeatureDim - 1 - a) p -= kFeatureDim - 1 - a++;
   return {a, a + 1 + p, 1.0f / 16};  // the pair (a, b) twice in x^2 / 2
@@ -43,39 +43,55 @@ __host__ __device__ constexpr Feature feature(int f) {
 static_assert(feature(kFeatureTerms - 1).a == kFeatureDim - 2 && feature(kFeatureTerms - 1).b == kFeatureDim - 1,
               "the last cross term is (14, 15)");
 
-struct Config {
-  static constexpr int threads = 128;  // one warpgroup: the recurrence is sequential in the chunks
-  static constexpr int value_dim = kValueDim;
-  static constexpr int stages = 2;     // chunk c + 1's Q, K, V land while chunk c runs
+// The tiles every value dim shares: a chunk's queries or keys, and f_q or f_k of its rows.
+using QkTile = st<bf16, kRows, kFeatureDim>;
+using FeatureTile = st<bf16, kRows, kFeatures>;
 
-  using qk = st<bf16, kRows, kFeatureDim>;         // a chunk's queries or keys
-  using v = st<bf16, kRows, value_dim>;            // a chunk's values
-  using features = st<bf16, kRows, kFeatures>;     // f_q or f_k of a chunk's rows
-  using state_t = st<bf16, value_dim, kFeatures>;  // the state (sum_j f_k(k_j) v_j^T)^T: the readout's B
-  using norm_t = st<bf16, 16, kFeatures>;          // row 0: sum_j f_k(k_j), the denominator's state
-  using scores = rt_fl<16, kRows>;                 // each warp's 16 rows of S, then of phi(S)
-  using probs = rt_bf<16, kRows>;                  // and of phi(S) as the A operand of phi(S) V
-  using out = rt_fl<16, value_dim>;                // each warp's 16 rows of O
-  using out_bf = rt_bf<16, value_dim>;
-  // The state transposed (value_dim x features, M = value_dim = 64: one warpgroup's accumulator),
-  // so that its update f_k^T V is one wgmma chain with V as the transposed A and f_k as B.
+// Per value dim: one warpgroup per 64 value columns (the state's transpose, value columns x
+// features, is one warpgroup's 64-row accumulator each). They share the chunk's Q, K and features
+// and each keeps its own columns of V, O and the state.
+template <int Dv>
+struct Config {
+  static constexpr int value_dim = Dv;
+  static constexpr int consumers = Dv / warpgroup::kRows;
+  static constexpr int threads = consumers * 128;
+  static constexpr int stages = 2;  // chunk c + 1's Q, K, V land while chunk c runs
+  // Shared memory (below) and registers (223 a thread at Dv = 64, 194 at 128): two blocks an SM
+  // at Dv = 64, one at 128.
+  static constexpr int blocks_per_sm = consumers == 1 ? 2 : 1;
+
+  using qk = QkTile;
+  using v = st<bf16, kRows, warpgroup::kRows>;  // a warpgroup's 64 columns of a chunk's values
+  using features = FeatureTile;
+  // A warpgroup's 64 rows of the state (sum_j f_k(k_j) v_j^T)^T, bf16: the readout's B.
+  using state_t = st<bf16, warpgroup::kRows, kFeatures>;
+  using norm_t = st<bf16, 16, kFeatures>;   // row 0: sum_j f_k(k_j), the denominator's state
+  using scores = rt_fl<16, kRows>;          // each warp's 16 rows of S, then of phi(S)
+  using probs = rt_bf<16, kRows>;           // and of phi(S) as the A operand of phi(S) V
+  using out = rt_fl<16, warpgroup::kRows>;  // each warp's 16 rows of its warpgroup's O columns
+  using out_bf = rt_bf<16, warpgroup::kRows>;
+  // The state transposed (M = 64 value columns: one warpgroup's accumulator), so that its update
+  // f_k^T V is one wgmma chain with V as the transposed A and f_k as B.
   using state = rt_fl<16, kFeatures>;
   using state_bf = rt_bf<16, kFeatures>;
   using norm = rt_fl<16, 16>;  // f_q . (the denominator's state): column 0, the rest zero
   using rows = scores::row_vec;
 };
-static_assert(Config::value_dim == warpgroup::kRows, "the state's transpose is one warpgroup's 64 rows");
 
+template <int Dv>
 struct Smem {
-  Config::qk q[Config::stages], k[Config::stages];
-  Config::v v[Config::stages];
-  Config::features fq, fk;
-  Config::state_t state;
-  Config::norm_t norm;
-  pipeline<Config::stages> chunks;
+  using C = Config<Dv>;
+  typename C::qk q[C::stages], k[C::stages];
+  typename C::v v[C::stages][C::consumers];
+  typename C::features fq, fk;
+  typename C::state_t state[C::consumers];
+  typename C::norm_t norm;
+  pipeline<C::stages> chunks;
 };
-constexpr int kSmemBytes = sizeof(Smem) + kSmemAlign;  // room to align the tiles
-static_assert(2 * kSmemBytes <= 228 * 1024, "two blocks must fit on an SM");
+template <int Dv>
+constexpr int kSmemBytes = sizeof(Smem<Dv>) + kSmemAlign;  // room to align the tiles
+static_assert(2 * kSmemBytes<64> <= 228 * 1024, "two blocks must fit on an SM at Dv = 64");
+static_assert(kSmemBytes<128> <= kMaxSmemBytes, "one block must fit at Dv = 128");
 
 struct Maps {
   CUtensorMap q, k, v;
