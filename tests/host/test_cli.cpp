@@ -123,6 +123,10 @@ TEST(Cli, MemoryProbesRefuseEmptyFootprintsAndUnknownKernels) {
   const auto level = run({"bandwidth", "--level", "hbm,dram"});
   EXPECT_EQ(level.code, 2);
   EXPECT_TRUE(mentions(level.err, "--level")) << level.err;
+  const auto filler = run({"overlap", "--filler", "fma,sin"});
+  EXPECT_EQ(filler.code, 2);
+  EXPECT_TRUE(mentions(filler.err, "--filler")) << filler.err;
+  EXPECT_EQ(run({"overlap", "--warpgroups", "4"}).code, 2);
   const auto kernel = run({"occupancy", "--kernel", "memcpy"});
   EXPECT_EQ(kernel.code, 2);
   EXPECT_TRUE(mentions(kernel.err, "--kernel")) << kernel.err;
