@@ -3,15 +3,16 @@
 #   build     configure and build (TKPROBE_GIT_SHA stamps SHA: a GPU machine's copy has a stale .git)
 #   quick     `tkprobe all --quick` (quick.json): the figures the GPU tests see
 #   tests     every GPU test (ctest -L gpu), then the host tests
-#   sanitize  scripts/sanitize.sh: memcheck, racecheck and synccheck over every probe's quick run
-#             (SANITIZE_ONLY narrows it, as in sanitize.sh)
-#   mutants   scripts/mutants.sh gpu: each GPU-side mutant must fail a GPU test
 #   gate      scripts/gate-selftest.sh: three `tkprobe all` runs, A/A compares, the suite baseline
 #             (gate/suite.json, for results/h200/suite.json), the 8%-worse check; then the first
 #             run against the committed baseline (results/h200), as a CI job would hold it
+#   mutants   scripts/mutants.sh gpu: each GPU-side mutant must fail a GPU test
+#   sanitize  scripts/sanitize.sh: memcheck, racecheck and synccheck over every probe's quick run
+#             (SANITIZE_ONLY narrows it, as in sanitize.sh); each run at most 300 s
 #   peers     scripts/compare_sdpa.py: PyTorch's SDPA backends beside the DSL's attention, one process
-# Everything lands under $OUT; a step past DEADLINE (seconds since the start) is skipped, and the
-# archive is always written.
+# Steps run in this order whatever order they are named in, the timed ones (gate) before the
+# open-ended ones (sanitize); everything lands under $OUT; a step past DEADLINE (seconds since the
+# start) is skipped, and the archive is always written.
 # Usage: OUT=dir [DEADLINE=s] scripts/gpu-run.sh SHA [STEP...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,7 @@ archive() {  # the GPU machine returns at most 8 files: everything goes back as 
 trap archive EXIT  # whatever happens below, the archive is written
 sha="${1:-unknown}"
 shift || true
-all_steps="build quick tests sanitize mutants gate peers"
+all_steps="build quick tests gate mutants sanitize peers"
 steps=" ${*:-$all_steps} "
 export TKPROBE_NO_INSTALL=1
 for step in $steps; do
@@ -54,12 +55,12 @@ if want tests; then
   ctest --test-dir build -LE gpu > "$OUT/ctest-host.log" 2>&1
   echo "host ctest rc=$?" >> "$OUT/run.log"
 fi
-if want sanitize; then
-  # All 42 runs at once: each is slow under instrumentation but far from filling the GPU. Racecheck
-  # over smem-banks, copy-engines and bandwidth takes minutes even so.
-  SANITIZE_PARALLEL=1 SANITIZE_TIMEOUT="$(left)" scripts/sanitize.sh build/tkprobe "$OUT/sanitize" \
-    | tee "$OUT/sanitize.log"
-  echo "sanitize rc=${PIPESTATUS[0]}" >> "$OUT/run.log"
+if want gate; then
+  timeout "$(left)" scripts/gate-selftest.sh "$OUT/gate" build/tkprobe | tee "$OUT/gate.log"
+  echo "gate self-test rc=${PIPESTATUS[0]}" >> "$OUT/run.log"
+  build/tkprobe compare results/h200 "$OUT/gate/run1.json" --markdown "$OUT/gate/vs-committed.md" \
+    > /dev/null 2>&1
+  echo "run1 vs the committed baseline rc=$?: $(tail -1 "$OUT/gate/vs-committed.md")" >> "$OUT/run.log"
 fi
 if want mutants; then
   # mutants.sh applies each patch to a clean tree; this copy's .git is stale, so commit the copy first.
@@ -68,12 +69,12 @@ if want mutants; then
   echo "mutants rc=${PIPESTATUS[0]}" >> "$OUT/run.log"
   cp /tmp/mutant-*.log "$OUT/" 2> /dev/null
 fi
-if want gate; then
-  timeout "$(left)" scripts/gate-selftest.sh "$OUT/gate" build/tkprobe | tee "$OUT/gate.log"
-  echo "gate self-test rc=${PIPESTATUS[0]}" >> "$OUT/run.log"
-  build/tkprobe compare results/h200 "$OUT/gate/run1.json" --markdown "$OUT/gate/vs-committed.md" \
-    > /dev/null 2>&1
-  echo "run1 vs the committed baseline rc=$?: $(tail -1 "$OUT/gate/vs-committed.md")" >> "$OUT/run.log"
+if want sanitize; then
+  # All 42 runs at once: each is slow under instrumentation but far from filling the GPU. Racecheck
+  # over smem-banks, copy-engines and bandwidth takes minutes even so.
+  SANITIZE_PARALLEL=1 SANITIZE_TIMEOUT="$(( $(left) < 300 ? $(left) : 300 ))" scripts/sanitize.sh build/tkprobe "$OUT/sanitize" \
+    | tee "$OUT/sanitize.log"
+  echo "sanitize rc=${PIPESTATUS[0]}" >> "$OUT/run.log"
 fi
 if want peers; then
   TKPROBE_GIT_SHA="$sha" timeout "$(left)" python3 scripts/compare_sdpa.py --out "$OUT/attention-peers.json" \

@@ -3,7 +3,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build"
-PACKAGES=(cmake ninja-build g++ python3 libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev)
+PACKAGES=(cmake ninja-build g++ python3 libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev
+          python3-matplotlib)  # matplotlib: scripts/plot.py and its test
 
 log() { echo "[tkprobe setup] $*" >&2; }
 
@@ -14,7 +15,7 @@ install_missing_packages() {
   for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
-  # Tools may come from elsewhere (pip's cmake and ninja, a toolkit's compiler).
+  # Tools may come from elsewhere (pip's cmake, ninja and matplotlib, a toolkit's compiler).
   local wanted=()
   for p in "${missing[@]}"; do
     case "$p" in
@@ -22,6 +23,7 @@ install_missing_packages() {
       ninja-build) command -v ninja >/dev/null || wanted+=("$p") ;;
       g++) command -v g++ >/dev/null || wanted+=("$p") ;;
       python3) command -v python3 >/dev/null || wanted+=("$p") ;;
+      python3-matplotlib) python3 -c "import matplotlib" 2>/dev/null || wanted+=("$p") ;;
       *) wanted+=("$p") ;;
     esac
   done

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "src/errors.hpp"
+#include "src/report.hpp"
 
 namespace tkprobe {
 namespace {
@@ -84,7 +85,7 @@ Json make_baseline(const std::vector<ReportSet>& runs) {
   Json sources = Json::array();
   for (const auto& run : runs) sources.push_back(run.report["tool"]["started_at"]);
   baseline["tool"]["baseline"] = {{"runs", sources}, {"kept", kept}};
-  return baseline;
+  return compact_report(std::move(baseline));
 }
 
 }  // namespace tkprobe

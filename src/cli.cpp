@@ -159,7 +159,7 @@ int run_baseline(const BaselineArgs& args, std::ostream& out) {
   std::vector<ReportSet> runs;
   for (const auto& path : args.runs) runs.push_back(read_report_set(path));
   const Json baseline = make_baseline(runs);
-  write_file_atomic(args.out, baseline.dump(2) + "\n");
+  write_file_atomic(args.out, report_text(baseline));
   out << fmt::format("{}: {} rows from {} runs (kept run {}, {})\n", args.out, baseline["results"].size(),
                      runs.size(), baseline["tool"]["baseline"]["kept"].get<int>() + 1,
                      runs[baseline["tool"]["baseline"]["kept"].get<std::size_t>()].source);
@@ -233,7 +233,7 @@ int run_probes(const std::vector<Probe*>& probes, CommonOptions& o, const std::v
 
   const Json j = to_json(report);
   print_report(out, j, o.json_path == "-" ? Format::json : o.format);
-  if (!o.json_path.empty() && o.json_path != "-") write_file_atomic(o.json_path, j.dump(2) + "\n");
+  if (!o.json_path.empty() && o.json_path != "-") write_file_atomic(o.json_path, report_text(j));
 
   const bool any_failed = std::any_of(report.results.begin(), report.results.end(),
                                       [](const Result& r) { return r.status == Status::failed; });

@@ -184,7 +184,7 @@ std::string device_line(const Json& report) {
 
 void print_report(std::ostream& out, const Json& report, Format format) {
   if (format == Format::json) {
-    out << report.dump(2) << '\n';
+    out << report_text(report);
     return;
   }
   if (format == Format::csv) {

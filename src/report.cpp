@@ -5,9 +5,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "src/errors.hpp"
@@ -61,14 +65,128 @@ static Json result_json(const Result& r) {
 }
 
 Json to_json(const Report& report) {
-  Json j{{"schema", kReportSchema}, {"tool", report.tool}, {"host", report.host}, {"device", report.device}};
+  Json j{{"schema", kReportSchemaV1}, {"tool", report.tool}, {"host", report.host}, {"device", report.device}};
   Json results = Json::array();
   for (const auto& r : report.results) results.push_back(result_json(r));
   j["results"] = std::move(results);
   Json findings = Json::array();
   for (const auto& f : report.findings) findings.push_back({{"probe", f.probe}, {"text", f.text}});
   j["findings"] = std::move(findings);
-  return j;
+  return compact_report(std::move(j));
+}
+
+namespace {
+
+constexpr int kSignificantDigits = 6;
+const char* const kNvmlRanges[] = {"sm_clock_mhz", "power_w", "temperature_c"};
+
+double round_significant(double x) {
+  if (!std::isfinite(x) || x == 0) return x;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*g", kSignificantDigits, x);
+  return std::strtod(text, nullptr);
+}
+
+void round_numbers(Json& j) {
+  if (j.is_number_float()) {
+    j = round_significant(j.get<double>());
+  } else if (j.is_structured()) {
+    for (auto& child : j) round_numbers(child);
+  }
+}
+
+// Widens `range` ([low, high], or null) to take in [low, high].
+void widen(Json& range, const Json& reading) {
+  const double low = reading[0], high = reading[1];
+  range = range.is_null() ? Json::array({low, high})
+                          : Json::array({std::min(range[0].get<double>(), low), std::max(range[1].get<double>(), high)});
+}
+
+// Moves a version 1 row's NVML readings into its probe's summary; keeps what is the row's own.
+void fold_row_telemetry(Json& row, Json& summary) {
+  Json& t = row["telemetry"];
+  if (summary.is_null()) summary = Json::object();
+  const bool throttled = t.value("throttled", false);
+  summary["rows"] = summary.value("rows", 0) + 1;
+  summary["throttled_rows"] = summary.value("throttled_rows", 0) + int(throttled);
+  if (t.contains("nvml")) summary["nvml"] = t["nvml"];
+  Json kept = Json::object();
+  if (t.contains("kernel_sm_clock_mhz")) kept["kernel_sm_clock_mhz"] = t["kernel_sm_clock_mhz"];
+  if (!t.value("samples_converged", true)) kept["samples_converged"] = false;
+  for (const char* name : kNvmlRanges) {
+    if (t.contains(name)) widen(summary[name], t[name]);
+  }
+  if (throttled) {  // the event and its reasons; the readings are in the summary's ranges
+    kept["throttled"] = true;
+    kept["reasons"] = t["reasons"];
+  }
+  t = std::move(kept);
+}
+
+// Version 2 writes a check's `what` only where it differs from the previous check of the same
+// probe: rows of one kind come together, and their shared description is most of a check's text.
+void drop_repeated_check_texts(Json& results) {
+  std::map<std::string, std::string> last_what;  // by probe
+  for (auto& row : results) {
+    if (!row.contains("check") || !row["check"].contains("what")) continue;
+    std::string& last = last_what[row["probe"].get<std::string>()];
+    const std::string what = row["check"]["what"];
+    if (what == last) {
+      row["check"].erase("what");
+    } else {
+      last = what;
+    }
+  }
+}
+
+}  // namespace
+
+void restore_check_texts(Json& report) {
+  std::map<std::string, Json> last_what;  // by probe
+  for (auto& row : report["results"]) {
+    if (!row.contains("check")) continue;
+    Json& last = last_what[row["probe"].get<std::string>()];
+    if (row["check"].contains("what")) {
+      last = row["check"]["what"];
+    } else if (!last.is_null()) {
+      row["check"]["what"] = last;
+    }
+  }
+}
+
+Json compact_report(Json report) {
+  if (report.value("schema", "") == kReportSchemaV1) {
+    Json by_probe = Json::object();
+    for (auto& row : report["results"]) {
+      if (row.contains("telemetry")) fold_row_telemetry(row, by_probe[row["probe"].get<std::string>()]);
+    }
+    Json v2{{"schema", kReportSchema}};
+    for (const char* section : {"tool", "host", "device"}) v2[section] = std::move(report[section]);
+    v2["telemetry"] = std::move(by_probe);
+    v2["results"] = std::move(report["results"]);
+    v2["findings"] = std::move(report["findings"]);
+    report = std::move(v2);
+  } else {
+    restore_check_texts(report);  // what a version 2 report left out, so the rule below applies afresh
+  }
+  drop_repeated_check_texts(report["results"]);
+  round_numbers(report);
+  return report;
+}
+
+std::string report_text(const Json& report) {
+  std::string text = "{";
+  for (auto it = report.begin(); it != report.end(); ++it) {
+    text += (it == report.begin() ? "\n  " : ",\n  ") + Json(it.key()).dump() + ": ";
+    const bool one_per_line = it->is_array() && !it->empty() && (it.key() == "results" || it.key() == "findings");
+    if (!one_per_line) {
+      text += it->dump();
+      continue;
+    }
+    for (std::size_t i = 0; i < it->size(); ++i) text += (i == 0 ? "[\n    " : ",\n    ") + (*it)[i].dump();
+    text += "\n  ]";
+  }
+  return text + "\n}\n";
 }
 
 std::string version_text() { return fmt::format("tkprobe {} ({})", tool_version(), git_sha()); }
@@ -147,10 +265,11 @@ Json read_report(const std::filesystem::path& path) {
         fmt::format("{}: not a tkprobe report: no \"schema\" field (expected '{}')", path.string(), kReportSchema));
   }
   const auto schema = j["schema"].get<std::string>();
-  if (schema != kReportSchema) {
-    throw UsageError(
-        fmt::format("{}: report schema '{}' is not supported (valid: '{}')", path.string(), schema, kReportSchema));
+  if (schema != kReportSchema && schema != kReportSchemaV1) {
+    throw UsageError(fmt::format("{}: report schema '{}' is not supported (valid: '{}', '{}')", path.string(), schema,
+                                 kReportSchema, kReportSchemaV1));
   }
+  if (schema == kReportSchema) restore_check_texts(j);
   const auto problems = report_problems(j);
   if (!problems.empty()) {
     throw UsageError(fmt::format("{}: {}{}", path.string(), problems.front(),

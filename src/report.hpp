@@ -11,7 +11,10 @@
 
 namespace tkprobe {
 
-inline constexpr std::string_view kReportSchema = "tkprobe.report/1";
+// Version 2 is what every command writes; version 1 (each row's NVML telemetry in full, numbers
+// to 17 digits) is still read. results/README.md says what changed.
+inline constexpr std::string_view kReportSchema = "tkprobe.report/2";
+inline constexpr std::string_view kReportSchemaV1 = "tkprobe.report/1";
 
 enum class Status { ok, skipped, failed };
 std::string_view to_string(Status);
@@ -59,7 +62,22 @@ struct Report {
 };
 
 Json stats_json(const Stats& s, std::string_view unit, Better better);
-Json to_json(const Report& report);
+Json to_json(const Report& report);  // version 2 (compact_report of the full form)
+
+// A report of either version as version 2: NVML's readings (SM clock, power, temperature before
+// and after each measurement) gathered once per probe as ranges, each row keeping its own kernel
+// clock and, if the GPU reported throttling, `throttled` and why; every non-integer number to 6 significant
+// digits (within 5e-6 relative; compare's narrowest band is 0.5%, the quietest row's cv 4e-6). Rows, params,
+// metrics and checks are otherwise unchanged, except that a check's `what` is written only where
+// it differs from the previous check of the same probe. A version 2 report passes through with its
+// numbers rounded.
+Json compact_report(Json report);
+
+// Puts back the `what` of every check a version 2 report left out (read_report does this).
+void restore_check_texts(Json& report);
+
+// A report as text: one line per section and per row, so a diff shows which rows moved.
+std::string report_text(const Json& report);
 
 // "tkprobe 0.1.0 (<commit>)": what `tkprobe --version` prints and every report's tool section holds.
 std::string version_text();
@@ -75,8 +93,8 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view text)
 // writable. Throws UsageError naming the problem.
 void require_writable_target(const std::filesystem::path& path, std::string_view option = "--json");
 
-// Reads a report; throws UsageError when the file is missing, is not JSON, is not a tkprobe
-// report, or carries another schema version (the message names the valid one).
+// Reads a report (version 1 or 2); throws UsageError when the file is missing, is not JSON, is
+// not a tkprobe report, or carries another schema version (the message names the valid ones).
 Json read_report(const std::filesystem::path& path);
 
 }  // namespace tkprobe

@@ -1,18 +1,23 @@
-// attention: the FlashAttention forward kernels written in the DSL (kernels/attention) against
-// the tensor-core peaks, each checked against an fp32 reference on the same inputs.
+// attention: the FlashAttention kernels written in the DSL (kernels/attention) against the
+// tensor-core peaks, each checked against an fp32 reference on the same inputs.
 //
 // Per shape: fresh ~N(0, 1) bf16 Q, K, V drawn on the GPU, the fp32 reference once (untimed), then
-// per kernel: O and LSE poisoned, the forward pass timed with CUDA events (attention::flops per
-// launch), and its last output compared with the reference. The SM clock is measured around every
-// timed launch (probes/common/clock_bracket.hpp: the kernels' interface has no room for a clock window),
-// so each sample's rate is also set against the clock peak at the clock it ran at.
+// per kernel and pass (--pass): outputs poisoned, the pass timed with CUDA events (attention::flops
+// per forward launch, attention::flops_backward = 2.5x that per backward launch), and its last output
+// compared with the reference. The backward (wgmma kernels only) takes the wgmma forward's O and LSE
+// and a fresh ~N(0, 1) dO; its reference is the fp32 backward on the same tensors. The SM clock is
+// measured around every timed launch (probes/common/clock_bracket.hpp: the kernels' interface has no
+// room for a clock window), so each sample's rate is also set against the clock peak at that clock.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "kernels/attention/attention.hpp"
 #include "probes/common/attention_reference.hpp"
@@ -36,19 +41,37 @@ constexpr int kHeadDims[] = {64, 128};
 // wrong row or mask gives ~1. LSE is fp32 throughout, so its error is far smaller.
 constexpr double kMaxRelError = 1e-2;
 constexpr double kMaxLseError = 1e-2;
+// A gradient's worst row: the H200 measured up to 6.4e-3 at N = 16384 (results/NOTES.md), the
+// longest sums of bf16 products; rows far below the typical norm are held to a floor of it
+// (attention_check::kRowFloor).
+constexpr double kMaxGradientRowError = 2e-2;
 
 const std::map<std::string, Kernel> kKernels = {{"wgmma", Kernel::wgmma}, {"mma-sync", Kernel::mma_sync}};
 
 std::string kernel_name(Kernel k) { return k == Kernel::wgmma ? "wgmma" : "mma-sync"; }
+
+// What one timed launch runs: the forward, the backward (from the forward's O and LSE), or both
+// back to back, as one training step's attention.
+enum class Pass { fwd, bwd, fwd_bwd };
+const std::map<std::string, std::vector<Pass>> kPasses = {
+    {"fwd", {Pass::fwd}}, {"bwd", {Pass::bwd}}, {"fwd+bwd", {Pass::fwd_bwd}}, {"all", {Pass::fwd, Pass::bwd, Pass::fwd_bwd}}};
+
+std::string pass_name(Pass p) { return p == Pass::fwd ? "fwd" : p == Pass::bwd ? "bwd" : "fwd+bwd"; }
+
+double pass_flops(Pass p, const Shape& s) {
+  const double fwd = attention::flops(s), bwd = attention::flops_backward(s);
+  return p == Pass::fwd ? fwd : p == Pass::bwd ? bwd : fwd + bwd;
+}
 
 std::string describe(const Shape& s) {
   return fmt::format("B={} H={} HKV={} N={} D={}{}", s.batch, s.heads, s.kv_heads, s.seq, s.head_dim,
                      s.causal ? " causal" : "");
 }
 
-Json params_json(Kernel k, const Shape& s) {
-  return {{"kernel", kernel_name(k)}, {"head_dim", s.head_dim}, {"seq", s.seq},       {"batch", s.batch},
-          {"heads", s.heads},         {"kv_heads", s.kv_heads}, {"causal", s.causal}, {"dtype", "bf16"}};
+Json params_json(Kernel k, const Shape& s, Pass p) {
+  return {{"kernel", kernel_name(k)}, {"pass", pass_name(p)}, {"head_dim", s.head_dim}, {"seq", s.seq},
+          {"batch", s.batch},         {"heads", s.heads},     {"kv_heads", s.kv_heads}, {"causal", s.causal},
+          {"dtype", "bf16"}};
 }
 
 // Inputs, outputs and the reference of one shape, on the GPU.
@@ -68,13 +91,33 @@ struct Buffers {
   DeviceBuffer<float> lse, o_ref, lse_ref;
 };
 
-// One measured kernel on one shape.
+// What the backward adds: dO, the gradients, and the fp32 reference's, on the forward's O and LSE.
+struct Gradients {
+  explicit Gradients(const Buffers& b)
+      : d_o(b.q.size()), dq(b.q.size()), dk(b.k.size()), dv(b.v.size()),
+        dq_ref(b.q.size()), dk_ref(b.k.size()), dv_ref(b.v.size()), delta(b.lse.size()) {}
+  attention::BackwardTensors tensors(Buffers& b) {
+    return {b.q.get(), b.k.get(), b.v.get(), b.o.get(), d_o.get(), b.lse.get(), dq.get(), dk.get(), dv.get()};
+  }
+  void poison() {
+    dq.poison();
+    dk.poison();
+    dv.poison();
+  }
+
+  DeviceBuffer<bf16> d_o, dq, dk, dv;
+  DeviceBuffer<float> dq_ref, dk_ref, dv_ref, delta;
+};
+
+// One measured kernel and pass on one shape.
 struct Run {
   Kernel kernel;
+  Pass pass;
   Shape shape;
   double tflops;
   std::optional<double> pct_clock_peak;
-  attention_check::Errors errors;
+  double worst_row_error;           // the worst row of any output the pass wrote
+  std::optional<double> lse_error;  // passes that ran the forward
   bool passed;
 };
 
@@ -82,7 +125,8 @@ class AttentionProbe final : public Probe {
  public:
   std::string name() const override { return "attention"; }
   std::string summary() const override {
-    return "FlashAttention forward (the DSL's wgmma and mma.sync kernels): TFLOP/s, % of peaks, error vs fp32";
+    return "FlashAttention forward and backward (the DSL's wgmma and mma.sync kernels): TFLOP/s, % of peaks, "
+           "error vs fp32";
   }
   // The wgmma kernel needs sm_90a, whose code runs on 9.0 alone. The mma.sync kernel runs on
   // sm_80 and newer, but one probe with one device rule is simpler than a per-kernel one.
@@ -96,6 +140,10 @@ class AttentionProbe final : public Probe {
     cmd.add_option("--head-dim", head_dim_, "Head dimension: 64 or 128");
     cmd.add_flag("--causal", causal_, "Causal mask (query i sees keys 0..i)");
     cmd.add_option("--kernel", kernel_, "wgmma or mma-sync (default: both)")->check(CLI::IsMember(kKernels));
+    cmd.add_option("--pass", pass_,
+                   "fwd, bwd (the backward alone, from the forward's O and LSE; wgmma kernels only), fwd+bwd (both "
+                   "in each timed launch) or all three (default fwd)")
+        ->check(CLI::IsMember(kPasses));
     cmd.add_flag("--sweep", sweep_,
                  "16k tokens (B x N), hidden 2048 (D 64: 32 heads, D 128: 16), N 1024/4096/16384, causal and not "
                  "(the default without a shape)");
@@ -111,6 +159,11 @@ class AttentionProbe final : public Probe {
       throw UsageError("--batch, --heads, --seq, --head-dim: give all four (--kv-heads and --causal are optional), "
                        "or none for the sweep");
     }
+    if (kernel_ == "mma-sync" && any_backward()) {
+      throw UsageError(fmt::format("--pass {} --kernel mma-sync: the backward is written for the wgmma kernel "
+                                   "only (give --kernel wgmma, or --pass fwd)",
+                                   pass_));
+    }
     if (given == 0) return;
     const Shape s = given_shape();
     for (Kernel k : kernels()) {
@@ -123,14 +176,22 @@ class AttentionProbe final : public Probe {
   void run(ProbeContext& ctx) override {
     std::vector<Run> runs;
     for (const Shape& s : shapes(ctx.options.quick)) measure_shape(ctx, s, runs);
-    for (Kernel k : kernels()) summarise(ctx, k, runs);
+    for (Pass p : kPasses.at(pass_))
+      for (Kernel k : kernels()) summarise(ctx, k, p, runs);
   }
 
  private:
   std::optional<int> batch_, heads_, kv_heads_, seq_, head_dim_;
   bool causal_ = false;
   std::string kernel_;
+  std::string pass_ = "fwd";
   bool sweep_ = false;
+
+  bool has(Pass p) const {
+    const auto& passes = kPasses.at(pass_);
+    return std::find(passes.begin(), passes.end(), p) != passes.end();
+  }
+  bool any_backward() const { return has(Pass::bwd) || has(Pass::fwd_bwd); }
 
   Shape given_shape() const { return {*batch_, *heads_, kv_heads_.value_or(*heads_), *seq_, *head_dim_, causal_}; }
 
@@ -149,7 +210,7 @@ class AttentionProbe final : public Probe {
     return out;
   }
 
-  // Fresh inputs and the reference for `s`, then every kernel on them.
+  // Fresh inputs and the reference for `s`, then every kernel and pass on them.
   void measure_shape(ProbeContext& ctx, const Shape& s, std::vector<Run>& runs) {
     Buffers b(s);
     const cudaStream_t stream = ctx.harness.stream();
@@ -160,84 +221,174 @@ class AttentionProbe final : public Probe {
     TK_CUDA(cudaStreamSynchronize(stream));
     for (Kernel k : kernels()) {
       if (const std::string why = attention::refusal(s, k); !why.empty()) {
-        Result skipped(name(), params_json(k, s));
-        skipped.status = Status::skipped;
-        skipped.reason = why;
-        ctx.add(std::move(skipped));
+        for (Pass p : passes_of(k)) {
+          Result skipped(name(), params_json(k, s, p));
+          skipped.status = Status::skipped;
+          skipped.reason = why;
+          ctx.add(std::move(skipped));
+        }
         continue;
       }
-      runs.push_back(measure_kernel(ctx, k, s, b));
+      if (has(Pass::fwd)) runs.push_back(measure_forward(ctx, k, s, b));
+      if (k == Kernel::wgmma && any_backward()) measure_backward(ctx, s, b, runs);
     }
   }
 
-  Run measure_kernel(ProbeContext& ctx, Kernel k, const Shape& s, Buffers& b) {
-    const attention::Forward forward(b.tensors(), s, k);
+  // The passes a kernel runs: the backward exists for the wgmma kernel alone.
+  std::vector<Pass> passes_of(Kernel k) const {
+    if (k == Kernel::wgmma) return kPasses.at(pass_);
+    return has(Pass::fwd) ? std::vector<Pass>{Pass::fwd} : std::vector<Pass>{};
+  }
+
+  // Times `launch` (work: pass_flops) with the SM clock bracketed around every launch.
+  Measurement time_pass(ProbeContext& ctx, const std::string& label, Pass p, const Shape& s,
+                        const std::function<void(cudaStream_t)>& launch) {
     SmClockBracket clock(ctx.device.sms);
     const ClockBracket bracket{[&](cudaStream_t st) { clock.begin(st); }, [&](cudaStream_t st) { clock.end(st); },
                                clock.window()};
-    b.o.poison();
-    b.lse.poison();
-    const Measurement m = ctx.harness.time_kernel_rate(
-        fmt::format("attention {} {}", kernel_name(k), describe(s)), [&](cudaStream_t st) { forward(st); },
-        attention::flops(s) / 1e12, bracket);
-    const auto errors = attention_check::compare_to_reference(b.o.get(), b.lse.get(), b.o_ref.get(),
-                                                              b.lse_ref.get(), s, ctx.harness.stream());
+    return ctx.harness.time_kernel_rate(label, launch, pass_flops(p, s) / 1e12, bracket);
+  }
+
+  // The row's rates: TFLOP/s, % of the datasheet and (judged) % of the clock peak.
+  static std::optional<double> add_rates(ProbeContext& ctx, Result& r, const Measurement& m) {
     const auto pct_clock = pct_of_clock_peak(m, ctx.device.sms, hopper_flop_per_clock_per_sm("bf16"));
     const auto peaks = datasheet_peaks(ctx.device.name);
-
-    Result r(name(), params_json(k, s));
     r.metric("tflops", m.stats, "TFLOP/s", Better::higher);
     r.value("pct_datasheet_peak", peaks ? Json(100 * m.stats.median / peaks->bf16) : Json(nullptr));
-    if (pct_clock) {
-      // Judged per clock: between runs TFLOP/s moved up to 29% with the power state, this under 4%.
-      r.metric("pct_clock_peak", *pct_clock, "%", Better::higher);
-      r.primary = "pct_clock_peak";
-    }
+    r.telemetry = m.telemetry;
+    if (!pct_clock) return std::nullopt;
+    // Judged per clock: between runs TFLOP/s moved up to 29% with the power state, this under 4%.
+    r.metric("pct_clock_peak", *pct_clock, "%", Better::higher);
+    r.primary = "pct_clock_peak";
+    return pct_clock->median;
+  }
+
+  // O and LSE against the reference: adds them to `r`'s check fields; whether they pass.
+  static bool check_output(ProbeContext& ctx, const Shape& s, Buffers& b, Result& r, Json& check,
+                           attention_check::Errors& errors) {
+    errors = attention_check::compare_to_reference(b.o.get(), b.lse.get(), b.o_ref.get(), b.lse_ref.get(), s,
+                                                   ctx.harness.stream());
     r.value("rel_error", errors.rel_error);
     r.value("worst_row_error", errors.worst_row_error);
     r.value("lse_error", errors.lse_error);
-    const bool passed = errors.rel_error < kMaxRelError && errors.worst_row_error < kMaxRelError &&
-                        errors.lse_error < kMaxLseError;
-    r.checked({{"what", "||O - O_ref||_F / ||O_ref||_F, the same for the worst row, and max |LSE - LSE_ref| "
-                        "against the fp32 reference"},
-               {"value", errors.rel_error},
-               {"max", kMaxRelError},
-               {"worst_row_error", errors.worst_row_error},
-               {"lse_error", errors.lse_error},
-               {"lse_max", kMaxLseError}},
-              passed);
-    r.telemetry = m.telemetry;
-    ctx.add(std::move(r));
-    return {k, s, m.stats.median, pct_clock ? std::optional(pct_clock->median) : std::nullopt, errors, passed};
+    check["value"] = errors.rel_error;
+    check["max"] = kMaxRelError;
+    check["worst_row_error"] = errors.worst_row_error;
+    check["lse_error"] = errors.lse_error;
+    check["lse_max"] = kMaxLseError;
+    return errors.rel_error < kMaxRelError && errors.worst_row_error < kMaxRelError && errors.lse_error < kMaxLseError;
   }
 
-  // One line per kernel: its range over the shapes, the best shape, the worst errors.
-  void summarise(ProbeContext& ctx, Kernel k, const std::vector<Run>& runs) const {
+  Run measure_forward(ProbeContext& ctx, Kernel k, const Shape& s, Buffers& b) {
+    const attention::Forward forward(b.tensors(), s, k);
+    b.o.poison();
+    b.lse.poison();
+    const Measurement m = time_pass(ctx, fmt::format("attention {} fwd {}", kernel_name(k), describe(s)), Pass::fwd,
+                                    s, [&](cudaStream_t st) { forward(st); });
+    Result r(name(), params_json(k, s, Pass::fwd));
+    const auto pct_clock = add_rates(ctx, r, m);
+    Json check = {{"what", "||O - O_ref||_F / ||O_ref||_F, the same for the worst row, and max |LSE - LSE_ref| "
+                           "against the fp32 reference"}};
+    attention_check::Errors errors{};
+    const bool passed = check_output(ctx, s, b, r, check, errors);
+    r.checked(std::move(check), passed);
+    ctx.add(std::move(r));
+    return {k, Pass::fwd, s, m.stats.median, pct_clock, errors.worst_row_error, errors.lse_error, passed};
+  }
+
+  // The wgmma backward, alone and after the forward in each launch, on one dO: O and LSE come from
+  // the wgmma forward, and the fp32 reference backward takes the same O, LSE and dO.
+  void measure_backward(ProbeContext& ctx, const Shape& s, Buffers& b, std::vector<Run>& runs) {
+    const cudaStream_t stream = ctx.harness.stream();
+    const attention::Forward forward(b.tensors(), s, Kernel::wgmma);
+    Gradients g(b);
+    attention_check::fill_normal(g.d_o.get(), g.d_o.size(), ctx.rng(), stream);
+    forward(stream);
+    attention_check::reference_backward(b.q.get(), b.k.get(), b.v.get(), b.o.get(), g.d_o.get(), b.lse.get(),
+                                        g.dq_ref.get(), g.dk_ref.get(), g.dv_ref.get(), g.delta.get(), s, stream);
+    TK_CUDA(cudaStreamSynchronize(stream));
+    const attention::Backward backward(g.tensors(b), s);
+    for (Pass p : {Pass::bwd, Pass::fwd_bwd}) {
+      if (!has(p)) continue;
+      g.poison();
+      if (p == Pass::fwd_bwd) {
+        b.o.poison();
+        b.lse.poison();
+      }
+      const Measurement m =
+          time_pass(ctx, fmt::format("attention wgmma {} {}", pass_name(p), describe(s)), p, s, [&](cudaStream_t st) {
+            if (p == Pass::fwd_bwd) forward(st);
+            backward(st);
+          });
+      runs.push_back(backward_row(ctx, s, b, g, p, m));
+    }
+  }
+
+  // A backward row: its rates, and each gradient (plus O and LSE when the pass ran the forward)
+  // against the reference.
+  Run backward_row(ProbeContext& ctx, const Shape& s, Buffers& b, Gradients& g, Pass p, const Measurement& m) {
+    Result r(name(), params_json(Kernel::wgmma, s, p));
+    const auto pct_clock = add_rates(ctx, r, m);
+    const auto e = attention_check::compare_backward(g.dq.get(), g.dk.get(), g.dv.get(), g.dq_ref.get(),
+                                                     g.dk_ref.get(), g.dv_ref.get(), s, ctx.harness.stream());
+    Json check = {{"what", "each gradient's ||g - g_ref||_F / ||g_ref||_F and its worst row against the fp32 "
+                           "reference backward, no element left unwritten" +
+                               std::string(p == Pass::fwd_bwd ? "; O and LSE as the forward's check" : "")},
+                  {"grad_max", kMaxRelError},
+                  {"grad_worst_row_max", kMaxGradientRowError}};
+    bool passed = true;
+    double worst_row = 0;
+    const auto worse = [](double a, double b) { return std::isnan(b) || b > a ? b : a; };  // NaN: unwritten
+    for (const auto& [grad, ge] : {std::pair{"dq", e.dq}, std::pair{"dk", e.dk}, std::pair{"dv", e.dv}}) {
+      r.value(fmt::format("{}_rel_error", grad), ge.rel_error);
+      r.value(fmt::format("{}_worst_row_error", grad), ge.worst_row_error);
+      check[fmt::format("{}_rel_error", grad)] = ge.rel_error;
+      check[fmt::format("{}_worst_row_error", grad)] = ge.worst_row_error;
+      passed &= ge.rel_error < kMaxRelError && ge.worst_row_error < kMaxGradientRowError && ge.non_finite == 0;
+      worst_row = worse(worst_row, ge.worst_row_error);
+    }
+    std::optional<double> lse_error;
+    if (p == Pass::fwd_bwd) {
+      attention_check::Errors fe{};
+      passed &= check_output(ctx, s, b, r, check, fe);
+      worst_row = worse(worst_row, fe.worst_row_error);
+      lse_error = fe.lse_error;
+    }
+    r.checked(std::move(check), passed);
+    ctx.add(std::move(r));
+    return {Kernel::wgmma, p, s, m.stats.median, pct_clock, worst_row, lse_error, passed};
+  }
+
+  // One line per kernel and pass: its range over the shapes, the best shape, the worst errors.
+  void summarise(ProbeContext& ctx, Kernel k, Pass p, const std::vector<Run>& runs) const {
     std::vector<const Run*> mine;
     for (const Run& r : runs)
-      if (r.kernel == k) mine.push_back(&r);
+      if (r.kernel == k && r.pass == p) mine.push_back(&r);
     if (mine.empty()) return;
     const auto by_rate = [](const Run* a, const Run* b) { return a->tflops < b->tflops; };
     const Run& best = **std::max_element(mine.begin(), mine.end(), by_rate);
     const Run& worst = **std::min_element(mine.begin(), mine.end(), by_rate);
-    double rel = 0, lse = 0;
+    double row = 0;
+    std::optional<double> lse;
     int failed = 0;
     const auto worse = [](double a, double b) { return std::isnan(b) || b > a ? b : a; };  // NaN: unwritten output
     for (const Run* r : mine) {
-      rel = worse(rel, r->errors.worst_row_error);
-      lse = worse(lse, r->errors.lse_error);
+      row = worse(row, r->worst_row_error);
+      if (r->lse_error) lse = worse(lse.value_or(0), *r->lse_error);
       failed += !r->passed;
     }
     const auto peaks = datasheet_peaks(ctx.device.name);
     ctx.finding(name(),
-                fmt::format("{}: {:.1f}..{:.1f} TFLOP/s over {} shapes; best {} = {:.1f} TFLOP/s ({}{}); slowest {}; "
-                            "largest errors: worst row relative {:.2e}, LSE {:.2e}; {} of {} failed the check",
-                            kernel_name(k), worst.tflops, best.tflops, mine.size(), describe(best.shape), best.tflops,
+                fmt::format("{} {}: {:.1f}..{:.1f} TFLOP/s over {} shapes; best {} = {:.1f} TFLOP/s ({}{}); slowest "
+                            "{}; largest errors: worst row relative {:.2e}{}; {} of {} failed the check",
+                            kernel_name(k), pass_name(p), worst.tflops, best.tflops, mine.size(), describe(best.shape),
+                            best.tflops,
                             peaks ? fmt::format("{:.1f}% of the datasheet peak", 100 * best.tflops / peaks->bf16)
                                   : std::string("no datasheet peak for this GPU"),
                             best.pct_clock_peak ? fmt::format(", {:.1f}% of the clock peak", *best.pct_clock_peak)
                                                 : std::string(),
-                            describe(worst.shape), rel, lse, failed, mine.size()));
+                            describe(worst.shape), row, lse ? fmt::format(", LSE {:.2e}", *lse) : std::string(),
+                            failed, mine.size()));
   }
 };
 

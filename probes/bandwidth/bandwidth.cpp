@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include "probes/common/bandwidth_kernels.hpp"
 #include "probes/bandwidth/bulk_copy_kernels.hpp"
@@ -38,6 +39,9 @@ class Bandwidth final : public Probe {
   }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--size", size_mib_, "HBM buffer in MiB, 64 to 32768 (default 1024; --quick 256)");
+    cmd.add_option("--level", levels_, "Levels to measure: hbm, l2, smem (comma-separated; default all)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"hbm", "l2", "smem"}));
   }
   void validate() const override {
     if (size_mib_ && (*size_mib_ < kMinSizeMib || *size_mib_ > kMaxSizeMib)) {
@@ -48,18 +52,25 @@ class Bandwidth final : public Probe {
   }
 
   void run(ProbeContext& ctx) override {
-    const std::size_t bytes = std::size_t(size_mib_.value_or(ctx.options.quick ? 256 : 1024)) << 20;
-    if (bytes < 4 * static_cast<std::size_t>(ctx.device.l2_bytes)) {
-      ctx.finding(name(), fmt::format("the {} MiB buffer is under 4x this GPU's L2: HBM rows may include L2 hits",
-                                      bytes >> 20));
+    if (measures("hbm")) {
+      const std::size_t bytes = std::size_t(size_mib_.value_or(ctx.options.quick ? 256 : 1024)) << 20;
+      if (bytes < 4 * static_cast<std::size_t>(ctx.device.l2_bytes)) {
+        ctx.finding(name(), fmt::format("the {} MiB buffer is under 4x this GPU's L2: HBM rows may include L2 hits",
+                                        bytes >> 20));
+      }
+      run_hbm(ctx, bytes);
     }
-    run_hbm(ctx, bytes);
-    run_l2(ctx);
-    run_smem(ctx);
+    if (measures("l2")) run_l2(ctx);
+    if (measures("smem")) run_smem(ctx);
   }
 
  private:
   std::optional<int> size_mib_;
+  std::vector<std::string> levels_{"hbm", "l2", "smem"};
+
+  bool measures(std::string_view level) const {
+    return std::find(levels_.begin(), levels_.end(), level) != levels_.end();
+  }
 
   Result row(const std::string& level, const std::string& op, const Measurement& m, std::optional<double> ceiling) {
     Result r(name(), {{"level", level}, {"op", op}});

@@ -169,7 +169,8 @@ class TmaSwizzle final : public Probe {
     const std::uint32_t pitch = tk::layout::tma_row_pitch(inner, m.model);
     std::vector<Landing> landed;
     std::vector<int> seen(std::size_t(box.rows) * box.cols, 0);
-    Json placement_map = Json::array();
+    const int per_chunk = kChunk / eb, chunks_per_row = inner / kChunk;
+    std::vector<Json> placed_chunk(std::size_t(box.rows) * chunks_per_row);  // null: nothing landed
     int mismatches = 0;
     for (std::size_t e = 0; e < rows.size(); ++e) {
       if (rows[e] >= std::uint32_t(box.rows) || cols[e] >= std::uint32_t(box.cols)) continue;  // left alone
@@ -177,7 +178,7 @@ class TmaSwizzle final : public Probe {
       landed.push_back(l);
       seen[l.row * box.cols + l.col]++;
       mismatches += tk::layout::swizzle(l.row * pitch + l.col * eb, m.model) != l.placed;
-      placement_map.push_back({l.row, l.col, l.placed});
+      if (l.col % per_chunk == 0) placed_chunk[l.row * chunks_per_row + l.col / per_chunk] = l.placed / kChunk;
     }
     const int missing = int(std::count(seen.begin(), seen.end(), 0));
     const int repeated = int(std::count_if(seen.begin(), seen.end(), [](int n) { return n > 1; }));
@@ -200,7 +201,11 @@ class TmaSwizzle final : public Probe {
                {"mismatches", mismatches},
                {"missing", missing},
                {"repeated", repeated},
-               {"placement", placement_map}},
+               {"placement",  // where each 16-byte chunk of the box landed, by its first element
+                {{"rows", box.rows},
+                 {"chunks_per_row", chunks_per_row},
+                 {"chunk_bytes", kChunk},
+                 {"placed_chunk", placed_chunk}}}},
               mismatches == 0 && missing == 0 && repeated == 0);
     ctx.add(std::move(r));
     const std::string padding =

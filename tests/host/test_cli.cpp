@@ -120,6 +120,9 @@ TEST(Cli, MemoryProbesRefuseEmptyFootprintsAndUnknownKernels) {
     EXPECT_EQ(size.code, 2) << bad;
     EXPECT_TRUE(mentions(size.err, "give 64 to 32768 MiB")) << size.err;
   }
+  const auto level = run({"bandwidth", "--level", "hbm,dram"});
+  EXPECT_EQ(level.code, 2);
+  EXPECT_TRUE(mentions(level.err, "--level")) << level.err;
   const auto kernel = run({"occupancy", "--kernel", "memcpy"});
   EXPECT_EQ(kernel.code, 2);
   EXPECT_TRUE(mentions(kernel.err, "--kernel")) << kernel.err;
@@ -219,6 +222,17 @@ TEST(Cli, AttentionBadKernelAndNumbersAreRefused) {
   const auto not_a_number = run({"attention", "--batch", "two", "--heads", "4", "--seq", "128", "--head-dim", "64"});
   EXPECT_EQ(not_a_number.code, 2);
   EXPECT_TRUE(mentions(not_a_number.err, "--batch")) << not_a_number.err;
+}
+
+TEST(Cli, AttentionPassesAreNamedAndTheBackwardNeedsTheWgmmaKernel) {
+  const auto bad = run({"attention", "--pass", "sideways"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(mentions(bad.err, "--pass") && mentions(bad.err, "fwd+bwd")) << bad.err;
+  for (const char* pass : {"bwd", "fwd+bwd", "all"}) {
+    const auto portable = run({"attention", "--pass", pass, "--kernel", "mma-sync"});
+    EXPECT_EQ(portable.code, 2) << pass;
+    EXPECT_TRUE(mentions(portable.err, "the backward is written for the wgmma kernel only")) << portable.err;
+  }
 }
 
 TEST(Cli, AttentionShapesTheKernelsRefuseExitTwoWithTheRule) {

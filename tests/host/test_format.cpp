@@ -63,7 +63,7 @@ TEST(Format, CsvOfASuiteIsOneTableWithReasons) {
 
 TEST(Format, JsonIsTheReport) {
   const auto text = render(Format::json);
-  EXPECT_EQ(tkprobe::Json::parse(text)["schema"], "tkprobe.report/1");
+  EXPECT_EQ(tkprobe::Json::parse(text)["schema"], "tkprobe.report/2");
 }
 
 TEST(Format, AColumnWhoseRowsDifferInUnitNamesEachUnit) {

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <map>
 
 #include "src/errors.hpp"
+#include "src/report.hpp"
 #include "src/schema.hpp"
 #include "tests/fixtures.hpp"
 
@@ -51,11 +54,119 @@ TEST(Report, ReadRejectsWhatIsNotAReport) {
   EXPECT_THROW(tkprobe::read_report(fixtures::write(dir / "a.json", "not json")), tkprobe::UsageError);
   EXPECT_THROW(tkprobe::read_report(fixtures::write(dir / "b.json", R"({"results": []})")), tkprobe::UsageError);
   try {
-    tkprobe::read_report(fixtures::write(dir / "c.json", R"({"schema": "tkprobe.report/2", "results": []})"));
+    tkprobe::read_report(fixtures::write(dir / "c.json", R"({"schema": "tkprobe.report/3", "results": []})"));
     FAIL() << "another schema version was accepted";
   } catch (const tkprobe::UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("tkprobe.report/1"), std::string::npos) << "names the valid version";
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'tkprobe.report/2', 'tkprobe.report/1'"), std::string::npos) << "names the valid versions";
   }
+}
+
+// ---- schema version 2 ----
+
+namespace {
+
+Json committed_suite() {
+  std::ifstream in(std::string(TKPROBE_SOURCE_DIR) + "/results/h200/suite.json");
+  return Json::parse(in);
+}
+
+// Every number of `a` within 5e-6 relative of `b`'s (6 significant digits), everything else equal.
+void expect_same_within_rounding(const Json& a, const Json& b, const std::string& at) {
+  if (a.is_number_float() || b.is_number_float()) {
+    ASSERT_TRUE(a.is_number() && b.is_number()) << at;
+    EXPECT_NEAR(a.get<double>(), b.get<double>(), 5e-6 * std::abs(b.get<double>())) << at;
+  } else if (a.is_structured()) {
+    ASSERT_EQ(a.type(), b.type()) << at;
+    ASSERT_EQ(a.size(), b.size()) << at << ": " << a.dump().substr(0, 200);
+    if (a.is_object()) {
+      for (auto it = a.begin(); it != a.end(); ++it) {
+        ASSERT_TRUE(b.contains(it.key())) << at << "/" << it.key();
+        expect_same_within_rounding(*it, b[it.key()], at + "/" + it.key());
+      }
+    } else {
+      for (std::size_t i = 0; i < a.size(); ++i) expect_same_within_rounding(a[i], b[i], at + "/" + std::to_string(i));
+    }
+  } else {
+    EXPECT_EQ(a, b) << at;
+  }
+}
+
+}  // namespace
+
+TEST(ReportV2, AVersionOneReportKeepsEveryRowAndMetric) {
+  const Json v1 = committed_suite();
+  ASSERT_EQ(v1["schema"], "tkprobe.report/1") << "the fixture is the version 1 baseline";
+  const auto dir = fixtures::temp_dir("v2");
+  tkprobe::write_file_atomic(dir / "v2.json", tkprobe::report_text(tkprobe::compact_report(v1)));
+  const Json v2 = tkprobe::read_report(dir / "v2.json");  // what compare and baseline see
+  EXPECT_EQ(v2["schema"], "tkprobe.report/2");
+  ASSERT_EQ(v2["results"].size(), v1["results"].size());
+  for (std::size_t i = 0; i < v1["results"].size(); ++i) {
+    const Json &old_row = v1["results"][i], &new_row = v2["results"][i];
+    const std::string at = "row " + std::to_string(i);
+    for (const char* field : {"probe", "params", "status", "reason", "primary", "peer", "check", "metrics"}) {
+      ASSERT_EQ(old_row.contains(field), new_row.contains(field)) << at << " " << field;
+      if (old_row.contains(field)) expect_same_within_rounding(new_row[field], old_row[field], at + "/" + field);
+    }
+    const Json &t1 = old_row.value("telemetry", Json::object()), &t2 = new_row.value("telemetry", Json::object());
+    EXPECT_EQ(t2.value("kernel_sm_clock_mhz", 0.0) == 0, t1.value("kernel_sm_clock_mhz", 0.0) == 0) << at;
+    EXPECT_EQ(t2.value("throttled", false), t1.value("throttled", false)) << at;
+    if (t1.value("throttled", false)) {
+      EXPECT_EQ(t2["reasons"], t1["reasons"]) << at;
+    }
+  }
+  EXPECT_EQ(v2["findings"], v1["findings"]);
+}
+
+TEST(ReportV2, NvmlReadingsAreGatheredOncePerProbe) {
+  const Json v1 = committed_suite(), v2 = tkprobe::compact_report(v1);
+  std::map<std::string, int> rows, throttled;
+  std::map<std::string, std::pair<double, double>> power;
+  for (const auto& r : v1["results"]) {
+    if (!r.contains("telemetry")) continue;
+    const std::string probe = r["probe"];
+    ++rows[probe];
+    throttled[probe] += r["telemetry"].value("throttled", false);
+    if (!r["telemetry"].contains("power_w")) continue;
+    auto [it, fresh] = power.try_emplace(probe, r["telemetry"]["power_w"][0], r["telemetry"]["power_w"][1]);
+    it->second = {std::min(it->second.first, r["telemetry"]["power_w"][0].get<double>()),
+                  std::max(it->second.second, r["telemetry"]["power_w"][1].get<double>())};
+  }
+  ASSERT_EQ(v2["telemetry"].size(), rows.size());
+  for (const auto& [probe, n] : rows) {
+    const Json& t = v2["telemetry"][probe];
+    EXPECT_EQ(t["rows"], n) << probe;
+    EXPECT_EQ(t["throttled_rows"], throttled[probe]) << probe;
+    if (power.contains(probe)) {
+      EXPECT_NEAR(t["power_w"][0].get<double>(), power[probe].first, 5e-6 * power[probe].first) << probe;
+      EXPECT_NEAR(t["power_w"][1].get<double>(), power[probe].second, 5e-6 * power[probe].second) << probe;
+    }
+  }
+  for (const auto& r : v2["results"]) EXPECT_FALSE(r.value("telemetry", Json::object()).contains("power_w"));
+}
+
+TEST(ReportV2, CompactingTwiceChangesNothingAndTheTextParsesBack) {
+  const Json once = tkprobe::compact_report(committed_suite());
+  EXPECT_EQ(tkprobe::compact_report(once), once);
+  EXPECT_EQ(Json::parse(tkprobe::report_text(once)), once);
+  const auto errors = tkprobe::validate_schema(report_schema(), once);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+}
+
+TEST(ReportV2, RepeatedCheckTextsAreWrittenOnceAndReadBack) {
+  auto a = fixtures::timed_result("p", {{"stride", 1}}, 30, 0.01), b = fixtures::timed_result("p", {{"stride", 2}}, 31, 0.01);
+  auto c = fixtures::timed_result("p", {{"stride", 3}}, 32, 0.01);
+  a.checked({{"what", "same words"}}, true);
+  b.checked({{"what", "same words"}}, true);
+  c.checked({{"what", "other words"}}, true);
+  const Json v2 = fixtures::report({a, b, c});  // to_json writes version 2
+  EXPECT_TRUE(v2["results"][0]["check"].contains("what"));
+  EXPECT_FALSE(v2["results"][1]["check"].contains("what"));
+  EXPECT_EQ(v2["results"][2]["check"]["what"], "other words");
+  const auto dir = fixtures::temp_dir("v2what");
+  tkprobe::write_file_atomic(dir / "r.json", tkprobe::report_text(v2));
+  EXPECT_EQ(tkprobe::read_report(dir / "r.json")["results"][1]["check"]["what"], "same words");
 }
 
 TEST(Report, TargetInMissingFolderIsRefused) {
