@@ -117,7 +117,9 @@ struct Operand {
 
 std::string layout_refusal(const std::vector<Operand>& operands, Shape s, Kernel kernel) {
   for (const Operand& x : operands) {
-    if (kernel == Kernel::mma_sync && !(x.at == contiguous(x.heads, s.seq, s.head_dim))) {
+    // mma_sync reads through pointers, not the TMA: its alignment rules are the caller's (README).
+    if (kernel == Kernel::mma_sync) {
+      if (x.at == contiguous(x.heads, s.seq, s.head_dim)) continue;
       return x.name + ": strides " + describe(x.at) + ": strided inputs need the wgmma kernel; mma_sync reads " +
              "contiguous (B, H, N, D) tensors";
     }

@@ -63,8 +63,9 @@ double flops(Shape s);
 std::string refusal(Shape s, Kernel kernel);
 
 // Why `kernel` cannot read or write the tensors where they lie ("" when it can): refusal(s,
-// kernel), then each tensor's strides and base address, naming the tensor and what is valid.
-// Outputs must not overlap themselves.
+// kernel), then each tensor's strides and (for `wgmma`, whose TMA needs it) base address, naming
+// the tensor and what is valid. Outputs must not overlap themselves. `mma_sync` takes contiguous
+// tensors only.
 std::string refusal(const Tensors& t, Shape s, Kernel kernel, const ForwardLayout& layout);
 
 // A forward pass ready to launch (tensor maps and launch attributes prepared once, outside any
