@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """python/tk_attention.py on the GPU, against PyTorch's SDPA (ctest gpu.dropin).
 
-Gradients and outputs against SDPA's math backend in fp32 (relative error <= 1e-2, printed beside
-the flash backend's error against the same reference), the layouts PyTorch hands over read in
+Gradients and outputs against SDPA's math backend in fp32 (relative error <= 1e-2, and at most
+1.5x the flash backend's error against the same reference, both printed), the layouts PyTorch hands over read in
 place with the same bits as contiguous inputs, PyTorch's current stream, the incoming gradient of
 out.sum() (stride 0), bit-for-bit repeatable backward, and every refusal. Exits 77 (ctest: skipped)
 without torch, a CUDA device of compute capability 9.0, or the library.
@@ -16,6 +16,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import tk_attention  # noqa: E402
 
 MAX_REL_ERROR = 1e-2
+# "No worse than PyTorch's flash backward on the same inputs" (issue 15), up to the rounding noise two
+# bf16 outputs of fp32 sums differ by: at most this multiple of flash's error.
+MAX_OVER_FLASH = 1.5
 # N = 1: dQ and dK are exactly 0 (one key: P = 1, dS = dP - D = 0); the kernels leave the rounding
 # difference of two fp32 dot products (tests/gpu/test_attention_backward.cpp's bound).
 MAX_ZERO_GRADIENT = 1e-3
@@ -70,6 +73,8 @@ def test_matches_the_fp32_reference_as_well_as_flash(torch, F):
             flash_err = error(flash[j], want[j])[0] if flash else float("nan")
             print(f"  {shape} {name}: ours {err:.2e}, flash {flash_err:.2e} (bound {bound:.0e})")
             assert err <= bound, f"{shape} {name}: error {err:.3e} > {bound}"
+            if flash and bound == MAX_REL_ERROR:
+                assert err <= MAX_OVER_FLASH * flash_err, f"{shape} {name}: {err:.3e}, over {MAX_OVER_FLASH}x flash's"
 
 
 def test_projection_layouts_are_read_in_place(torch, F):
