@@ -2,10 +2,10 @@
 """python/tk_attention.py on the GPU, against PyTorch's SDPA (ctest gpu.dropin).
 
 Gradients and outputs against SDPA's math backend in fp32 (relative error <= 1e-2, and at most
-1.5x the flash backend's error against the same reference, both printed), the layouts PyTorch hands over read in
-place with the same bits as contiguous inputs, PyTorch's current stream, the incoming gradient of
-out.sum() (stride 0), bit-for-bit repeatable backward, and every refusal. Exits 77 (ctest: skipped)
-without torch, a CUDA device of compute capability 9.0, or the library.
+1.5x the flash backend's error against the same reference, both printed), the layouts PyTorch hands
+over read in place with the same bits as contiguous inputs, PyTorch's current stream, the incoming
+gradient of out.sum() (stride 0), bit-for-bit repeatable backward, and every refusal. Exits 77
+(ctest: skipped) without torch, a CUDA device of compute capability 9.0, or the library.
 
 usage: test_dropin.py [LIBRARY]   (default: $TK_ATTENTION_LIB, else build/kernels/libtk_attention_c.so)
 """
