@@ -17,8 +17,9 @@ import tk_attention  # noqa: E402
 
 MAX_REL_ERROR = 1e-2
 # "No worse than PyTorch's flash backward on the same inputs" (issue 15), up to the rounding noise two
-# bf16 outputs of fp32 sums differ by: at most this multiple of flash's error.
-MAX_OVER_FLASH = 1.5
+# bf16 outputs of fp32 sums differ by: at most this multiple of flash's error, or below the floor
+# where both errors are the bf16 rounding of the output itself (2^-8 relative, at most).
+MAX_OVER_FLASH, ROUNDING_FLOOR = 1.5, 4e-3
 # N = 1: dQ and dK are exactly 0 (one key: P = 1, dS = dP - D = 0); the kernels leave the rounding
 # difference of two fp32 dot products (tests/gpu/test_attention_backward.cpp's bound).
 MAX_ZERO_GRADIENT = 1e-3
@@ -74,7 +75,8 @@ def test_matches_the_fp32_reference_as_well_as_flash(torch, F):
             print(f"  {shape} {name}: ours {err:.2e}, flash {flash_err:.2e} (bound {bound:.0e})")
             assert err <= bound, f"{shape} {name}: error {err:.3e} > {bound}"
             if flash and bound == MAX_REL_ERROR:
-                assert err <= MAX_OVER_FLASH * flash_err, f"{shape} {name}: {err:.3e}, over {MAX_OVER_FLASH}x flash's"
+                assert err <= max(MAX_OVER_FLASH * flash_err, ROUNDING_FLOOR), \
+                    f"{shape} {name}: {err:.3e}, over {MAX_OVER_FLASH}x flash's {flash_err:.3e}"
 
 
 def test_projection_layouts_are_read_in_place(torch, F):
