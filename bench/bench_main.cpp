@@ -7,6 +7,7 @@
 // exits 0.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
+#include <fmt/format.h>
 
 #include <random>
 #include <string>
@@ -87,9 +88,8 @@ void require(bool passed, const std::string& what) {
 
 // C = A B^T by `Kernel`, checked against the other implementation on the same operands, then timed.
 template <class Kernel, class Other>
-void bench_gemm(benchmark::State& state) {
+void bench_gemm(benchmark::State& state, int size) {
   guarded(state, [&] {
-    const int size = static_cast<int>(state.range(0));
     const gemm::Shape s{size, size, size};
     tkprobe::DeviceBuffer<std::uint16_t> a(std::size_t(size) * size), b(a.size()), c(a.size());
     a.upload(random_operand(a.size()));
@@ -110,16 +110,12 @@ void bench_gemm(benchmark::State& state) {
   });
 }
 
-// The attention forward on `tkprobe attention`'s sweep (attention_check::sweep(), the argument its
-// index), ~N(0, 1) inputs drawn on the GPU (a fresh seed per run), checked against the fp32
-// reference before timing.
+// The attention forward on one shape of `tkprobe attention`'s sweep, ~N(0, 1) inputs drawn on the
+// GPU (a fresh seed per run), checked against the fp32 reference before timing.
 template <attention::Kernel K>
-void bench_attention(benchmark::State& state) {
+void bench_attention(benchmark::State& state, attention::Shape s) {
   guarded(state, [&] {
     namespace check = tkprobe::attention_check;
-    const attention::Shape s = check::sweep()[state.range(0)];
-    state.SetLabel("B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " N=" + std::to_string(s.seq) +
-                   " D=" + std::to_string(s.head_dim) + (s.causal ? " causal" : ""));
     const std::size_t q_elements = std::size_t(s.batch) * s.heads * s.seq * s.head_dim;
     const std::size_t kv_elements = q_elements / s.heads * s.kv_heads;
     tkprobe::DeviceBuffer<bf16> q(q_elements), k(kv_elements), v(kv_elements), o(q_elements);
@@ -139,20 +135,39 @@ void bench_attention(benchmark::State& state) {
   });
 }
 
-void attention_shapes(benchmark::internal::Benchmark* b) {
-  for (int shape = 0; shape < int(tkprobe::attention_check::sweep().size()); ++shape) b->Arg(shape);
-  b->ArgName("shape")->UseManualTime();
+// "B16_H32_N1024_D64_causal": the shape in a benchmark's name, so filters and compare.py can use it.
+std::string shape_name(const attention::Shape& s) {
+  return fmt::format("B{}_H{}_N{}_D{}{}", s.batch, s.heads, s.seq, s.head_dim, s.causal ? "_causal" : "");
 }
 
-BENCHMARK_TEMPLATE(bench_attention, attention::Kernel::wgmma)->Name("attention/wgmma")->Apply(attention_shapes);
-BENCHMARK_TEMPLATE(bench_attention, attention::Kernel::mma_sync)->Name("attention/mma-sync")->Apply(attention_shapes);
-BENCHMARK_TEMPLATE(bench_gemm, gemm::Gemm, tkprobe::CublasLtGemm)->Name("gemm/tk")->Arg(4096)->Arg(8192)->UseManualTime();
-BENCHMARK_TEMPLATE(bench_gemm, tkprobe::CublasLtGemm, gemm::Gemm)
-    ->Name("gemm/cublaslt")
-    ->Arg(4096)
-    ->Arg(8192)
-    ->UseManualTime();
+// One benchmark per kernel and shape, named for what it runs: attention/wgmma/B16_H32_N1024_D64_causal,
+// gemm/tk/4096.
+void register_benchmarks() {
+  for (const attention::Shape& s : tkprobe::attention_check::sweep()) {
+    benchmark::RegisterBenchmark(fmt::format("attention/wgmma/{}", shape_name(s)).c_str(),
+                                 bench_attention<attention::Kernel::wgmma>, s)
+        ->UseManualTime();
+    benchmark::RegisterBenchmark(fmt::format("attention/mma-sync/{}", shape_name(s)).c_str(),
+                                 bench_attention<attention::Kernel::mma_sync>, s)
+        ->UseManualTime();
+  }
+  for (int size : {4096, 8192}) {
+    benchmark::RegisterBenchmark(fmt::format("gemm/tk/{}", size).c_str(), bench_gemm<gemm::Gemm, tkprobe::CublasLtGemm>,
+                                 size)
+        ->UseManualTime();
+    benchmark::RegisterBenchmark(fmt::format("gemm/cublaslt/{}", size).c_str(),
+                                 bench_gemm<tkprobe::CublasLtGemm, gemm::Gemm>, size)
+        ->UseManualTime();
+  }
+}
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  register_benchmarks();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

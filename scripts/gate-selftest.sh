@@ -6,7 +6,9 @@
 #      and every run must compare clean against it;
 #   3. a copy of the baseline with 20 judged rows made 8% worse must fail exactly those 20 rows;
 #   4. it prints the share of judged rows whose noise band is at most 3%.
-# Usage: scripts/gate-selftest.sh DIR [TKPROBE]   (then: cp DIR/suite.json results/h200/suite.json)
+# Usage: scripts/gate-selftest.sh DIR [TKPROBE]
+#   then: cp DIR/suite.json results/h200/suite.json
+#         python3 scripts/plot.py results/h200/suite.json --out results/h200/plots   (the plots match it)
 set -uo pipefail
 dir="${1:?usage: scripts/gate-selftest.sh DIR [TKPROBE]}"
 tkprobe="${2:-$(dirname "$0")/../build/tkprobe}"

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "src/baseline.hpp"
+#include "src/claims.hpp"
 #include "src/compare.hpp"
 #include "src/compare_output.hpp"
 #include "src/errors.hpp"
@@ -115,7 +116,7 @@ std::string probe_names(const std::vector<std::unique_ptr<Probe>>& probes) {
 }
 
 std::string valid_commands(const std::vector<std::unique_ptr<Probe>>& probes) {
-  return probe_names(probes) + ", all, list, compare, baseline";
+  return probe_names(probes) + ", all, claims, list, compare, baseline";
 }
 
 // The probes --probes names; an unknown name is a usage error that lists the valid ones.
@@ -242,6 +243,65 @@ int run_probes(const std::vector<Probe*>& probes, CommonOptions& o, const std::v
   return static_cast<int>(lacked_device ? Exit::no_device : Exit::ok);
 }
 
+// One probe run for `claims`, in this process: its report (whatever its exit), or the exit code
+// that stops `claims` (a usage or runtime error, or no device at all).
+struct SubRun {
+  Json report;
+  int code;
+};
+
+SubRun run_for_claims(const ClaimRun& run, const CommonOptions& o, bool full, std::ostream& err) {
+  std::vector<std::string> args{"tkprobe", run.probe, "--json", "-", "--device", std::to_string(o.device), "--seed",
+                                std::to_string(o.seed)};
+  if (!full) args.push_back("--quick");
+  args.insert(args.end(), run.args.begin(), run.args.end());
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream sub_out, sub_err;
+  const int code = run_cli(int(argv.size()), argv.data(), sub_out, sub_err);
+  const bool stops = code == int(Exit::usage) || code == int(Exit::runtime) || sub_out.str().empty();
+  if (stops || code != int(Exit::ok)) err << sub_err.str();
+  return {stops ? Json() : Json::parse(sub_out.str()), code};
+}
+
+int run_claims(CommonOptions& o, bool full, const std::vector<std::string>& args, std::ostream& out,
+               std::ostream& err) {
+  if (!o.json_path.empty() && o.json_path != "-") require_writable_target(o.json_path);
+  if (!o.seed_given) o.seed = fresh_seed();
+  Json measured{{"device", nullptr}, {"results", Json::array()}};
+  Report report;
+  report.tool = tool_section(args);
+  report.tool["seed"] = o.seed;
+  report.tool["probes"] = Json::array();
+  bool lacked_device = false;
+  for (const ClaimRun& run : claim_runs()) {
+    err << fmt::format("claims: {} {}...\n", run.probe, full ? "" : "--quick");
+    const SubRun sub = run_for_claims(run, o, full, err);
+    if (sub.report.is_null()) return sub.code;
+    lacked_device |= sub.code == int(Exit::no_device);
+    for (const auto& r : sub.report["results"]) measured["results"].push_back(r);
+    measured["device"] = sub.report["device"];
+    report.host = sub.report["host"];
+    report.tool["probes"].push_back(run.probe);
+  }
+  report.device = measured["device"];
+  report.results = judge_claims(measured);
+  int holds = 0, differs = 0, unmeasured = 0;
+  for (const Result& r : report.results) {
+    if (r.status != Status::ok) {
+      ++unmeasured;
+    } else {
+      (r.metrics["verdict"] == "holds" ? holds : differs)++;
+    }
+  }
+  report.findings.push_back({"claims", fmt::format("{} of {} claims hold on this GPU, {} differ, {} not measured",
+                                                   holds, report.results.size(), differs, unmeasured)});
+  const Json j = to_json(report);
+  print_report(out, j, o.json_path == "-" ? Format::json : o.format);
+  if (!o.json_path.empty() && o.json_path != "-") write_file_atomic(o.json_path, report_text(j));
+  return static_cast<int>(lacked_device ? Exit::no_device : Exit::ok);
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -269,6 +329,20 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     p->add_options(*cmd);
     by_command[cmd] = p.get();
   }
+  bool claims_full = false;
+  auto* claims_cmd = app.add_subcommand("claims", "The account's claims about the H100, each beside what this GPU "
+                                                  "measures, with a verdict (quick runs; --full for the real thing)");
+  claims_cmd->add_flag("--full", claims_full, "Run the probes at their full settings (minutes, not seconds)");
+  claims_cmd->add_option("--device", common.device, "CUDA device index")
+      ->check(whole_number_up_to(std::numeric_limits<int>::max()));
+  claims_cmd->add_option("--json", common.json_path, "Write the JSON report to FILE ('-' for stdout)");
+  claims_cmd
+      ->add_option_function<std::string>(
+          "--format", [&common](const std::string& name) { common.format = kFormats.at(name); },
+          "Output format: table, json, markdown or csv")
+      ->check(CLI::IsMember(kFormats));
+  claims_cmd->add_option("--seed", common.seed, "Seed for every probe's random inputs (default: fresh, recorded)")
+      ->check(whole_number_up_to(std::numeric_limits<std::uint64_t>::max()));
   auto* cmp = app.add_subcommand("compare", "Judge a report against a baseline; exit 1 on a regression, a missing "
                                              "row or a failed check");
   cmp->add_option("base", compare.base, "Baseline: a report, or a folder of reports (results/h200)")->required();
@@ -309,6 +383,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (chosen == cmp) return run_compare(compare, probes, out);
     if (chosen == base_cmd) return run_baseline(baseline, out);
     common.seed_given = chosen->count("--seed") > 0;
+    if (chosen == claims_cmd) return run_claims(common, claims_full, args, out, err);
     common.timeout_given = chosen->count("--timeout") > 0;
     std::vector<Probe*> selected;
     if (chosen == all) {

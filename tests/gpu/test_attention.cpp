@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <random>
 #include <tuple>
@@ -15,6 +14,7 @@
 #include "kernels/attention/attention.hpp"
 #include "probes/common/attention_reference.hpp"
 #include "src/device_buffer.hpp"
+#include "tests/gpu/bf16_host.hpp"
 #include "tests/gpu/gpu_fixtures.hpp"
 
 namespace check = tkprobe::attention_check;
@@ -45,27 +45,9 @@ std::string describe(const Shape& s) {
 
 std::size_t rows(const Shape& s, int heads) { return std::size_t(s.batch) * heads * s.seq; }
 
-float to_float(bf16 x) {
-  const std::uint32_t u = std::uint32_t(__nv_bfloat16_raw(x).x) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// Round to nearest even (the inputs here are finite).
-bf16 to_bf16(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  __nv_bfloat16_raw raw;
-  raw.x = std::uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-  return bf16(raw);
-}
-
-std::vector<float> to_floats(const std::vector<bf16>& v) {
-  std::vector<float> out(v.size());
-  std::transform(v.begin(), v.end(), out.begin(), to_float);
-  return out;
-}
+using bf16_host::to_bf16;
+using bf16_host::to_float;
+using bf16_host::to_floats;
 
 // Fresh random Q, K, V on the GPU, and their values on the host.
 struct Inputs {

@@ -9,12 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <random>
 
 #include "kernels/attention/attention.hpp"
 #include "probes/common/attention_reference.hpp"
 #include "src/device_buffer.hpp"
+#include "tests/gpu/bf16_host.hpp"
 
 namespace check = tkprobe::attention_check;
 using attention::Shape;
@@ -42,21 +42,8 @@ std::string describe(const Shape& s, float q_scale) {
 std::size_t elements(const Shape& s, int heads) { return std::size_t(s.batch) * heads * s.seq * s.head_dim; }
 std::size_t rows(const Shape& s) { return std::size_t(s.batch) * s.heads * s.seq; }
 
-float to_float(bf16 x) {
-  const std::uint32_t u = std::uint32_t(__nv_bfloat16_raw(x).x) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// Round to nearest even (the values here are finite).
-bf16 to_bf16(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  __nv_bfloat16_raw raw;
-  raw.x = std::uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-  return bf16(raw);
-}
+using bf16_host::to_bf16;
+using bf16_host::to_float;
 
 std::vector<double> to_doubles(const std::vector<bf16>& v) {
   std::vector<double> out(v.size());

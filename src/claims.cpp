@@ -1,0 +1,285 @@
+#include "src/claims.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <optional>
+
+namespace tkprobe {
+namespace {
+
+// What a rule found: the figure it judged, in words and as a number beside the stated one.
+struct Judged {
+  std::string measured;
+  double value;
+  double stated;
+  bool holds;
+  std::string why;  // what explains a difference, where it is known
+};
+
+// A rule's answer: judged, or why it could not judge (no rows, a skipped probe).
+struct Outcome {
+  std::optional<Judged> judged;
+  std::string not_measured;
+};
+
+struct Claim {
+  std::string id;
+  std::string statement;  // the account's words, its H100 figure
+  std::string stated;     // that figure as the rule reads it
+  std::string source;     // the probe (or device query) that measures it
+  std::function<Outcome(const Json& report)> judge;
+};
+
+// Rows of `probe` that ran and passed, whose params hold every entry of `match`.
+std::vector<const Json*> rows_of(const Json& report, const std::string& probe, const Json& match = Json::object()) {
+  std::vector<const Json*> out;
+  for (const auto& r : report["results"]) {
+    if (r.value("probe", "") != probe || r.value("status", "") != "ok") continue;
+    const Json& params = r["params"];
+    const bool matches = std::all_of(match.items().begin(), match.items().end(), [&](const auto& kv) {
+      return params.contains(kv.key()) && params[kv.key()] == kv.value();
+    });
+    if (matches) out.push_back(&r);
+  }
+  return out;
+}
+
+// A metric's median (a measurement) or value (a plain number).
+double figure(const Json& row, const std::string& metric) {
+  const Json& m = row["metrics"][metric];
+  return m.is_object() ? m["median"].get<double>() : m.get<double>();
+}
+
+// Why `probe` gave no usable rows: its own skip or failure reason, or that it gave none.
+Outcome missing(const Json& report, const std::string& probe) {
+  for (const auto& r : report["results"]) {
+    if (r.value("probe", "") != probe) continue;
+    if (r.value("status", "") == "skipped") return {std::nullopt, r.value("reason", "skipped")};
+    if (r.value("status", "") == "failed") return {std::nullopt, fmt::format("{} failed its own check", probe)};
+  }
+  return {std::nullopt, fmt::format("{} gave no rows for it", probe)};
+}
+
+Outcome not_yet(std::string why) { return {std::nullopt, std::move(why)}; }
+
+// Holds when `value` lies within `tolerance` (relative) of `stated`.
+bool within(double value, double stated, double tolerance) { return std::abs(value / stated - 1) <= tolerance; }
+
+double best(const std::vector<const Json*>& rows, const std::string& metric) {
+  double top = 0;
+  for (const Json* r : rows) top = std::max(top, figure(*r, metric));
+  return top;
+}
+
+// The account's figure for this GPU's HBM: ~3 TB/s on the H100 (3.35 on its datasheet), ~4.8 on the H200.
+double stated_hbm_tbps(const Json& report) {
+  return report["device"].value("name", "").find("H200") != std::string::npos ? 4.8 : 3.35;
+}
+
+constexpr double kTolerance = 0.10;  // a stated figure "holds" within 10%, unless a claim says otherwise
+constexpr double kH100BoostMhz = 1830;
+constexpr double kDenseBf16Tflops = 989.4;
+
+std::vector<Claim> claims() {
+  return {
+      {"smem-latency", "A single shared-memory access costs ~30 cycles", "30 cycles", "smem-latency",
+       [](const Json& rep) -> Outcome {
+         const auto indexed = rows_of(rep, "smem-latency", {{"address", "indexed"}});
+         const auto direct = rows_of(rep, "smem-latency", {{"address", "precomputed"}});
+         if (indexed.empty() || direct.empty()) return missing(rep, "smem-latency");
+         const double i = figure(*indexed.front(), "latency_cycles"), d = figure(*direct.front(), "latency_cycles");
+         return {Judged{fmt::format("{:.0f} cycles per dependent load when the word holds an index ({:.0f} when it "
+                                    "holds the next address)",
+                                    i, d),
+                        i, 30, within(i, 30, 0.2), "the index's scale-and-add is the difference"},
+                 ""};
+       }},
+      {"bank-serialization", "32 banks; an N-way conflict serializes N times", "32-way", "smem-banks",
+       [](const Json& rep) -> Outcome {
+         const auto rows = rows_of(rep, "smem-banks", {{"access", "ld.shared"}, {"width_bytes", 4}, {"stride", 32},
+                                                       {"warps", 32}});
+         if (rows.empty()) return missing(rep, "smem-banks");
+         const double ways = figure(*rows.front(), "measured_ways");
+         return {Judged{fmt::format("4-byte loads 128 bytes apart cost {:.1f}x the conflict-free access", ways), ways,
+                        32, within(ways, 32, kTolerance), ""},
+                 ""};
+       }},
+      {"unswizzled-conflicts", "Unswizzled shared layouts conflict; the 128-byte swizzle removes it", "8-way vs 1-way",
+       "smem-banks", [](const Json& rep) -> Outcome {
+         const auto plain = rows_of(rep, "smem-banks", {{"layout", "8x128B rows, unswizzled"}, {"warps", 32}});
+         const auto swizzled = rows_of(rep, "smem-banks", {{"layout", "8x128B rows, 128B swizzle"}, {"warps", 32}});
+         if (plain.empty() || swizzled.empty()) return missing(rep, "smem-banks");
+         const double p = figure(*plain.front(), "measured_ways"), s = figure(*swizzled.front(), "measured_ways");
+         return {Judged{fmt::format("ldmatrix.x4 over 8 rows of 128 bytes: {:.1f}-way unswizzled, {:.1f}-way "
+                                    "swizzled",
+                                    p, s),
+                        p / s, 8, within(p / s, 8, kTolerance), ""},
+                 ""};
+       }},
+      {"mma-sync-cap", "Without wgmma the tensor cores top out around 63% of peak", "63% of peak", "tensor-cores",
+       [](const Json& rep) -> Outcome {
+         const auto rows = rows_of(rep, "tensor-cores", {{"dtype", "bf16"}});
+         if (rows.empty()) return missing(rep, "tensor-cores");
+         const double pct = figure(*rows.front(), "mma_sync_pct_clock_peak");
+         return {Judged{fmt::format("bf16 mma.sync at best {:.1f}% of the clock peak", pct), pct, 63,
+                        within(pct, 63, kTolerance), "1.5 SM cycles per m16n8k16 where the pipe needs 1 (mma-sync)"},
+                 ""};
+       }},
+      {"wgmma-utilization", "With wgmma, tensor-core utilization reaches >= 94%", ">= 94%", "tensor-cores",
+       [](const Json& rep) -> Outcome {
+         const auto rows = rows_of(rep, "tensor-cores", {{"dtype", "bf16"}});
+         if (rows.empty()) return missing(rep, "tensor-cores");
+         const double pct = figure(*rows.front(), "wgmma_pct_clock_peak");
+         return {Judged{fmt::format("bf16 wgmma at {:.1f}% of the clock peak", pct), pct, 94, pct >= 94, ""}, ""};
+       }},
+      {"dense-bf16-peak", "989 TFLOP/s dense bf16 on the tensor cores", "989.4 TFLOP/s", "tensor-cores",
+       [](const Json& rep) -> Outcome {
+         const auto rows = rows_of(rep, "tensor-cores", {{"dtype", "bf16"}});
+         if (rows.empty()) return missing(rep, "tensor-cores");
+         const double tflops = figure(*rows.front(), "wgmma_tflops");
+         const double mhz = (*rows.front())["telemetry"].value("kernel_sm_clock_mhz", 0.0);
+         return {Judged{fmt::format("{:.0f} TFLOP/s from wgmma", tflops), tflops, kDenseBf16Tflops,
+                        within(tflops, kDenseBf16Tflops, kTolerance),
+                        fmt::format("the SM clock ran at {:.0f} MHz under this load; the datasheet figure assumes "
+                                    "{:.0f} MHz",
+                                    mhz, kH100BoostMhz)},
+                 ""};
+       }},
+      {"hbm-bandwidth", "HBM at ~3 TB/s (H200: ~4.8)", "3.35 TB/s (H100), 4.8 (H200)", "bandwidth",
+       [](const Json& rep) -> Outcome {
+         std::vector<const Json*> rows;
+         for (const Json* r : rows_of(rep, "bandwidth", {{"level", "hbm"}}))
+           if (!r->value("peer", false)) rows.push_back(r);
+         if (rows.empty()) return missing(rep, "bandwidth");
+         const double tbps = best(rows, "tbps"), stated = stated_hbm_tbps(rep);
+         return {Judged{fmt::format("{:.2f} TB/s, the best SM kernel (read, write or copy)", tbps), tbps, stated,
+                        within(tbps, stated, kTolerance),
+                        "the stated figure is the interface's peak; refresh and turnarounds keep kernels below it"},
+                 ""};
+       }},
+      {"l2-size", "50 MB of L2", "50 MB", "device query",
+       [](const Json& rep) -> Outcome {
+         const double mb = rep["device"].value("l2_bytes", 0.0) / 1e6;
+         if (mb <= 0) return not_yet("the device section gives no L2 size");
+         return {Judged{fmt::format("{:.1f} MB, as the driver reports it", mb), mb, 50, within(mb, 50, kTolerance),
+                        "another GPU than the account's H100 may carry another L2"},
+                 ""};
+       }},
+      {"l2-partitions", "The L2 is split into two ~25 MB partitions joined by a crossbar", "2 x 25 MB", "",
+       [](const Json&) { return not_yet("no probe measures the L2's halves yet (issue 19: the l2 probe)"); }},
+      {"l2-bandwidth", "L2 at ~12 TB/s", "12 TB/s", "bandwidth",
+       [](const Json& rep) -> Outcome {
+         const auto rows = rows_of(rep, "bandwidth", {{"level", "l2"}});
+         if (rows.empty()) return missing(rep, "bandwidth");
+         const double tbps = figure(*rows.front(), "tbps");
+         return {Judged{fmt::format("{:.2f} TB/s reading a quarter of L2 with every SM", tbps), tbps, 12,
+                        within(tbps, 12, kTolerance),
+                        "whether far-partition reads explain it needs the l2 probe (issue 19)"},
+                 ""};
+       }},
+      {"smem-aggregate", "~33 TB/s of shared memory bandwidth in all", "33 TB/s", "bandwidth",
+       [](const Json& rep) -> Outcome {
+         const auto rows = rows_of(rep, "bandwidth", {{"level", "smem"}});
+         if (rows.empty()) return missing(rep, "bandwidth");
+         const double tbps = figure(*rows.front(), "tbps");
+         return {Judged{fmt::format("{:.1f} TB/s, conflict-free 16-byte loads on every SM", tbps), tbps, 33,
+                        within(tbps, 33, kTolerance), ""},
+                 ""};
+       }},
+      {"sm-count", "132 SMs", "132", "device query",
+       [](const Json& rep) -> Outcome {
+         const double sms = rep["device"].value("sms", 0.0);
+         return {Judged{fmt::format("{:.0f} SMs, as the driver reports them", sms), sms, 132, sms == 132, ""}, ""};
+       }},
+      {"smem-per-block", "Up to 227 KB of shared memory per block", "227 KB", "device query",
+       [](const Json& rep) -> Outcome {
+         const double kb = rep["device"].value("smem_per_block_optin", 0.0) / 1024;
+         return {Judged{fmt::format("{:.0f} KB a block may opt into", kb), kb, 227, kb == 227, ""}, ""};
+       }},
+      {"sm-quadrants", "Each SM has four quadrants, each with a scheduler, a register file and a tensor core",
+       "4 quadrants", "", [](const Json&) { return not_yet("no probe measures per-quadrant throughput yet (issue 19)"); }},
+      {"non-tensor-cycles", "Cycles without tensor-core work cap utilization at a few percent", "", "",
+       [](const Json&) {
+         return not_yet("no probe measures how much other work hides under wgmma yet (issue 19)");
+       }},
+      {"moderate-occupancy", "The H100 needs only moderate occupancy", "one warpgroup per SM", "occupancy",
+       [](const Json& rep) -> Outcome {
+         const auto rows = rows_of(rep, "occupancy", {{"kernel", "wgmma"}});
+         if (rows.empty()) return missing(rep, "occupancy");
+         const double top = best(rows, "pct_clock_peak");
+         double warps = 0;
+         for (const Json* r : rows) {
+           if (figure(*r, "pct_clock_peak") >= 0.9 * top) {
+             warps = figure(*r, "warps_per_sm");
+             break;
+           }
+         }
+         return {Judged{fmt::format("wgmma reaches 90% of its best with {:.0f} warps per SM ({:.0f}% occupancy)",
+                                    warps, 100 * warps / 64),
+                        warps, 4, warps <= 8, ""},
+                 ""};
+       }},
+      {"warp-copies", "Warp-synchronous copies are near the worst fallback; TMA's bulk copies matter", "TMA ahead",
+       "copy-engines", [](const Json& rep) -> Outcome {
+         const auto tma = rows_of(rep, "copy-engines", {{"engine", "tma"}});
+         const auto warp = rows_of(rep, "copy-engines", {{"engine", "warp"}});
+         if (tma.empty() || warp.empty()) return missing(rep, "copy-engines");
+         const double t = best(tma, "tbps"), w = best(warp, "tbps");
+         return {Judged{fmt::format("best warp copy {:.2f} TB/s against TMA's {:.2f} ({:.0f}%)", w, t, 100 * w / t),
+                        w / t, 1, w < 0.9 * t, "warp copies issue several times TMA's instructions per KiB"},
+                 ""};
+       }},
+      {"wgmma-layout-doc", "The documented 128-byte swizzled wgmma layout was wrong", "", "",
+       [](const Json&) {
+         return not_yet("tkprobe checks the hardware against its own layout model (wgmma-layout), not against a "
+                        "figure in the documentation");
+       }},
+      {"attention-vs-fa2", "The tile-DSL FlashAttention forward is ~30% faster than FlashAttention-2", "1.3x", "",
+       [](const Json&) {
+         return not_yet("needs PyTorch's FlashAttention-2 in the same process: scripts/compare_sdpa.py measures it");
+       }},
+      {"based", "Based linear attention at 215 TFLOP/s", "215 TFLOP/s", "",
+       [](const Json&) { return not_yet("no Based kernel yet (issue 18)"); }},
+  };
+}
+
+Result claim_row(const Claim& c, const Json& report) {
+  Result r("claims", {{"claim", c.id}});
+  const Outcome o = c.judge(report);
+  r.value("statement", c.statement);
+  r.value("stated", c.stated);
+  if (!o.judged) {
+    r.status = Status::skipped;
+    r.reason = "not measured: " + o.not_measured;
+    return r;
+  }
+  const Judged& j = *o.judged;
+  r.value("measured", j.measured);
+  r.value("verdict", j.holds ? "holds" : "differs");
+  r.value("difference_pct", 100 * (j.value / j.stated - 1));
+  r.value("source", c.source);
+  if (!j.why.empty()) r.value("why", j.why);
+  return r;
+}
+
+}  // namespace
+
+std::vector<ClaimRun> claim_runs() {
+  return {{"smem-latency", {}},
+          {"smem-banks", {"--width", "4"}},
+          {"tensor-cores", {"--dtype", "bf16"}},
+          {"bandwidth", {}},
+          {"occupancy", {"--kernel", "wgmma"}},
+          {"copy-engines", {}}};
+}
+
+std::vector<Result> judge_claims(const Json& report) {
+  std::vector<Result> rows;
+  for (const Claim& c : claims()) rows.push_back(claim_row(c, report));
+  return rows;
+}
+
+}  // namespace tkprobe
