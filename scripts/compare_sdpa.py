@@ -12,11 +12,21 @@ fresh random inputs; the kernels are warmed up, then timed in turns (--rounds ro
 computed head by head (and the DSL's logsumexp against its fp32 value). A kernel that refuses a
 shape gets a `skipped` row with its reason.
 
-The JSON (--out) is a tkprobe.report/1 document (results/README.md): probe "attention", the probe's
-row params with kernel "torch-flash" or "torch-cudnn", so `tkprobe compare` reads it and its rows sit
-beside the probe's. --against REPORT prints both side by side.
+--pass picks what is timed: `fwd` (the default) the forward; `bwd` the backward alone (PyTorch's
+through torch.autograd.grad on a retained graph; the DSL's `wgmma` backward through the library,
+prepared once), rated at 2.5x the forward's FLOPs (five N^2 D products against two, the count
+FlashAttention-2 and its successors report backward rates in); `fwd+bwd` both in one timed unit,
+at 3.5x; `all` each of the three. Every gradient (dQ, dK, dV, from one random dO) is checked
+against SDPA's math backend in fp32, head by head (relative error <= 1e-2), and each kernel's row
+carries its own errors against that same reference, so the DSL's and FlashAttention-2's sit side
+by side.
 
-    scripts/compare_sdpa.py --out sdpa.json [--quick] [--reps 50] [--seed N] [--tk-lib build/kernels/libtk_attention_c.so]
+The JSON (--out) is a tkprobe.report/1 document (results/README.md): probe "attention", the probe's
+row params with kernel "torch-flash" or "torch-cudnn" and the pass, so `tkprobe compare` reads it and
+its rows sit beside the probe's. --against REPORT prints both side by side.
+
+    scripts/compare_sdpa.py --out sdpa.json [--quick] [--pass fwd|bwd|fwd+bwd|all] [--reps 50] [--seed N]
+                            [--tk-lib build/kernels/libtk_attention_c.so]
     scripts/compare_sdpa.py --out sdpa.json --against attention.json   # tkprobe attention --json attention.json
 
 The report builder below needs neither torch nor a GPU (tests/host/test_compare_sdpa.py runs it);
@@ -39,7 +49,9 @@ PROBE = "attention"
 BACKENDS = {"torch-flash": "FLASH_ATTENTION", "torch-cudnn": "CUDNN_ATTENTION"}
 TK_KERNELS = {"wgmma": 0, "mma-sync": 1}  # libtk_attention_c's kernel numbers (kernels/attention/c_api.cpp)
 MAX_LSE_ERROR = 1e-2  # the probe's bound on the logsumexp (absolute)
-MAX_REL_ERROR = 1e-2  # the probe's bound (probes/attention/attention.cpp): bf16 inputs and output
+MAX_REL_ERROR = 1e-2  # the probe's bound (probes/attention/attention.cpp): bf16 inputs and output; and each gradient's
+PASSES = ("fwd", "bwd", "fwd+bwd")
+PASS_WORK = {"fwd": 1.0, "bwd": 2.5, "fwd+bwd": 3.5}  # FLOPs per pass, in forwards (the module's docstring)
 
 # The probe's grids (probes/attention/attention.cpp): 16k tokens at hidden 2048; --quick a small, ragged one.
 SWEEP_TOKENS, SWEEP_HIDDEN, SWEEP_SEQS, HEAD_DIMS = 16384, 2048, (1024, 4096, 16384), (64, 128)
@@ -80,10 +92,16 @@ def flops(shape):
     return full / 2 if shape["causal"] else full
 
 
-def params(kernel, shape):
+def pass_flops(shape, pass_):
+    """The FLOPs a pass's TFLOP/s divides: the forward's, 2.5x for the backward, 3.5x for both."""
+    return PASS_WORK[pass_] * flops(shape)
+
+
+def params(kernel, shape, pass_="fwd"):
     """The probe's row keys, so rows of both reports match on everything but the kernel."""
     return {"kernel": kernel, "head_dim": shape["head_dim"], "seq": shape["seq"], "batch": shape["batch"],
-            "heads": shape["heads"], "kv_heads": shape["kv_heads"], "causal": shape["causal"], "dtype": "bf16"}
+            "heads": shape["heads"], "kv_heads": shape["kv_heads"], "causal": shape["causal"], "dtype": "bf16",
+            "pass": pass_}
 
 
 def summarize(samples, unit, better):
@@ -103,26 +121,37 @@ def summarize(samples, unit, better):
             "cv": cv, "n": n, "unit": unit, "better": better}
 
 
-def measured_row(kernel, shape, tflops_samples, rel_error, peak, telemetry, lse_error=None):
+def measured_row(kernel, shape, tflops_samples, rel_error, peak, telemetry, lse_error=None, pass_="fwd",
+                 grad_errors=None):
     """A timed, checked row: TFLOP/s per launch (primary), % of the datasheet peak, the error check
-    (and the logsumexp's, for the DSL's kernels)."""
+    (and the logsumexp's, for the DSL's kernels). rel_error is O's (None when the pass does not
+    check O: the backward alone); grad_errors, for the passes with a backward, {"dQ": .., "dK": ..,
+    "dV": ..}, each ||g - g_ref|| / ||g_ref||."""
     stats = summarize(tflops_samples, "TFLOP/s", "higher")
     number = lambda x: None if x is None or math.isnan(x) else x
-    passed = rel_error < MAX_REL_ERROR and (lse_error is None or lse_error < MAX_LSE_ERROR)  # NaN fails
-    check = {"what": "||O - O_ref||_F / ||O_ref||_F against an fp32 reference", "value": number(rel_error),
-             "max": MAX_REL_ERROR, "passed": passed}
-    metrics = {"tflops": stats, "pct_datasheet_peak": 100 * stats["median"] / peak if peak else None,
-               "rel_error": number(rel_error)}
+    errors = {"O": rel_error} if rel_error is not None else {}
+    errors.update(grad_errors or {})
+    passed = all(e < MAX_REL_ERROR for e in errors.values()) and (lse_error is None or lse_error < MAX_LSE_ERROR)
+    what = " and ".join(f"||{name} - {name}_ref||_F / ||{name}_ref||_F" for name in errors)
+    worst = next((e for e in errors.values() if math.isnan(e)), max(errors.values()))  # a NaN is the worst
+    check = {"what": f"{what} against an fp32 reference", "value": number(worst), "max": MAX_REL_ERROR,
+             "passed": passed}
+    metrics = {"tflops": stats, "pct_datasheet_peak": 100 * stats["median"] / peak if peak else None}
+    if rel_error is not None:
+        metrics["rel_error"] = number(rel_error)
+    for name, error in (grad_errors or {}).items():
+        metrics[f"rel_error_{name.lower()}"] = number(error)
+        check[f"rel_error_{name.lower()}"] = number(error)
     if lse_error is not None:
         check.update(lse_error=number(lse_error), lse_max=MAX_LSE_ERROR)
         metrics["lse_error"] = number(lse_error)
-    return as_peer_where_due(kernel, {"probe": PROBE, "params": params(kernel, shape),
+    return as_peer_where_due(kernel, {"probe": PROBE, "params": params(kernel, shape, pass_),
                                       "status": "ok" if passed else "failed", "metrics": metrics,
                                       "primary": "tflops", "check": check, "telemetry": telemetry})
 
 
-def skipped_row(kernel, shape, reason):
-    return as_peer_where_due(kernel, {"probe": PROBE, "params": params(kernel, shape), "status": "skipped",
+def skipped_row(kernel, shape, reason, pass_="fwd"):
+    return as_peer_where_due(kernel, {"probe": PROBE, "params": params(kernel, shape, pass_), "status": "skipped",
                                       "reason": reason, "metrics": {}})
 
 
@@ -133,23 +162,25 @@ def as_peer_where_due(kernel, row):
     return row
 
 
-def finding(kernel, rows):
-    ok = [r for r in rows if r["params"]["kernel"] == kernel and "tflops" in r["metrics"]]
+def finding(kernel, rows, pass_="fwd"):
+    mine = [r for r in rows if r["params"]["kernel"] == kernel and r["params"]["pass"] == pass_]
+    ok = [r for r in mine if "tflops" in r["metrics"]]
     if not ok:
         return None
     rate = lambda r: r["metrics"]["tflops"]["median"]
     best, worst = max(ok, key=rate), min(ok, key=rate)
     describe = lambda r: "B={batch} H={heads} N={seq} D={head_dim}{c}".format(
         c=" causal" if r["params"]["causal"] else "", **r["params"])
-    skipped = sum(1 for r in rows if r["params"]["kernel"] == kernel and r["status"] == "skipped")
+    skipped = sum(1 for r in mine if r["status"] == "skipped")
     failed = sum(1 for r in ok if r["status"] == "failed")
+    label = kernel if pass_ == "fwd" else f"{kernel} {pass_}"
     return {"probe": PROBE,
-            "text": f"{kernel}: {rate(worst):.1f}..{rate(best):.1f} TFLOP/s over {len(ok)} shapes; best "
+            "text": f"{label}: {rate(worst):.1f}..{rate(best):.1f} TFLOP/s over {len(ok)} shapes; best "
                     f"{describe(best)}, slowest {describe(worst)}; {failed} failed the check, {skipped} skipped"}
 
 
 def report(tool, host, device, rows):
-    findings = [f for f in (finding(k, rows) for k in [*TK_KERNELS, *BACKENDS]) if f]
+    findings = [f for f in (finding(k, rows, p) for p in PASSES for k in [*TK_KERNELS, *BACKENDS]) if f]
     return {"schema": SCHEMA, "tool": tool, "host": host, "device": device, "results": rows, "findings": findings}
 
 
@@ -170,8 +201,8 @@ def side_by_side(*reports):
         p = dict(key)
         ratio = lambda peer: f"{rates['wgmma'] / rates[peer]:.3f}" if "wgmma" in rates and peer in rates else "-"
         cells = [f"{rates[k]:.1f}" if k in rates else "-" for k in kernels]
-        shape = "B={batch} H={heads} HKV={kv_heads} N={seq} D={head_dim}{c}".format(
-            c=" causal" if p["causal"] else "", **p)
+        shape = "B={batch} H={heads} HKV={kv_heads} N={seq} D={head_dim}{c}{w}".format(
+            c=" causal" if p["causal"] else "", w="" if p.get("pass", "fwd") == "fwd" else " " + p["pass"], **p)
         lines.append(f"| {shape} | " + " | ".join(cells) + f" | {ratio('torch-flash')} | {ratio('torch-cudnn')} |")
     return "\n".join(lines) + "\n"
 
@@ -291,6 +322,35 @@ def reference(torch, q, k, v, causal):
     return out, lse
 
 
+def reference_backward(torch, q, k, v, d_o, causal):
+    """O, dQ, dK, dV in fp32 from SDPA's math backend, one (batch, query head) at a time, as the
+    forward's reference: the sweep's N = 16384 scores fit. A key/value head's gradients sum over
+    the query heads that share it."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    out = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+    dq = torch.empty_like(out)
+    dk = torch.zeros(k.shape, dtype=torch.float32, device=q.device)
+    dv = torch.zeros_like(dk)
+    group = q.shape[1] // k.shape[1]
+    with sdpa_kernel(SDPBackend.MATH):
+        for b in range(q.shape[0]):
+            for h in range(q.shape[1]):
+                one_head = lambda t, i: t[b:b + 1, i:i + 1].float()  # (1, 1, N, D)
+                leaves = [one_head(t, i).requires_grad_() for t, i in ((q, h), (k, h // group), (v, h // group))]
+                o = F.scaled_dot_product_attention(*leaves, is_causal=causal)
+                grads = torch.autograd.grad(o, leaves, one_head(d_o, h))
+                out[b, h] = o.detach()[0, 0]
+                dq[b, h] = grads[0][0, 0]
+                dk[b, h // group] += grads[1][0, 0]
+                dv[b, h // group] += grads[2][0, 0]
+    return out, dq, dk, dv
+
+
+def rel_error(torch, x, ref):
+    return (torch.linalg.vector_norm(x.float() - ref) / torch.linalg.vector_norm(ref)).item()
+
+
 BLOCKER_CYCLES = 1_000_000  # ~0.5 ms of GPU spin: longer than any host-side launch path here
 
 
@@ -320,6 +380,10 @@ class TkAttention:
         self.lib.tk_attention_create.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 7
         self.lib.tk_attention_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         self.lib.tk_attention_destroy.argtypes = [ctypes.c_void_p]
+        self.lib.tk_attention_backward_create.restype = ctypes.c_void_p
+        self.lib.tk_attention_backward_create.argtypes = [ctypes.c_void_p] * 9 + [ctypes.c_int] * 6 + [ctypes.c_void_p] * 2
+        self.lib.tk_attention_backward_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        self.lib.tk_attention_backward_destroy.argtypes = [ctypes.c_void_p]
 
     def prepare(self, torch, kernel, q, k, v, causal):
         """(run, o, lse, release), or None when the kernel refuses the shape (it says why on stderr)."""
@@ -336,6 +400,33 @@ class TkAttention:
             if self.lib.tk_attention_launch(handle, stream) != 0:
                 raise RuntimeError(f"tk_attention_launch ({kernel}) failed")
         return run, o, lse, lambda: self.lib.tk_attention_destroy(handle)
+
+    def prepare_backward(self, torch, q, k, v, d_o, causal):
+        """(forward run, backward run, o, lse, (dq, dk, dv), release) for the wgmma kernels (the
+        backward has no other), or None when refused (the reason is on stderr). The backward reads
+        the o and lse the forward run writes."""
+        forward = self.prepare(torch, "wgmma", q, k, v, causal)
+        if forward is None:
+            return None
+        run_forward, o, lse, release_forward = forward
+        b, h, n, d = q.shape
+        grads = [torch.full_like(t, float("nan")) for t in (q, k, v)]  # poisoned
+        handle = self.lib.tk_attention_backward_create(
+            q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), d_o.data_ptr(), lse.data_ptr(),
+            *(g.data_ptr() for g in grads), b, h, k.shape[1], n, d, int(causal), None, None)
+        if not handle:
+            release_forward()
+            return None
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+        def run_backward():
+            if self.lib.tk_attention_backward_launch(handle, stream) != 0:
+                raise RuntimeError("tk_attention_backward_launch failed")
+
+        def release():
+            self.lib.tk_attention_backward_destroy(handle)
+            release_forward()
+        return run_forward, run_backward, o, lse, grads, release
 
 
 def measure_shape(torch, shape, kernels, args, generator, nvml, peak, tk):
@@ -370,6 +461,17 @@ def measure_shape(torch, shape, kernels, args, generator, nvml, peak, tk):
         runs[kernel] = run
     torch.cuda.synchronize()
     want, want_lse = reference(torch, q, k, v, shape["causal"])
+    rates, measured = timed_in_turns(torch, runs, contexts, args, flops(shape), nvml)
+    for kernel, (o, lse) in outputs.items():
+        lse_error = None if lse is None else (lse - want_lse).abs().max().item()
+        rows[kernel] = measured_row(kernel, shape, rates[kernel], rel_error(torch, o, want), peak, measured, lse_error)
+    for release in releases:
+        release()
+    return [rows[kernel] for kernel in kernels]
+
+
+def timed_in_turns(torch, runs, contexts, args, work, nvml):
+    """Every run warmed up, then timed in turns: {kernel: TFLOP/s samples}, and the telemetry."""
     rates = {kernel: [] for kernel in runs}
     for kernel, run in runs.items():
         with contexts[kernel]():
@@ -379,12 +481,66 @@ def measure_shape(torch, shape, kernels, args, generator, nvml, peak, tk):
     for _ in range(args.rounds):
         for kernel, run in runs.items():
             with contexts[kernel]():
-                rates[kernel] += timed_rates(torch, run, args.reps // args.rounds, flops(shape))
-    after = nvml.sample()
-    for kernel, (o, lse) in outputs.items():
-        rel = (torch.linalg.vector_norm(o.float() - want) / torch.linalg.vector_norm(want)).item()
-        lse_error = None if lse is None else (lse - want_lse).abs().max().item()
-        rows[kernel] = measured_row(kernel, shape, rates[kernel], rel, peak, telemetry(before, after), lse_error)
+                rates[kernel] += timed_rates(torch, run, args.reps // args.rounds, work)
+    return rates, telemetry(before, nvml.sample())
+
+
+def measure_backward_shape(torch, shape, kernels, args, generator, nvml, peak, tk, pass_):
+    """Rows for every kernel's backward (pass "bwd") or forward and backward ("fwd+bwd") on one
+    shape: same q, k, v and dO, timed in turns, every gradient checked against SDPA's math backend."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+    b, h, kvh, n, d, causal = (shape[key] for key in ("batch", "heads", "kv_heads", "seq", "head_dim", "causal"))
+    draw = lambda heads: torch.randn(b, heads, n, d, device="cuda", dtype=torch.bfloat16, generator=generator)
+    q, k, v, d_o = draw(h), draw(kvh), draw(kvh), draw(h)
+    with_forward = pass_ == "fwd+bwd"
+    runs, results, rows, releases = {}, {}, {}, []
+    contexts = {kernel: contextlib.nullcontext for kernel in kernels}
+    for kernel in kernels:
+        if kernel == "mma-sync":
+            rows[kernel] = skipped_row(kernel, shape, "no backward: the backward is the wgmma kernels'", pass_)
+            continue
+        if kernel in TK_KERNELS:
+            prepared = tk.prepare_backward(torch, q, k, v, d_o, causal)
+            if prepared is None:
+                rows[kernel] = skipped_row(kernel, shape, "refused by the kernel (its reason is on stderr)", pass_)
+                continue
+            run_forward, run_backward, o, lse, grads, release = prepared
+            releases.append(release)
+            run_forward()
+            run_backward()
+            run = (lambda f=run_forward, g=run_backward: (f(), g())) if with_forward else run_backward
+            results[kernel] = (o, lse, grads)
+        else:
+            backend = getattr(SDPBackend, BACKENDS[kernel])
+            leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+            attend = lambda leaves=leaves: F.scaled_dot_product_attention(*leaves, is_causal=causal,
+                                                                          enable_gqa=kvh != h)
+            try:
+                with sdpa_kernel(backend):  # a backend that cannot take the shape refuses here
+                    o = attend()
+                    grads = torch.autograd.grad(o, leaves, d_o, retain_graph=True)
+            except RuntimeError as e:
+                rows[kernel] = skipped_row(kernel, shape, (str(e).strip().splitlines() or [type(e).__name__])[0],
+                                           pass_)
+                continue
+            if with_forward:
+                run = lambda attend=attend, leaves=leaves: torch.autograd.grad(attend(), leaves, d_o)
+            else:
+                run = lambda o=o, leaves=leaves: torch.autograd.grad(o, leaves, d_o, retain_graph=True)
+            results[kernel] = (o.detach(), None, grads)
+            contexts[kernel] = lambda backend=backend: sdpa_kernel(backend)
+        runs[kernel] = run
+    torch.cuda.synchronize()
+    want_o, *want_grads = reference_backward(torch, q, k, v, d_o, causal)
+    want_lse = reference(torch, q, k, v, causal)[1] if with_forward and tk else None
+    rates, measured = timed_in_turns(torch, runs, contexts, args, pass_flops(shape, pass_), nvml)
+    for kernel, (o, lse, grads) in results.items():
+        grad_errors = {name: rel_error(torch, g, want) for name, g, want in zip(("dQ", "dK", "dV"), grads, want_grads)}
+        o_error = rel_error(torch, o, want_o) if with_forward else None
+        lse_error = (lse - want_lse).abs().max().item() if with_forward and lse is not None else None
+        rows[kernel] = measured_row(kernel, shape, rates[kernel], o_error, peak, measured, lse_error, pass_,
+                                    grad_errors)
     for release in releases:
         release()
     return [rows[kernel] for kernel in kernels]
@@ -414,10 +570,15 @@ def run_all(args):
     tk = TkAttention(args.tk_lib) if args.tk_lib else None
     kernels = [*(TK_KERNELS if tk else []), *BACKENDS]
     rows = []
-    for shape in grid(args.quick):
-        rows += measure_shape(torch, shape, kernels, args, generator, nvml, datasheet_bf16_peak(device["name"]), tk)
-        for row in rows[-len(kernels):]:
-            print(json.dumps(row["params"]), row["status"], file=sys.stderr)
+    peak = datasheet_bf16_peak(device["name"])
+    for pass_ in PASSES if args.pass_ == "all" else [args.pass_]:
+        for shape in grid(args.quick):
+            if pass_ == "fwd":
+                rows += measure_shape(torch, shape, kernels, args, generator, nvml, peak, tk)
+            else:
+                rows += measure_backward_shape(torch, shape, kernels, args, generator, nvml, peak, tk, pass_)
+            for row in rows[-len(kernels):]:
+                print(json.dumps(row["params"]), row["status"], file=sys.stderr)
     return report(tool, host, device, rows)
 
 
@@ -425,6 +586,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="where to write the tkprobe.report/1 JSON")
     parser.add_argument("--quick", action="store_true", help="the probe's --quick shapes instead of the sweep")
+    parser.add_argument("--pass", dest="pass_", default="fwd", choices=[*PASSES, "all"],
+                        help="what to time: the forward, the backward, both in one unit, or each of them")
     parser.add_argument("--reps", type=int, default=50, help="timed launches per kernel and shape (>= 20)")
     parser.add_argument("--rounds", type=int, default=5, help="turns the kernels' launches are split into")
     parser.add_argument("--warmup", type=int, default=5, help="untimed launches first")

@@ -77,7 +77,7 @@ if want sanitize; then
   echo "sanitize rc=${PIPESTATUS[0]}" >> "$OUT/run.log"
 fi
 if want peers; then
-  TKPROBE_GIT_SHA="$sha" timeout "$(left)" python3 scripts/compare_sdpa.py --out "$OUT/attention-peers.json" \
+  TKPROBE_GIT_SHA="$sha" timeout "$(left)" python3 scripts/compare_sdpa.py --pass all --out "$OUT/attention-peers.json" \
     --tk-lib build/kernels/libtk_attention_c.so > "$OUT/peers.md" 2> "$OUT/peers.log"
   echo "compare_sdpa rc=$?" >> "$OUT/run.log"
   cat "$OUT/peers.md"

@@ -1,5 +1,10 @@
+#include <algorithm>
+#include <array>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kernels/attention/attention.hpp"
 #include "kernels/attention/launchers.hpp"
@@ -31,10 +36,148 @@ std::string refusal(Shape s, Kernel kernel) {
   return kernel == Kernel::wgmma ? detail::hopper_refusal(s) : detail::portable_refusal(s);
 }
 
-Forward::Forward(const Tensors& t, Shape s, Kernel kernel)
-    : launch_(kernel == Kernel::wgmma ? detail::hopper_forward(t, s) : detail::portable_forward(t, s)) {}
+Strides contiguous(int heads, int seq, int head_dim) {
+  const std::int64_t row = head_dim, matrix = row * seq;
+  return {matrix * heads, matrix, row, 1};
+}
 
 namespace {
+
+constexpr int kElementBytes = sizeof(__nv_bfloat16);
+
+struct Axis {
+  const char* name;
+  std::int64_t stride;
+  int extent;
+};
+
+// The batch, head and row axes of a tensor with `heads` heads.
+std::array<Axis, 3> axes(Strides at, Shape s, int heads) {
+  return {Axis{"batch", at.batch, s.batch}, Axis{"head", at.head, heads}, Axis{"seq", at.seq, s.seq}};
+}
+
+// `given`, or the contiguous strides; an axis of extent 1 takes its contiguous stride.
+Strides resolved(const std::optional<Strides>& given, Shape s, int heads) {
+  const Strides dense = contiguous(heads, s.seq, s.head_dim);
+  Strides at = given.value_or(dense);
+  if (s.batch == 1) at.batch = dense.batch;
+  if (heads == 1) at.head = dense.head;
+  if (s.seq == 1) at.seq = dense.seq;
+  return at;
+}
+
+std::string describe(Strides at) {
+  return "{batch " + std::to_string(at.batch) + ", head " + std::to_string(at.head) + ", seq " +
+         std::to_string(at.seq) + ", dim " + std::to_string(at.dim) + "}";
+}
+
+// Why the TMA cannot describe tensor `name` at `data` with (resolved) strides `at` ("" when it
+// can): cuTensorMapEncodeTiled's rules, in the caller's terms.
+std::string tma_refusal(const std::string& name, const void* data, Strides at, Shape s, int heads) {
+  if (at.dim != 1) {
+    return name + ": head-dim stride " + std::to_string(at.dim) + ": the head dim must be contiguous (stride 1)";
+  }
+  if (reinterpret_cast<std::uintptr_t>(data) % 16 != 0) {
+    return name + ": its address is not 16-byte aligned: the TMA needs a 16-byte aligned base";
+  }
+  constexpr std::int64_t kMaxStrideBytes = std::int64_t(1) << 40;
+  for (const Axis& a : axes(at, s, heads)) {
+    const std::string which = name + ": " + a.name + " stride " + std::to_string(a.stride);
+    if (a.stride <= 0) return which + ": give a positive stride";
+    if (a.stride * kElementBytes % 16 != 0) {
+      return which + " (" + std::to_string(a.stride * kElementBytes) +
+             " bytes): the TMA needs strides that are multiples of 16 bytes (8 bf16 elements)";
+    }
+    if (a.stride >= kMaxStrideBytes / kElementBytes) return which + ": the TMA needs strides below 2^40 bytes";
+  }
+  return "";
+}
+
+// Whether two elements of an output would share an address: the axes, innermost first, must each
+// step past everything the axes inside them span.
+bool overlaps(Strides at, Shape s, int heads) {
+  std::array<Axis, 3> outer = axes(at, s, heads);
+  std::sort(outer.begin(), outer.end(), [](const Axis& a, const Axis& b) { return a.stride < b.stride; });
+  std::int64_t span = s.head_dim;
+  for (const Axis& a : outer) {
+    if (a.extent == 1) continue;
+    if (a.stride < span) return true;
+    span = a.stride * a.extent;
+  }
+  return false;
+}
+
+struct Operand {
+  std::string name;
+  const void* data;
+  Strides at;  // resolved
+  int heads;
+  bool written;
+};
+
+std::string layout_refusal(const std::vector<Operand>& operands, Shape s, Kernel kernel) {
+  for (const Operand& x : operands) {
+    // mma_sync reads through pointers, not the TMA: its alignment rules are the caller's (README).
+    if (kernel == Kernel::mma_sync) {
+      if (x.at == contiguous(x.heads, s.seq, s.head_dim)) continue;
+      return x.name + ": strides " + describe(x.at) + ": strided inputs need the wgmma kernel; mma_sync reads " +
+             "contiguous (B, H, N, D) tensors";
+    }
+    if (std::string why = tma_refusal(x.name, x.data, x.at, s, x.heads); !why.empty()) return why;
+    if (x.written && overlaps(x.at, s, x.heads)) {
+      return x.name + ": strides " + describe(x.at) + " make elements overlap: an output needs a place per element";
+    }
+  }
+  return "";
+}
+
+detail::ForwardStrides resolved(const ForwardLayout& l, Shape s) {
+  return {resolved(l.q, s, s.heads), resolved(l.k, s, s.kv_heads), resolved(l.v, s, s.kv_heads),
+          resolved(l.o, s, s.heads)};
+}
+
+detail::BackwardStrides resolved(const BackwardLayout& l, Shape s) {
+  return {resolved(l.q, s, s.heads),   resolved(l.k, s, s.kv_heads),  resolved(l.v, s, s.kv_heads),
+          resolved(l.o, s, s.heads),   resolved(l.d_o, s, s.heads),   resolved(l.dq, s, s.heads),
+          resolved(l.dk, s, s.kv_heads), resolved(l.dv, s, s.kv_heads)};
+}
+
+}  // namespace
+
+std::string refusal(const Tensors& t, Shape s, Kernel kernel, const ForwardLayout& layout) {
+  if (std::string why = refusal(s, kernel); !why.empty()) return why;
+  const detail::ForwardStrides at = resolved(layout, s);
+  return layout_refusal({{"q", t.q, at.q, s.heads, false},
+                         {"k", t.k, at.k, s.kv_heads, false},
+                         {"v", t.v, at.v, s.kv_heads, false},
+                         {"o", t.o, at.o, s.heads, true}},
+                        s, kernel);
+}
+
+std::string refusal(const BackwardTensors& t, Shape s, const BackwardLayout& layout) {
+  if (std::string why = refusal(s, Kernel::wgmma); !why.empty()) return why;
+  const detail::BackwardStrides at = resolved(layout, s);
+  return layout_refusal({{"q", t.q, at.q, s.heads, false},
+                         {"k", t.k, at.k, s.kv_heads, false},
+                         {"v", t.v, at.v, s.kv_heads, false},
+                         {"o", t.o, at.o, s.heads, false},
+                         {"d_o", t.d_o, at.d_o, s.heads, false},
+                         {"dq", t.dq, at.dq, s.heads, true},
+                         {"dk", t.dk, at.dk, s.kv_heads, true},
+                         {"dv", t.dv, at.dv, s.kv_heads, true}},
+                        s, Kernel::wgmma);
+}
+
+namespace {
+
+void throw_if_refused(const char* pass, const std::string& why) {
+  if (!why.empty()) throw std::invalid_argument(std::string("attention ") + pass + ": " + why);
+}
+
+detail::Launch forward_launch(const Tensors& t, Shape s, Kernel kernel, const ForwardLayout& layout) {
+  throw_if_refused("forward", refusal(t, s, kernel, layout));
+  return kernel == Kernel::wgmma ? detail::hopper_forward(t, s, resolved(layout, s)) : detail::portable_forward(t, s);
+}
 
 std::shared_ptr<void> allocate_scratch(std::size_t floats) {
   void* p = nullptr;
@@ -45,17 +188,34 @@ std::shared_ptr<void> allocate_scratch(std::size_t floats) {
   return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
 }
 
-Shape checked(Shape s) {
-  if (const std::string why = refusal(s, Kernel::wgmma); !why.empty()) {
-    throw std::invalid_argument("attention backward: " + why);
+// The scratch's vectors are read with bulk copies, from 16-byte aligned addresses.
+float* aligned(float* scratch) {
+  if (scratch == nullptr || reinterpret_cast<std::uintptr_t>(scratch) % 16 != 0) {
+    throw std::invalid_argument("attention backward: the scratch is null or not 16-byte aligned: give an aligned block");
   }
+  return scratch;
+}
+
+Shape checked(const BackwardTensors& t, Shape s, const BackwardLayout& layout) {
+  throw_if_refused("backward", refusal(t, s, layout));
   return s;
 }
 
 }  // namespace
 
-Backward::Backward(const BackwardTensors& t, Shape s)
-    : scratch_(allocate_scratch(detail::hopper_backward_scratch_floats(checked(s)))),
-      launch_(detail::hopper_backward(t, s, static_cast<float*>(scratch_.get()))) {}
+Forward::Forward(const Tensors& t, Shape s, Kernel kernel, const ForwardLayout& layout)
+    : launch_(forward_launch(t, s, kernel, layout)) {}
+
+Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout)
+    : Backward(t, s, layout, allocate_scratch(detail::hopper_backward_scratch_floats(checked(t, s, layout)))) {}
+
+Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, float* scratch)
+    : Backward(t, s, layout, std::shared_ptr<void>(aligned(scratch), [](void*) {})) {}
+
+Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, std::shared_ptr<void> scratch)
+    : scratch_(std::move(scratch)),
+      launch_(detail::hopper_backward(t, checked(t, s, layout), resolved(layout, s), static_cast<float*>(scratch_.get()))) {}
+
+std::size_t backward_scratch_bytes(Shape s) { return detail::hopper_backward_scratch_floats(s) * sizeof(float); }
 
 }  // namespace attention

@@ -2,8 +2,9 @@
 // FlashAttention forward written in the DSL (kernels/tk): O = softmax(Q K^T / sqrt(D)) V per
 // (batch, head), bf16 in and out, fp32 softmax, and the row logsumexp a backward pass needs.
 //
-// Layout (PyTorch SDPA's (B, H, N, D), contiguous): Q and O are [batch][heads][seq][head_dim],
-// K and V [batch][kv_heads][seq][head_dim], LSE [batch][heads][seq] float. Query head h reads
+// Layout (PyTorch SDPA's (B, H, N, D)): Q and O are [batch][heads][seq][head_dim], K and V
+// [batch][kv_heads][seq][head_dim], contiguous unless given strides (Strides below), LSE
+// [batch][heads][seq] float, always contiguous. Query head h reads
 // key/value head h / (heads / kv_heads) (grouped-query attention). LSE is the natural log of
 // sum_j exp(q.k_j / sqrt(D)) over the keys the row attends to.
 //
@@ -12,8 +13,10 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace attention {
@@ -31,17 +34,46 @@ struct Tensors {
   float* lse;
 };
 
+// Where a (B, H, N, D) tensor's elements lie: element strides between batches, heads, rows and
+// head-dim elements, as torch.Tensor.stride() gives them. The TMA reads any such tensor whose
+// head dim is contiguous (dim = 1), whose other strides are positive multiples of 16 bytes (8
+// elements) and whose base is 16-byte aligned; the stride of an axis of extent 1 is never used
+// and may be anything. A projection's output viewed (B, N, H, D) and transposed to (B, H, N, D)
+// has strides {N H D, D, H D, 1}: read in place.
+struct Strides {
+  std::int64_t batch, head, seq, dim;
+  friend bool operator==(const Strides&, const Strides&) = default;
+};
+
+// The strides of a contiguous (B, H, N, D) tensor with `heads` heads.
+Strides contiguous(int heads, int seq, int head_dim);
+
+// Each tensor's strides; one left empty is contiguous. Only the `wgmma` kernels take others.
+struct ForwardLayout {
+  std::optional<Strides> q = {}, k = {}, v = {}, o = {};
+};
+struct BackwardLayout {
+  std::optional<Strides> q = {}, k = {}, v = {}, o = {}, d_o = {}, dq = {}, dk = {}, dv = {};
+};
+
 // 4 B H N^2 D (two matrix products of 2 N^2 D each per head), half of it when causal.
 double flops(Shape s);
 
 // Why `kernel` cannot run `s` ("" when it can), naming what is valid.
 std::string refusal(Shape s, Kernel kernel);
 
+// Why `kernel` cannot read or write the tensors where they lie ("" when it can): refusal(s,
+// kernel), then each tensor's strides and (for `wgmma`, whose TMA needs it) base address, naming
+// the tensor and what is valid. Outputs must not overlap themselves. `mma_sync` takes contiguous
+// tensors only.
+std::string refusal(const Tensors& t, Shape s, Kernel kernel, const ForwardLayout& layout);
+
 // A forward pass ready to launch (tensor maps and launch attributes prepared once, outside any
-// timed launch). `s` must pass refusal().
+// timed launch). Throws std::invalid_argument with refusal(t, s, kernel, layout) when that is
+// not empty.
 class Forward {
  public:
-  Forward(const Tensors& t, Shape s, Kernel kernel);
+  Forward(const Tensors& t, Shape s, Kernel kernel, const ForwardLayout& layout = {});
   void operator()(cudaStream_t stream) const { launch_(stream); }
 
  private:
@@ -63,19 +95,32 @@ struct BackwardTensors {
 // (S and dP again for dQ: hopper/backward_config.cuh), which this count leaves out.
 double flops_backward(Shape s);
 
+// Why the backward cannot take these tensors ("" when it can), as the forward's refusal; the
+// LSE must be the forward's, contiguous [batch][heads][seq].
+std::string refusal(const BackwardTensors& t, Shape s, const BackwardLayout& layout);
+
 // A backward pass ready to launch, for the `wgmma` kernels (sm_90a): tensor maps, launch
 // attributes and its fp32 scratch (D = rowsum(dO * O) and LSE in base 2, per query row) prepared
-// once. Throws std::invalid_argument with refusal(s, Kernel::wgmma) when that is not empty, and
+// once. Throws std::invalid_argument with refusal(t, s, layout) when that is not empty, and
 // std::runtime_error when the scratch cannot be allocated. Deterministic: the same inputs give
 // the same bits (no atomics; see kernels/attention/README.md).
 class Backward {
  public:
-  Backward(const BackwardTensors& t, Shape s);
+  Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout = {});
+  // The same on the caller's scratch, backward_scratch_bytes(s) of device memory, 16-byte
+  // aligned, which must outlive every launch: an allocator that orders its blocks by stream
+  // (PyTorch's) lends it for one step without the device-wide wait of cudaFree.
+  Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, float* scratch);
   void operator()(cudaStream_t stream) const { launch_(stream); }
 
  private:
-  std::shared_ptr<void> scratch_;  // owned here, so callers need not know its size or layout
+  Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, std::shared_ptr<void> scratch);
+
+  std::shared_ptr<void> scratch_;  // owned here unless lent, so callers need not know its layout
   std::function<void(cudaStream_t)> launch_;
 };
+
+// The scratch a Backward of shape `s` (which must pass refusal) takes.
+std::size_t backward_scratch_bytes(Shape s);
 
 }  // namespace attention

@@ -1,12 +1,12 @@
-// Launches the Hopper attention forward (hopper/kernel.cuh): the tensor maps, the persistent
-// grid, the shared memory it asks for.
+// Launches the Hopper attention forward (hopper/kernel.cuh): the tensor maps (at the tensors'
+// strides: hopper/tensor_maps.cuh), the persistent grid, the shared memory it asks for.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "kernels/attention/hopper/kernel.cuh"
+#include "kernels/attention/hopper/tensor_maps.cuh"
 #include "kernels/attention/launchers.hpp"
-#include "tk/types/gl.cuh"
 
 namespace attention::detail {
 namespace {
@@ -14,12 +14,10 @@ namespace {
 using namespace attention::hopper;
 
 template <int D>
-Launch launch_for(const Tensors& t, Shape s) {
+Launch launch_for(const Tensors& t, Shape s, const ForwardStrides& at) {
   using C = Config<D>;
-  const std::uint64_t rows = s.seq, q_matrices = std::uint64_t(s.batch) * s.heads;
-  const std::uint64_t kv_matrices = std::uint64_t(s.batch) * s.kv_heads;
-  const Maps maps{tma_map<typename C::q>(t.q, rows, D, q_matrices), tma_map<typename C::kv>(t.k, rows, D, kv_matrices),
-                  tma_map<typename C::kv>(t.v, rows, D, kv_matrices), tma_map<typename C::q>(t.o, rows, D, q_matrices)};
+  const Maps maps{tensor_map<typename C::q>(t.q, s, s.heads, at.q), tensor_map<typename C::kv>(t.k, s, s.kv_heads, at.k),
+                  tensor_map<typename C::kv>(t.v, s, s.kv_heads, at.v), tensor_map<typename C::q>(t.o, s, s.heads, at.o)};
   const int q_blocks = (s.seq + C::block_q - 1) / C::block_q;
   const Problem p{s.seq, s.heads, s.kv_heads, s.batch * s.heads, q_blocks, s.causal,
                   float(M_LOG2E / std::sqrt(double(D))), t.lse};
@@ -38,6 +36,8 @@ std::string hopper_refusal(Shape s) {
   return "";
 }
 
-Launch hopper_forward(const Tensors& t, Shape s) { return s.head_dim == 64 ? launch_for<64>(t, s) : launch_for<128>(t, s); }
+Launch hopper_forward(const Tensors& t, Shape s, const ForwardStrides& at) {
+  return s.head_dim == 64 ? launch_for<64>(t, s, at) : launch_for<128>(t, s, at);
+}
 
 }  // namespace attention::detail

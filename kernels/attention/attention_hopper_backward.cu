@@ -1,6 +1,7 @@
 // Launches the Hopper attention backward (hopper/backward_*.cuh): the scratch's layout, the
-// tensor maps, the grids, the shared memory each kernel asks for. Three launches on one stream:
-// the preprocess, then dK/dV and dQ, which both read its scratch.
+// tensor maps (at the tensors' strides: hopper/tensor_maps.cuh), the grids, the shared memory
+// each kernel asks for. Three launches on one stream: the preprocess, then dK/dV and dQ, which
+// both read its scratch.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -8,42 +9,42 @@
 #include "kernels/attention/hopper/backward_dkdv.cuh"
 #include "kernels/attention/hopper/backward_dq.cuh"
 #include "kernels/attention/hopper/backward_preprocess.cuh"
+#include "kernels/attention/hopper/tensor_maps.cuh"
 #include "kernels/attention/launchers.hpp"
-#include "tk/types/gl.cuh"
 
 namespace attention::detail {
 namespace {
 
 using namespace attention::hopper::backward;
+using attention::hopper::tensor_map;
+
+RowStrides row_strides(Strides at) { return {at.batch, at.head, at.seq}; }
 
 template <int D>
-Launch launch_for(const BackwardTensors& t, Shape s, float* scratch) {
+Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, float* scratch) {
   using KC = KvConfig<D>;
   using QC = QConfig<D>;
   const Schedule schedule{s.batch, s.heads, s.kv_heads, s.seq, s.causal};
   const std::size_t vector_floats = scratch_floats(s.batch, s.heads, s.seq) / 2;
   const Problem p{schedule, float(1 / std::sqrt(double(D))), float(M_LOG2E / std::sqrt(double(D))), scratch,
                   scratch + vector_floats};
-  const std::uint64_t rows = s.seq, q_matrices = std::uint64_t(s.batch) * s.heads;
-  const std::uint64_t kv_matrices = std::uint64_t(s.batch) * s.kv_heads;
-  const KvMaps kv_maps{tma_map<typename KC::kv>(t.k, rows, D, kv_matrices),
-                       tma_map<typename KC::kv>(t.v, rows, D, kv_matrices),
-                       tma_map<typename KC::q>(t.q, rows, D, q_matrices),
-                       tma_map<typename KC::q>(t.d_o, rows, D, q_matrices),
-                       tma_map<typename KC::kv>(t.dk, rows, D, kv_matrices),
-                       tma_map<typename KC::kv>(t.dv, rows, D, kv_matrices)};
-  const QMaps q_maps{tma_map<typename QC::q>(t.q, rows, D, q_matrices), tma_map<typename QC::q>(t.d_o, rows, D, q_matrices),
-                     tma_map<typename QC::kv>(t.k, rows, D, kv_matrices),
-                     tma_map<typename QC::kv>(t.v, rows, D, kv_matrices),
-                     tma_map<typename QC::q>(t.dq, rows, D, q_matrices)};
+  const std::uint64_t q_matrices = std::uint64_t(s.batch) * s.heads;
+  const int h = s.heads, kvh = s.kv_heads;
+  const KvMaps kv_maps{tensor_map<typename KC::kv>(t.k, s, kvh, at.k),  tensor_map<typename KC::kv>(t.v, s, kvh, at.v),
+                       tensor_map<typename KC::q>(t.q, s, h, at.q),     tensor_map<typename KC::q>(t.d_o, s, h, at.d_o),
+                       tensor_map<typename KC::kv>(t.dk, s, kvh, at.dk), tensor_map<typename KC::kv>(t.dv, s, kvh, at.dv)};
+  const QMaps q_maps{tensor_map<typename QC::q>(t.q, s, h, at.q), tensor_map<typename QC::q>(t.d_o, s, h, at.d_o),
+                     tensor_map<typename QC::kv>(t.k, s, kvh, at.k), tensor_map<typename QC::kv>(t.v, s, kvh, at.v),
+                     tensor_map<typename QC::q>(t.dq, s, h, at.dq)};
   cudaFuncSetAttribute(dkdv_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvSmemBytes<D>);
   cudaFuncSetAttribute(dq_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kQSmemBytes<D>);
   // Enough preprocess blocks to fill the GPU many times over; each strides over the rest.
   const int prep_grid = int(std::min<std::uint64_t>(q_matrices * padded(s.seq) / kPrepWarps, kPrepMaxBlocks));
   const int kv_grid = kv_items(schedule), q_grid = q_items(schedule);
   const BackwardTensors in = t;
+  const RowStrides o_at = row_strides(at.o), d_o_at = row_strides(at.d_o);
   return [=](cudaStream_t stream) {
-    preprocess_kernel<D><<<prep_grid, kPrepThreads, 0, stream>>>(in.o, in.d_o, in.lse, p);
+    preprocess_kernel<D><<<prep_grid, kPrepThreads, 0, stream>>>(in.o, o_at, in.d_o, d_o_at, in.lse, p);
     dkdv_kernel<D><<<kv_grid, KC::threads, kKvSmemBytes<D>, stream>>>(kv_maps, p);
     dq_kernel<D><<<q_grid, QC::threads, kQSmemBytes<D>, stream>>>(q_maps, p);
   };
@@ -53,8 +54,8 @@ Launch launch_for(const BackwardTensors& t, Shape s, float* scratch) {
 
 std::size_t hopper_backward_scratch_floats(Shape s) { return scratch_floats(s.batch, s.heads, s.seq); }
 
-Launch hopper_backward(const BackwardTensors& t, Shape s, float* scratch) {
-  return s.head_dim == 64 ? launch_for<64>(t, s, scratch) : launch_for<128>(t, s, scratch);
+Launch hopper_backward(const BackwardTensors& t, Shape s, const BackwardStrides& at, float* scratch) {
+  return s.head_dim == 64 ? launch_for<64>(t, s, at, scratch) : launch_for<128>(t, s, at, scratch);
 }
 
 }  // namespace attention::detail

@@ -1,32 +1,78 @@
-// A C interface to the attention forward pass, so that Python (ctypes) can call the same kernels
+// A C interface to the attention passes, so that Python (ctypes) can call the same kernels
 // tkprobe times: scripts/compare_sdpa.py times them beside PyTorch's SDPA backends in one process,
-// on the same tensors. A forward pass is prepared once (tensor maps, launch attributes) and then
-// launched, so a timed launch holds no host-side setup.
+// on the same tensors, and python/tk_attention.py wraps them as a drop-in for PyTorch's
+// scaled_dot_product_attention. A pass is prepared once (tensor maps, launch attributes, the
+// backward's scratch) and then launched, so a timed launch holds no host-side setup. Every create
+// returns null when the shape or a tensor's layout is refused, or preparing failed, with the
+// reason on stderr.
+//
+// Strides: `strides` is null (every tensor contiguous (B, H, N, D)) or points at four int64 per
+// tensor, {batch, head, seq, dim} in elements as torch.Tensor.stride() gives them, tensor after
+// tensor in the order of the pointer arguments (forward: q, k, v, o; backward: q, k, v, o, d_o,
+// dq, dk, dv). LSE is always contiguous float [batch][heads][seq].
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 
 #include "kernels/attention/attention.hpp"
 
-extern "C" {
+namespace {
 
-// A prepared forward pass (kernel 0: wgmma, 1: mma_sync), or null if the shape is refused or
-// preparing it failed (the reason goes to stderr). Free it with tk_attention_destroy.
-void* tk_attention_create(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int heads,
-                          int kv_heads, int seq, int head_dim, int causal, int kernel) {
-  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
-  const auto which = kernel == 0 ? attention::Kernel::wgmma : attention::Kernel::mma_sync;
-  if (const std::string why = attention::refusal(s, which); !why.empty()) {
-    std::fprintf(stderr, "tk_attention_create: %s\n", why.c_str());
+using bf16 = __nv_bfloat16;
+
+attention::Strides strides_at(const std::int64_t* strides, int tensor) {
+  const std::int64_t* s = strides + 4 * tensor;
+  return {s[0], s[1], s[2], s[3]};
+}
+
+attention::ForwardLayout forward_layout(const std::int64_t* strides) {
+  if (strides == nullptr) return {};
+  return {strides_at(strides, 0), strides_at(strides, 1), strides_at(strides, 2), strides_at(strides, 3)};
+}
+
+attention::BackwardLayout backward_layout(const std::int64_t* strides) {
+  if (strides == nullptr) return {};
+  return {strides_at(strides, 0), strides_at(strides, 1), strides_at(strides, 2), strides_at(strides, 3),
+          strides_at(strides, 4), strides_at(strides, 5), strides_at(strides, 6), strides_at(strides, 7)};
+}
+
+// `make()`'s pass, or null with `refused` or the exception's message on stderr.
+template <class Make>
+void* create_or_explain(const char* entry, const std::string& refused, Make make) {
+  if (!refused.empty()) {
+    std::fprintf(stderr, "%s: %s\n", entry, refused.c_str());
     return nullptr;
   }
   try {
-    const attention::Tensors t{static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
-                               static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(o), lse};
-    return new attention::Forward(t, s, which);
+    return make();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tk_attention_create: %s\n", e.what());
+    std::fprintf(stderr, "%s: %s\n", entry, e.what());
     return nullptr;
   }
+}
+
+}  // namespace
+
+extern "C" {
+
+// A prepared forward pass (kernel 0: wgmma, 1: mma_sync; the latter takes contiguous tensors
+// only). Free it with tk_attention_destroy.
+void* tk_attention_create_strided(const void* q, const void* k, const void* v, void* o, float* lse, int batch,
+                                  int heads, int kv_heads, int seq, int head_dim, int causal, int kernel,
+                                  const std::int64_t* strides) {
+  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
+  const auto which = kernel == 0 ? attention::Kernel::wgmma : attention::Kernel::mma_sync;
+  const attention::Tensors t{static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
+                             static_cast<bf16*>(o), lse};
+  const attention::ForwardLayout layout = forward_layout(strides);
+  return create_or_explain("tk_attention_create", attention::refusal(t, s, which, layout),
+                           [&] { return new attention::Forward(t, s, which, layout); });
+}
+
+// The same for contiguous tensors.
+void* tk_attention_create(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int heads,
+                          int kv_heads, int seq, int head_dim, int causal, int kernel) {
+  return tk_attention_create_strided(q, k, v, o, lse, batch, heads, kv_heads, seq, head_dim, causal, kernel, nullptr);
 }
 
 // Launches it on `stream`: 0 on success, 1 on a CUDA error.
@@ -36,5 +82,41 @@ int tk_attention_launch(void* forward, void* stream) {
 }
 
 void tk_attention_destroy(void* forward) { delete static_cast<attention::Forward*>(forward); }
+
+// The device scratch a backward of this shape takes (0 when the shape is refused).
+long long tk_attention_backward_scratch_bytes(int batch, int heads, int kv_heads, int seq, int head_dim, int causal) {
+  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
+  return attention::refusal(s, attention::Kernel::wgmma).empty() ? (long long)attention::backward_scratch_bytes(s) : 0;
+}
+
+// A prepared backward pass (the wgmma kernels, sm_90a): dq, dk, dv from q, k, v, the forward's o
+// and lse, and d_o. `scratch` is null (the pass allocates its own on the current device, freed by
+// tk_attention_backward_destroy) or tk_attention_backward_scratch_bytes of 16-byte aligned device
+// memory that outlives its launches.
+void* tk_attention_backward_create(const void* q, const void* k, const void* v, const void* o, const void* d_o,
+                                   const float* lse, void* dq, void* dk, void* dv, int batch, int heads, int kv_heads,
+                                   int seq, int head_dim, int causal, const std::int64_t* strides, void* scratch) {
+  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
+  const attention::BackwardTensors t{static_cast<const bf16*>(q), static_cast<const bf16*>(k),
+                                     static_cast<const bf16*>(v), static_cast<const bf16*>(o),
+                                     static_cast<const bf16*>(d_o), lse, static_cast<bf16*>(dq),
+                                     static_cast<bf16*>(dk), static_cast<bf16*>(dv)};
+  const attention::BackwardLayout layout = backward_layout(strides);
+  return create_or_explain("tk_attention_backward_create", attention::refusal(t, s, layout),
+                           [&] {
+                             return scratch ? new attention::Backward(t, s, layout, static_cast<float*>(scratch))
+                                            : new attention::Backward(t, s, layout);
+                           });
+}
+
+// Launches it on `stream` (three kernels): 0 on success, 1 on a CUDA error.
+int tk_attention_backward_launch(void* backward, void* stream) {
+  (*static_cast<attention::Backward*>(backward))(static_cast<cudaStream_t>(stream));
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+// Frees it, and its own scratch if it has one (cudaFree waits for the device, so a launch in
+// flight finishes first).
+void tk_attention_backward_destroy(void* backward) { delete static_cast<attention::Backward*>(backward); }
 
 }  // extern "C"

@@ -11,12 +11,21 @@ namespace attention::detail {
 
 using Launch = std::function<void(cudaStream_t)>;
 
+// Every tensor's strides, checked (refusal passed), the defaults filled in, and an axis of extent
+// 1 given its contiguous stride: it is never stepped over, but the TMA checks it all the same.
+struct ForwardStrides {
+  Strides q, k, v, o;
+};
+struct BackwardStrides {
+  Strides q, k, v, o, d_o, dq, dk, dv;
+};
+
 std::string hopper_refusal(Shape s);  // attention_hopper.cu
-Launch hopper_forward(const Tensors& t, Shape s);
+Launch hopper_forward(const Tensors& t, Shape s, const ForwardStrides& strides);
 
 // attention_hopper_backward.cu: the scratch's floats for shape s, and the launches given it.
 std::size_t hopper_backward_scratch_floats(Shape s);
-Launch hopper_backward(const BackwardTensors& t, Shape s, float* scratch);
+Launch hopper_backward(const BackwardTensors& t, Shape s, const BackwardStrides& strides, float* scratch);
 
 std::string portable_refusal(Shape s);  // attention_portable.cu
 Launch portable_forward(const Tensors& t, Shape s);

@@ -211,7 +211,7 @@ TensorRun run_wgmma(ProbeContext& ctx, const WgmmaConfig& c) {
   DeviceBuffer<std::uint32_t> out(static_cast<std::size_t>(kWarpgroupThreads) * regs);
   DeviceBuffer<ClockWindow> clock(1);
 
-  const void* kernel = wgmma_kernel({c.dtype, c.acc, c.n, c.a});
+  const void* kernel = c.kernel ? c.kernel : wgmma_kernel({c.dtype, c.acc, c.n, c.a});
   const Bench bench{
       kernel,
       kWarpgroupThreads,

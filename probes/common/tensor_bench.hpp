@@ -17,6 +17,9 @@ struct WgmmaConfig {
   int n = 256;
   ASource a = ASource::smem;
   int warpgroups = 2;  // per SM, each its own block
+  // Another build of the same kernel for this variant (the overlap probe's, with filler work after
+  // each wgmma); null: wgmma_kernel's.
+  const void* kernel = nullptr;
 };
 
 struct MmaSyncConfig {

@@ -25,7 +25,37 @@ __device__ __forceinline__ std::uint32_t load_image(const WgmmaParams& p, int by
   return shared_address(base);
 }
 
-template <class Types, int N, ASource A>
+// `K` filler instructions of kind `F`. Volatile asm keeps each one, in order, between the wgmma
+// around it; the values do not matter (they may overflow to inf, which costs the same), but they
+// must be used, or ptxas deletes them (keep_filler_live).
+template <Filler F, int K>
+__device__ __forceinline__ void issue_filler(float (&x)[kFillerChains]) {
+  if constexpr (F != Filler::none) {
+#pragma unroll
+    for (int i = 0; i < K; ++i) {
+      float& v = x[i % kFillerChains];
+      if constexpr (F == Filler::fma) {
+        asm volatile("fma.rn.f32 %0, %0, %0, %0;" : "+f"(v));
+      } else {
+        asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(v));
+      }
+    }
+  }
+}
+
+// A store no run takes (no arithmetic here yields this NaN payload) that depends on every filler
+// register, so ptxas must compute them all.
+template <Filler F>
+__device__ __forceinline__ void keep_filler_live(const float (&x)[kFillerChains], std::uint32_t* out) {
+  if constexpr (F != Filler::none) {
+    float sum = 0;
+#pragma unroll
+    for (int i = 0; i < kFillerChains; ++i) sum += x[i];
+    if (__float_as_uint(sum) == kUnreachableNan) out[threadIdx.x] = 0;
+  }
+}
+
+template <class Types, int N, ASource A, Filler F = Filler::none, int K = 0>
 __global__ void __launch_bounds__(kWarpgroupThreads, 1) wgmma_kernel(WgmmaParams p) {
   using Op = tk::arch::Wgmma<Types, N>;
   constexpr int kRegs = tk::arch::kAccRegs<Types, N>;
@@ -47,6 +77,9 @@ __global__ void __launch_bounds__(kWarpgroupThreads, 1) wgmma_kernel(WgmmaParams
           a[sign][s][r] = p.a_fragments[((sign * kKSlices + s) * kWarpgroupThreads + threadIdx.x) * kAFragmentRegs + r];
   }
   typename Types::Reg d[kRegs] = {};
+  float filler[kFillerChains];
+#pragma unroll
+  for (int i = 0; i < kFillerChains; ++i) filler[i] = float(threadIdx.x + i);
   // One pass: the whole 128-byte K tile, as four wgmma of 32 bytes of K each.
   const auto pass = [&](int sign) {
 #pragma unroll
@@ -56,6 +89,7 @@ __global__ void __launch_bounds__(kWarpgroupThreads, 1) wgmma_kernel(WgmmaParams
       } else {
         Op::ss(d, desc_a[sign] + s * kSliceStep, desc_b + s * kSliceStep, 1);
       }
+      issue_filler<F, K>(filler);
     }
   };
   tk::arch::wgmma_fence();
@@ -72,6 +106,7 @@ __global__ void __launch_bounds__(kWarpgroupThreads, 1) wgmma_kernel(WgmmaParams
   }
   tk::arch::wgmma_wait<0>();
   const ClockStamp end = clock_stamp();
+  keep_filler_live<F>(filler, p.out);
   record_span(p.spans, start, end);
   if (blockIdx.x != 0) return;
   if (threadIdx.x == 0) *p.clock = ClockWindow{start, end};

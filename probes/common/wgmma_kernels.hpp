@@ -27,6 +27,13 @@ inline constexpr int kAFragmentRegs = 4;
 // the remainder loop (where ptxas waits on every trip) never runs.
 inline constexpr int kPairUnroll = 4;
 
+// Non-tensor work each thread issues after every wgmma, while the tensor cores run it (the overlap
+// probe): none, FFMA, or MUFU.EX2. It cycles over kFillerChains independent registers, so what it
+// costs is issue slots and its pipe, not a dependent chain's latency.
+enum class Filler { none, fma, ex2 };
+inline constexpr int kFillerChains = 8;
+inline constexpr std::uint32_t kUnreachableNan = 0x7fc00001u;  // a quiet NaN whose payload arithmetic never makes
+
 struct WgmmaVariant {
   DType dtype;
   Acc acc;

@@ -15,6 +15,7 @@ PAIR_UNROLL = 4  # kPairUnroll in probes/common/wgmma_kernels.hpp: the first pas
 WGMMA_PER_PASS = 4  # kKSlices
 WARP_LOADS_IN_FLIGHT = 8  # kWarpLoadsInFlight in probes/copy-engines/copy_engines_kernels.hpp
 CP_ASYNC_UNROLL = 4  # kCpAsyncUnroll in probes/copy-engines/copy_engines_kernels.cu
+QUADRANT_FMAS = 16 * 8  # kUnroll x kChains in probes/quadrants/quadrants_kernels.hpp
 
 # A kernel family: pattern in the mangled name, opcode pattern, least count, kernels expected, and
 # whether it is timed (then it must read the clock at the start and end of its timed region).
@@ -26,6 +27,7 @@ EXPECTED = [
     Expect("strided_kernelILi8E", r"LDS\.64", UNROLL, 1),
     Expect("strided_kernelILi16E", r"LDS\.128", UNROLL, 1),
     Expect("ldmatrix_kernel", r"LDSM\.16\.M88\.4", UNROLL, 2),
+    Expect("quadrants.*fma_kernel_impl", r"FFMA", QUADRANT_FMAS, 1),  # kUnroll x kChains independent FFMA
     Expect("load_box_kernel", r"UTMALDG\.2D", 1, 1, timed=False),  # tma-swizzle's bulk tensor load
     # copy-engines (timed by CUDA events): one bulk tensor copy issued per box; cp.async.cg as LDGSTS
     # (.BYPASS: L2 only), unrolled 4x; the fallback's kWarpLoadsInFlight loads, then as many stores.
@@ -47,7 +49,15 @@ for tag, opcode, kernels in [
     ("8e5m2_f16", r"QGMMA\.64x\d+x32\.F16\.E5M2\.E5M2", 64),
     ("6s8_s32", r"IGMMA\.64x\d+x32\.S8\.S8", 36),
 ]:
-    EXPECTED.append(Expect(f"wgmma_kernelIN2tk4arch{tag}E", opcode, WGMMA_LEAST, kernels))
+    EXPECTED.append(Expect(f"wgmma_kernelIN2tk4arch{tag}E.*FillerE0ELi0E", opcode, WGMMA_LEAST, kernels))
+# overlap: the bf16 64x256 kernel with K filler instructions after every wgmma, for each K it sweeps
+# (probes/overlap/overlap_kernels.hpp kCounts): the wgmma and every filler instruction still there.
+OVERLAP_COUNTS = [1, 2, 4, 8, 16, 32, 64, 128]
+for filler, opcode in [(1, r"FFMA"), (2, r"MUFU\.EX2")]:
+    for count in OVERLAP_COUNTS:
+        needle = f"wgmma_kernelIN2tk4arch8bf16_f32ELi256E.*FillerE{filler}ELi{count}EEEv"
+        EXPECTED.append(Expect(needle, r"HGMMA\.64x256x16\.F32\.BF16", WGMMA_LEAST, 1))
+        EXPECTED.append(Expect(needle, opcode, count * WGMMA_LEAST, 1))
 # mma.sync at each ILP: at least one pass of ILP instructions in the loop and the final pass.
 # e4m3 has no mma.sync unit on sm_90: ptxas lowers each to two f16 HMMA.16816 after converting.
 for tag, opcode, per_mma in [

@@ -40,7 +40,7 @@ TEST(Cli, UnknownProbeListsTheValidOnes) {
   const auto r = run({"smem-bogus"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(mentions(r.err, "unknown probe or command 'smem-bogus'"));
-  EXPECT_TRUE(mentions(r.err, "valid: attention, bandwidth, based, copy-engines, gemm, info, mem-latency, mma-sync, occupancy, smem-banks, smem-latency, tensor-cores, tma-swizzle, wgmma, wgmma-layout"));
+  EXPECT_TRUE(mentions(r.err, "valid: attention, bandwidth, based, copy-engines, gemm, info, mem-latency, mma-sync, occupancy, overlap, quadrants, smem-banks, smem-latency, tensor-cores, tma-swizzle, wgmma, wgmma-layout"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
@@ -123,6 +123,13 @@ TEST(Cli, MemoryProbesRefuseEmptyFootprintsAndUnknownKernels) {
   const auto level = run({"bandwidth", "--level", "hbm,dram"});
   EXPECT_EQ(level.code, 2);
   EXPECT_TRUE(mentions(level.err, "--level")) << level.err;
+  const auto filler = run({"overlap", "--filler", "fma,sin"});
+  EXPECT_EQ(filler.code, 2);
+  EXPECT_TRUE(mentions(filler.err, "--filler")) << filler.err;
+  EXPECT_EQ(run({"overlap", "--warpgroups", "4"}).code, 2);
+  const auto warps = run({"quadrants", "--warps", "0"});
+  EXPECT_EQ(warps.code, 2);
+  EXPECT_TRUE(mentions(warps.err, "--warps")) << warps.err;
   const auto kernel = run({"occupancy", "--kernel", "memcpy"});
   EXPECT_EQ(kernel.code, 2);
   EXPECT_TRUE(mentions(kernel.err, "--kernel")) << kernel.err;

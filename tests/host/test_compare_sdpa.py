@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/compare_sdpa.py's report builder, without torch or a GPU: a report built from a sample
-of constructed timings must pass tkprobe's own schema and reader (validate_report) and be readable
-by `tkprobe compare`, and its rows must carry the probe's params.
+of constructed timings (forward and backward rows) must pass tkprobe's own schema and reader
+(validate_report) and be readable by `tkprobe compare`, and its rows must carry the probe's params
+and the pass.
 
 usage: test_compare_sdpa.py VALIDATE_REPORT TKPROBE SOURCE_DIR
 """
@@ -14,7 +15,7 @@ import sys
 import tempfile
 
 # The attention probe's row keys (probes/attention/attention.cpp, params_json; results/README.md).
-PROBE_KEYS = {"kernel", "head_dim", "seq", "batch", "heads", "kv_heads", "causal", "dtype"}
+PROBE_KEYS = {"kernel", "head_dim", "seq", "batch", "heads", "kv_heads", "causal", "dtype", "pass"}
 
 
 def load_script(source_dir):
@@ -32,7 +33,12 @@ def sample_report(m):
             m.measured_row("torch-cudnn", shapes[0], rates, float("nan"), None,
                            m.telemetry({"sm": 1980, "power": 100.0, "temp": 40, "reasons": 0x4},
                                        {"sm": 1600, "power": 690.0, "temp": 55, "reasons": 0x1})),
-            m.skipped_row("torch-cudnn", shapes[1], "No available kernel. Aborting execution.")]
+            m.skipped_row("torch-cudnn", shapes[1], "No available kernel. Aborting execution."),
+            m.measured_row("wgmma", shapes[0], rates, None, 989.4, m.telemetry(None, None), None, "bwd",
+                           {"dQ": 3e-3, "dK": 4e-3, "dV": 2e-3}),
+            m.measured_row("torch-flash", shapes[0], rates, 2e-3, 989.4, m.telemetry(None, None), None, "fwd+bwd",
+                           {"dQ": 5e-3, "dK": 6e-3, "dV": 4e-3}),
+            m.skipped_row("mma-sync", shapes[0], "no backward", "bwd")]
     tool = {"version": "test", "git_sha": "0000000", "command_line": "test", "started_at": "2026-01-01T00:00:00Z",
             "seed": 1}
     host = {"hostname": "test", "driver": "unavailable", "cuda_runtime": "13.0"}
@@ -90,11 +96,35 @@ def main():
     check(tk_ok["status"] == "ok" and tk_ok["metrics"]["lse_error"] == 2e-6, "a small LSE error passes", failures)
     check(tk_bad["status"] == "failed" and tk_bad["check"]["lse_error"] is None, "an unwritten LSE fails", failures)
 
+    # Backward rows: every gradient's error, the worst one judged; the passes' FLOPs.
+    bwd, both = rows[3], rows[4]
+    check(bwd["params"]["pass"] == "bwd" and rows[0]["params"]["pass"] == "fwd", "rows carry the pass", failures)
+    check(bwd["status"] == "ok" and bwd["check"]["value"] == 4e-3 and bwd["metrics"]["rel_error_dk"] == 4e-3
+          and "rel_error" not in bwd["metrics"], f"a backward row: {bwd['check']} {bwd['metrics']}", failures)
+    check(both["status"] == "ok" and both["metrics"]["rel_error"] == 2e-3 and both["check"]["value"] == 6e-3,
+          f"a forward and backward row checks O and the gradients: {both['check']}", failures)
+    wrong = m.measured_row("wgmma", shape, rates, None, 989.4, m.telemetry(None, None), None, "bwd",
+                           {"dQ": 3e-3, "dK": 2e-2, "dV": 2e-3})
+    unwritten = m.measured_row("wgmma", shape, rates, None, 989.4, m.telemetry(None, None), None, "bwd",
+                               {"dQ": 1e-3, "dK": float("nan"), "dV": 2e-3})
+    check(wrong["status"] == "failed" and wrong["check"]["value"] == 2e-2, "one gradient over the bound fails",
+          failures)
+    check(unwritten["status"] == "failed" and unwritten["check"]["value"] is None,
+          f"an unwritten gradient fails and shows as null: {unwritten['check']}", failures)
+    full = m.flops(shape)
+    check((m.pass_flops(shape, "fwd"), m.pass_flops(shape, "bwd"), m.pass_flops(shape, "fwd+bwd")) ==
+          (full, 2.5 * full, 3.5 * full), "backward FLOPs 2.5x the forward's, both 3.5x", failures)
+    texts = [f["text"] for f in doc["findings"]]
+    check(any(t.startswith("wgmma bwd:") for t in texts) and any(t.startswith("torch-flash fwd+bwd:") for t in texts),
+          f"a finding per kernel and pass: {texts}", failures)
+    check(" D=64 bwd |" in m.side_by_side(doc), "side by side names the pass", failures)
+
     # Bad options exit 2 before torch is needed.
     script = os.path.join(source_dir, "scripts", "compare_sdpa.py")
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "x.json")
-        for bad in (["--reps", "10"], ["--rounds", "7"], ["--rounds", "0"], ["--tk-lib", os.path.join(tmp, "none.so")]):
+        for bad in (["--reps", "10"], ["--rounds", "7"], ["--rounds", "0"], ["--tk-lib", os.path.join(tmp, "none.so")],
+                    ["--pass", "backward"]):
             r = subprocess.run([sys.executable, script, "--out", out, *bad], capture_output=True, text=True)
             check(r.returncode == 2 and bad[0] in r.stderr, f"{bad}: exit {r.returncode} {r.stderr}", failures)
 

@@ -119,11 +119,22 @@ static_assert(kQSmemBytes<64> <= kMaxSmemBytes && kQSmemBytes<128> <= kMaxSmemBy
 
 // ---- the problem ----
 
+// [batch][heads] grids of N x D matrices (tensor_maps.cuh).
 struct KvMaps {
-  CUtensorMap k, v, q, d_o, dk, dv;
+  grid_map k, v, q, d_o, dk, dv;
 };
 struct QMaps {
-  CUtensorMap q, d_o, k, v, dq;
+  grid_map q, d_o, k, v, dq;
+};
+
+// Where O's or dO's rows lie for the preprocess, which reads them without the TMA: element
+// strides (attention::Strides; the head dim is contiguous).
+struct RowStrides {
+  std::int64_t batch, head, seq;
+  // Row r of query matrix qm = batch x heads + head.
+  __device__ std::size_t at(int qm, int heads, int r) const {
+    return std::size_t(qm / heads * batch + qm % heads * head + r * seq);
+  }
 };
 
 // The scratch: LSE log2(e), so P = 2^(S scale log2(e) - lse2) is one FFMA and one MUFU.EX2, and

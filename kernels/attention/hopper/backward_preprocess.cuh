@@ -13,7 +13,8 @@ namespace attention::hopper::backward {
 // each lane reads D / 32 elements of dO and O, as bf16 pairs.
 template <int D>
 __global__ void __launch_bounds__(kPrepThreads)
-    preprocess_kernel(const bf16* __restrict__ o, const bf16* __restrict__ d_o, const float* __restrict__ lse, Problem p) {
+    preprocess_kernel(const bf16* __restrict__ o, RowStrides o_at, const bf16* __restrict__ d_o, RowStrides d_o_at,
+                      const float* __restrict__ lse, Problem p) {
   constexpr int kPairsPerLane = D / 2 / 32;
   const int seq = p.schedule.seq, lane = threadIdx.x % 32;
   const std::size_t rows = std::size_t(p.schedule.batch) * p.schedule.heads * padded(seq);
@@ -22,9 +23,9 @@ __global__ void __launch_bounds__(kPrepThreads)
     const int qm = int(g / padded(seq)), r = int(g % padded(seq));
     float dot = 0;
     if (r < seq) {
-      const std::size_t at = (std::size_t(qm) * seq + r) * D;
-      const auto* o2 = reinterpret_cast<const __nv_bfloat162*>(o + at);
-      const auto* d_o2 = reinterpret_cast<const __nv_bfloat162*>(d_o + at);
+      const int heads = p.schedule.heads;
+      const auto* o2 = reinterpret_cast<const __nv_bfloat162*>(o + o_at.at(qm, heads, r));
+      const auto* d_o2 = reinterpret_cast<const __nv_bfloat162*>(d_o + d_o_at.at(qm, heads, r));
 #pragma unroll
       for (int i = 0; i < kPairsPerLane; ++i) {
         const float2 x = __bfloat1622float2(o2[lane + 32 * i]), y = __bfloat1622float2(d_o2[lane + 32 * i]);

@@ -73,7 +73,7 @@ constexpr int kSmemBytes = sizeof(Smem<D>) + kSmemAlign;  // room to align the t
 static_assert(kSmemBytes<64> <= kMaxSmemBytes && kSmemBytes<128> <= kMaxSmemBytes, "the stages must fit");
 
 struct Maps {
-  CUtensorMap q, k, v, o;
+  grid_map q, k, v, o;  // [batch][heads] grids of N x D matrices (tensor_maps.cuh)
 };
 
 struct Problem {

@@ -18,7 +18,7 @@ enum class Stream { q, k, v };
 
 // One item's K or V tiles, one step of `ring` each.
 template <class Ring, class Tile>
-__device__ void stream_tiles(Ring& ring, Tile* tiles, const CUtensorMap& map, const Item& it, int& step) {
+__device__ void stream_tiles(Ring& ring, Tile* tiles, const grid_map& map, const Item& it, int& step) {
   for (int j = 0; j < it.tiles; ++j, ++step)
     tma::load_async(tiles[ring.stage(step)], map, j, 0, ring.acquire(step, tma::bytes<Tile>()), it.kvh);
 }

@@ -29,6 +29,17 @@ __device__ __forceinline__ void tma_load_3d(std::uint32_t dst, const CUtensorMap
       : "memory");
 }
 
+// A box of a 4-D tensor map at element coordinates (col, row, inner, outer) into shared memory at
+// `dst`.
+__device__ __forceinline__ void tma_load_4d(std::uint32_t dst, const CUtensorMap& map, int col, int row, int inner,
+                                            int outer, std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6];" ::"r"(dst),
+      "l"(&map), "r"(col), "r"(row), "r"(inner), "r"(outer), "r"(bar)
+      : "memory");
+}
+
 // A box of a 3-D tensor map at element coordinates (col, row, depth) from shared memory at
 // `src`, in this thread's current bulk group; elements outside the tensor are not written.
 // Shared memory written by threads must be fenced first (fence_proxy_async): the copy engine
@@ -36,6 +47,15 @@ __device__ __forceinline__ void tma_load_3d(std::uint32_t dst, const CUtensorMap
 __device__ __forceinline__ void tma_store_3d(const CUtensorMap& map, int col, int row, int depth, std::uint32_t src) {
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(&map),
                "r"(col), "r"(row), "r"(depth), "r"(src)
+               : "memory");
+}
+
+// A box of a 4-D tensor map at element coordinates (col, row, inner, outer) from shared memory
+// at `src`, as tma_store_3d.
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap& map, int col, int row, int inner, int outer,
+                                             std::uint32_t src) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];" ::"l"(&map),
+               "r"(col), "r"(row), "r"(inner), "r"(outer), "r"(src)
                : "memory");
 }
 

@@ -47,19 +47,50 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 // swizzle span of columns, one matrix deep). The TMA fills what a box reads past a matrix's
 // rows or columns with zeros and drops what a store writes there, so tiles may overhang the
 // edges. Throws, naming the driver's result, if the map is refused.
-template <class ST>
-CUtensorMap tma_map(const typename ST::element* data, std::uint64_t rows, std::uint64_t cols, std::uint64_t depth = 1) {
+template <class ST, int Rank>
+CUtensorMap encode_map(const typename ST::element* data, const cuuint64_t (&dims)[Rank],
+                       const cuuint64_t (&byte_strides)[Rank - 1]) {
   using T = typename ST::element;
   CUtensorMap map;
-  const cuuint64_t dims[3] = {cols, rows, depth};
-  const cuuint64_t strides[2] = {cols * sizeof(T), rows * cols * sizeof(T)};
-  const cuuint32_t box[3] = {cuuint32_t(ST::box_cols), cuuint32_t(ST::rows), 1};
-  const cuuint32_t element_strides[3] = {1, 1, 1};
-  const CUresult r = tensor_map_encoder()(&map, tma_type<T>(), 3, const_cast<T*>(data), dims, strides, box,
+  cuuint32_t box[Rank], element_strides[Rank];
+  for (int i = 0; i < Rank; ++i) box[i] = element_strides[i] = 1;
+  box[0] = ST::box_cols;
+  box[1] = ST::rows;
+  const CUresult r = tensor_map_encoder()(&map, tma_type<T>(), Rank, const_cast<T*>(data), dims, byte_strides, box,
                                           element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, tma_swizzle(ST::swizzle),
                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) throw std::runtime_error("cuTensorMapEncodeTiled refused the map: CUresult " + std::to_string(r));
   return map;
+}
+
+template <class ST>
+CUtensorMap tma_map(const typename ST::element* data, std::uint64_t rows, std::uint64_t cols, std::uint64_t depth = 1) {
+  using T = typename ST::element;
+  return encode_map<ST, 3>(data, {cols, rows, depth}, {cols * sizeof(T), rows * cols * sizeof(T)});
+}
+
+// A grid of rows x cols matrices, [outer][inner] (an attention tensor's batches and heads), each
+// axis with a stride of its own, so a tensor PyTorch hands over transposed is read where it lies:
+// a 4-D map. Kernels name a matrix by one number m, as with a 3-D map's depth; it is matrix
+// (m / inner, m % inner).
+struct grid_map {
+  CUtensorMap map;
+  int inner;
+};
+
+// A grid's element strides: between rows, inner matrices and outer matrices. Columns are
+// contiguous; the TMA needs each stride in bytes to be a multiple of 16 and the base 16-byte
+// aligned (cuTensorMapEncodeTiled's rules), which callers check first to say so in their terms.
+struct grid_strides {
+  std::uint64_t row, inner, outer;
+};
+
+template <class ST>
+grid_map tma_map(const typename ST::element* data, std::uint64_t rows, std::uint64_t cols, std::uint64_t inner,
+                 std::uint64_t outer, grid_strides s) {
+  constexpr std::uint64_t bytes = sizeof(typename ST::element);
+  return {encode_map<ST, 4>(data, {cols, rows, inner, outer}, {s.row * bytes, s.inner * bytes, s.outer * bytes}),
+          int(inner)};
 }
 
 }  // namespace tk

@@ -25,9 +25,10 @@ __device__ __forceinline__ void store(ST& d, const RT& s) {
 // shared `staging` tile and the TMA: thread 0 waits until the copy engine has read the tile's last
 // contents, the warps write theirs, and thread 0 issues the store once all have (named barrier
 // `barrier`, 1..15, for this warpgroup alone). The warpgroup goes on at once; the tile must
-// outlive the store (tma::store_wait_read in thread 0 before the block exits).
-template <class ST, class RT>
-__device__ __forceinline__ void store_async(const CUtensorMap& map, ST& staging, const RT& src, int row_tile,
+// outlive the store (tma::store_wait_read in thread 0 before the block exits). `map` is a
+// CUtensorMap or a tk::grid_map.
+template <class ST, class RT, class Map>
+__device__ __forceinline__ void store_async(const Map& map, ST& staging, const RT& src, int row_tile,
                                             int col_tile, int barrier, int depth = 0) {
   const bool issuer = thread() == 0;
   if (issuer) tma::store_wait_read<0>();

@@ -4,6 +4,7 @@
 // bytes<ST>() per tile; stores are tracked in the issuing thread's bulk groups.
 #include "tk/arch/shared_memory.cuh"
 #include "tk/arch/tma.cuh"
+#include "tk/types/gl.cuh"
 #include "tk/types/st.cuh"
 #include "tk/types/sv.cuh"
 
@@ -27,6 +28,19 @@ __device__ __forceinline__ void load_async(ST& dst, const CUtensorMap& map, int 
   }
 }
 
+// The same from a grid of matrices (tk/types/gl.cuh): `depth` names matrix (depth / inner, depth % inner).
+template <class ST>
+__device__ __forceinline__ void load_async(ST& dst, const grid_map& grid, int row_tile, int col_tile, std::uint32_t bar,
+                                           int depth) {
+  const std::uint32_t base = arch::shared_address(dst.data);
+  const int inner = depth % grid.inner, outer = depth / grid.inner;
+#pragma unroll
+  for (int b = 0; b < ST::boxes; ++b) {
+    arch::tma_load_4d(base + b * ST::box_bytes, grid.map, col_tile * ST::cols + b * ST::box_cols, row_tile * ST::rows,
+                      inner, outer, bar);
+  }
+}
+
 // Shared vector `dst` from N contiguous elements at `src` (16-byte aligned): one bulk copy
 // (PTX ISA 9.7.9.25.4.1 "cp.async.bulk"), completing on `bar` like a tile's boxes, armed with
 // bytes<SV>(). Unlike a tensor map's box it has no edge: all N elements must exist.
@@ -46,6 +60,19 @@ __device__ __forceinline__ void store_async(const CUtensorMap& map, const ST& sr
 #pragma unroll
   for (int b = 0; b < ST::boxes; ++b) {
     arch::tma_store_3d(map, col_tile * ST::cols + b * ST::box_cols, row_tile * ST::rows, depth, base + b * ST::box_bytes);
+  }
+  arch::bulk_commit();
+}
+
+// The same into a grid of matrices, as load_async names them.
+template <class ST>
+__device__ __forceinline__ void store_async(const grid_map& grid, const ST& src, int row_tile, int col_tile, int depth) {
+  const std::uint32_t base = arch::shared_address(src.data);
+  const int inner = depth % grid.inner, outer = depth / grid.inner;
+#pragma unroll
+  for (int b = 0; b < ST::boxes; ++b) {
+    arch::tma_store_4d(grid.map, col_tile * ST::cols + b * ST::box_cols, row_tile * ST::rows, inner, outer,
+                       base + b * ST::box_bytes);
   }
   arch::bulk_commit();
 }

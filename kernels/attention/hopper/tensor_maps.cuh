@@ -1,0 +1,19 @@
+#pragma once
+// The tensor maps both Hopper passes read their (B, H, N, D) tensors through: a grid of N x D
+// matrices, [batch][heads], at the tensor's own strides (attention::Strides), so a transposed
+// view is read in place. Kernels name matrix b * heads + h, as the contiguous layout orders them.
+#include <cstdint>
+
+#include "kernels/attention/attention.hpp"
+#include "tk/types/gl.cuh"
+
+namespace attention::hopper {
+
+template <class ST>
+tk::grid_map tensor_map(const __nv_bfloat16* data, Shape s, int heads, Strides at) {
+  return tk::tma_map<ST>(data, std::uint64_t(s.seq), std::uint64_t(s.head_dim), std::uint64_t(heads),
+                         std::uint64_t(s.batch),
+                         {std::uint64_t(at.seq), std::uint64_t(at.head), std::uint64_t(at.batch)});
+}
+
+}  // namespace attention::hopper

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Trains one small attention model three times from one seed and compares the loss curves.
+
+The model: a few pre-norm transformer blocks (fused QKV projection viewed (B, N, H, D) and
+transposed, so the attention reads the projection in place; causal attention; an MLP) learning a
+copy task on random tokens (predict the token `LAG` places back), fp32 weights, attention in bf16.
+The runs differ only in the attention: python/tk_attention.py (the DSL's kernels), PyTorch's SDPA
+(its default backend: flash or cuDNN), and SDPA's math backend (a third bf16 implementation).
+
+The rule. Two correct bf16 implementations round differently, so their curves drift apart by
+"bf16 noise"; the two SDPA backends measure how far in this very run. Losses are averaged over
+windows of --window steps; in every window the drop-in's mean must lie within
+    max(REL_FLOOR x SDPA's mean, NOISE_FACTOR x the largest |math - SDPA| gap over all windows)
+of SDPA's, and the last window must be below the first (the model learned, so the agreement means
+something). A wrong gradient (a missing scale, a dropped tile) fails the first and an unstable one
+the second. Exit 0 when both hold, 1 when not, 77 without torch or an sm_90 GPU, 2 on bad options.
+
+    scripts/train_check.py [--steps 300] [--tk-lib build/kernels/libtk_attention_c.so]
+"""
+import argparse
+import os
+import sys
+
+REL_FLOOR = 0.02
+NOISE_FACTOR = 3.0
+LAG = 3  # the copy task's offset: attention must find the token LAG places back
+
+
+def windows(losses, size):
+    """Means of consecutive windows of `size` steps (the last one possibly shorter)."""
+    return [sum(losses[i:i + size]) / len(losses[i:i + size]) for i in range(0, len(losses), size)]
+
+
+def judge(ours, sdpa, math_, window):
+    """(passed, lines): the rule above on three loss curves. Plain Python: tests/host runs it."""
+    w_ours, w_sdpa, w_math = windows(ours, window), windows(sdpa, window), windows(math_, window)
+    noise = max(abs(m - s) for m, s in zip(w_math, w_sdpa))
+    lines = [f"{'steps':>11} {'drop-in':>9} {'sdpa':>9} {'math':>9} {'|ours-sdpa|':>12} {'allowed':>9}"]
+    passed = True
+    for i, (o, s, m) in enumerate(zip(w_ours, w_sdpa, w_math)):
+        allowed = max(REL_FLOOR * s, NOISE_FACTOR * noise)
+        ok = abs(o - s) <= allowed  # NaN fails
+        passed &= ok
+        first = i * window
+        lines.append(f"{first:>5}-{min(first + window, len(ours)) - 1:<5} {o:9.4f} {s:9.4f} {m:9.4f} "
+                     f"{abs(o - s):12.4f} {allowed:9.4f}{'' if ok else '  <- beyond bf16 noise'}")
+    learned = w_ours[-1] < w_ours[0] and w_sdpa[-1] < w_sdpa[0]
+    lines.append(f"bf16 noise (largest |math - sdpa| window gap): {noise:.4f}; "
+                 f"loss {w_sdpa[0]:.3f} -> {w_sdpa[-1]:.3f} (sdpa), {w_ours[0]:.3f} -> {w_ours[-1]:.3f} (drop-in)")
+    if not learned:
+        lines.append("the loss did not fall: the comparison says nothing")
+    return passed and learned, lines
+
+
+def build_model(torch, attend, vocab, width, heads, layers):
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+            self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+        def forward(self, x):
+            b, n, _ = x.shape
+            qkv = self.qkv(self.norm1(x)).to(torch.bfloat16).view(b, n, 3, heads, width // heads)
+            q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))  # (B, H, N, D) views: rows 3 x width apart
+            a = attend(q, k, v, is_causal=True).transpose(1, 2).reshape(b, n, width).float()
+            x = x + self.proj(a)
+            return x + self.mlp(self.norm2(x))
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, width)
+            # Sinusoids: a fixed offset is a linear map of them, so a head learns "LAG back" quickly.
+            position = torch.arange(4096).unsqueeze(1) / 10000 ** (torch.arange(0, width, 2) / width)
+            self.register_buffer("position", torch.cat([position.sin(), position.cos()], 1).unsqueeze(0))
+            self.blocks = nn.ModuleList(Block() for _ in range(layers))
+            self.head = nn.Linear(width, vocab)
+
+        def forward(self, tokens):
+            x = self.embed(tokens) + self.position[:, :tokens.shape[1]]
+            for block in self.blocks:
+                x = block(x)
+            return self.head(x)
+
+    return Model()
+
+
+def train(torch, attend, args):
+    """The loss at every step, from args.seed: the same weights, data and order for every `attend`."""
+    torch.manual_seed(args.seed)
+    model = build_model(torch, attend, args.vocab, args.width, args.heads, args.layers).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    data = torch.Generator(device="cuda").manual_seed(args.seed + 1)
+    losses = []
+    for _ in range(args.steps):
+        tokens = torch.randint(0, args.vocab, (args.batch, args.seq), device="cuda", generator=data)
+        logits = model(tokens)[:, LAG:]
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, args.vocab), tokens[:, :-LAG].reshape(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=300, help="training steps per run (the ctest runs 60)")
+    parser.add_argument("--window", type=int, default=20, help="steps per averaged window")
+    parser.add_argument("--tk-lib", help="libtk_attention_c.so (default: $TK_ATTENTION_LIB, else build/kernels/)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seq", type=int, default=512)
+    parser.add_argument("--width", type=int, default=512, help="model width: heads x head dim (64 or 128)")
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--layers", type=int, default=3)
+    parser.add_argument("--vocab", type=int, default=256)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    args = parser.parse_args()
+    if args.steps < 2 * args.window:
+        parser.error(f"--steps {args.steps}: give at least two windows ({2 * args.window}) to see the loss fall")
+    if args.width % args.heads or args.width // args.heads not in (64, 128):
+        parser.error(f"--width {args.width} --heads {args.heads}: the head dim width / heads must be 64 or 128")
+    if args.seq <= LAG or args.seq > 4096:
+        parser.error(f"--seq {args.seq}: give {LAG + 1}..4096")
+    try:
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:
+        print("train_check.py: skipped: no torch")
+        return 77
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        print("train_check.py: skipped: needs a CUDA device of compute capability 9.0 (the kernels are sm_90a)")
+        return 77
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import tk_attention
+    try:
+        tk_attention.load(args.tk_lib)
+    except FileNotFoundError as e:
+        print(f"train_check.py: skipped: {e}")
+        return 77
+
+    def math_sdpa(*a, **kw):
+        with sdpa_kernel(SDPBackend.MATH):
+            return F.scaled_dot_product_attention(*a, **kw)
+
+    ours = train(torch, tk_attention.scaled_dot_product_attention, args)
+    sdpa = train(torch, F.scaled_dot_product_attention, args)
+    math_ = train(torch, math_sdpa, args)
+    passed, lines = judge(ours, sdpa, math_, args.window)
+    print("\n".join(lines))
+    print("PASSED: the drop-in's loss curve agrees with SDPA's within bf16 noise" if passed else
+          "FAILED: the drop-in's loss curve leaves SDPA's by more than bf16 noise")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

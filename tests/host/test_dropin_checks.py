@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""python/tk_attention.py's checks, without torch or a GPU: every call SDPA could make that the
+drop-in does not support raises Unsupported naming what is wrong and what is supported, the layouts
+PyTorch hands over (contiguous, transposed projections, slices of a fused QKV) pass, and the rules
+agree with the C++ library's (tests/host/test_attention_strides.cpp checks the same cases there).
+Given the built library, also its C interface as the module declares it: the backward's scratch
+size, and refusals answered with null and the reason on stderr (no GPU is reached before them).
+
+usage: test_dropin_checks.py SOURCE_DIR [LIBRARY]
+"""
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+
+# Run in a child, whose stderr (the library's fprintf) the test reads.
+LIBRARY_CALLS = """
+import ctypes, sys
+sys.path.insert(0, sys.argv[1])
+import tk_attention
+lib = tk_attention.load(sys.argv[2])
+print("scratch", lib.tk_attention_backward_scratch_bytes(2, 8, 2, 1000, 128, 1))
+strides = (ctypes.c_int64 * 16)(*([8 * 1000 * 128, 1000 * 128, 128, 2] * 4))
+print("forward", lib.tk_attention_create_strided(*[1 << 20] * 5, 2, 8, 8, 1000, 128, 1, 0, strides))
+print("backward", lib.tk_attention_backward_create(*[1 << 20] * 9, 2, 8, 8, 1000, 96, 1, None, None))
+"""
+
+
+def check_library(source_dir, library, failures):
+    r = subprocess.run([sys.executable, "-c", LIBRARY_CALLS, os.path.join(source_dir, "python"), library],
+                       capture_output=True, text=True)
+    # Two vectors (lse2, D) of B x H x padded(N) floats: padded(1000) = 1024.
+    expected = ["scratch 131072", "forward None", "backward None"]
+    if r.returncode != 0 or r.stdout.split("\n")[:3] != expected:
+        failures.append(f"library calls: exit {r.returncode}, {r.stdout!r} {r.stderr}")
+    for reason in ("tk_attention_create: q: head-dim stride 2: the head dim must be contiguous",
+                   "tk_attention_backward_create: head dim = 96: give 64 or 128"):
+        if reason not in r.stderr:
+            failures.append(f"library: stderr lacks '{reason}': {r.stderr}")
+
+
+def load_module(source_dir):
+    spec = importlib.util.spec_from_file_location("tk_attention", os.path.join(source_dir, "python", "tk_attention.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def contiguous(shape):
+    b, h, n, d = shape
+    return (h * n * d, n * d, d, 1)
+
+
+def transposed(shape, pad=0):
+    """(B, N, H, D) contiguous viewed as (B, H, N, D); rows padded by `pad` elements, as a slice of a
+    wider projection (a fused QKV's q: pad = 2 H D)."""
+    b, h, n, d = shape
+    row = h * d + pad
+    return (n * row, d, row, 1)
+
+
+def main():
+    m = load_module(sys.argv[1])
+    failures = []
+    address = iter(range(1 << 20, 1 << 30, 1 << 16))
+
+    def tensor(name, shape, stride=None, dtype="bfloat16", device="cuda:0", offset=0):
+        return m.Tensor(name, shape, stride or contiguous(shape), dtype, device, next(address) + offset)
+
+    def qkv(shape=(2, 8, 1000, 128), kv_heads=None, **changes):
+        kv_shape = (shape[0], kv_heads or shape[1], shape[2], shape[3])
+        made = {"q": tensor("q", shape), "k": tensor("k", kv_shape), "v": tensor("v", kv_shape)}
+        made.update(changes)
+        return made["q"], made["k"], made["v"]
+
+    def accepts(what, *args, **kwargs):
+        try:
+            return m.check_call(*args, **kwargs)
+        except m.Unsupported as e:
+            failures.append(f"{what}: refused: {e}")
+
+    def refuses(what, expected, *args, **kwargs):
+        try:
+            m.check_call(*args, **kwargs)
+            failures.append(f"{what}: accepted")
+        except m.Unsupported as e:
+            text = str(e)
+            if expected not in text or "supported: bf16 CUDA tensors" not in text:
+                failures.append(f"{what}: the message lacks '{expected}' or what is supported: {text}")
+
+    # What passes, and the problem it describes.
+    p = accepts("contiguous", *qkv())
+    if p != m.Problem(2, 8, 8, 1000, 128, False):
+        failures.append(f"contiguous: problem {p}")
+    p = accepts("GQA 4:1, causal", *qkv((3, 8, 100, 64), kv_heads=2), is_causal=True, enable_gqa=True)
+    if p != m.Problem(3, 8, 2, 100, 64, True):
+        failures.append(f"GQA: problem {p}")
+    shape = (2, 8, 1000, 128)
+    accepts("(B, N, H, D) transposed", *qkv(q=tensor("q", shape, transposed(shape)),
+                                            k=tensor("k", shape, transposed(shape)),
+                                            v=tensor("v", shape, transposed(shape))))
+    accepts("slices of a fused QKV", *qkv(q=tensor("q", shape, transposed(shape, 2 * 8 * 128)),
+                                          k=tensor("k", shape, transposed(shape, 2 * 8 * 128), offset=8 * 128 * 2)))
+    accepts("scale 1/sqrt(D) given", *qkv(), scale=128 ** -0.5)
+    accepts("an axis of extent 1 takes any stride", *qkv((1, 1, 1, 64), q=tensor("q", (1, 1, 1, 64), (3, 5, 7, 1))))
+
+    # SDPA's options the kernels do not take.
+    refuses("attn_mask", "attn_mask is not supported", *qkv(), attn_mask=object())
+    refuses("dropout", "dropout_p = 0.1: only 0.0 is supported", *qkv(), dropout_p=0.1)
+    refuses("scale", "scale = 0.5: only the default 1/sqrt(D)", *qkv(), scale=0.5)
+    # Dtypes, devices, shapes.
+    refuses("fp16", "q is float16: give bfloat16", *qkv(q=tensor("q", shape, dtype="float16")))
+    refuses("fp32 v", "v is float32: give bfloat16", *qkv(v=tensor("v", shape, dtype="float32")))
+    refuses("cpu", "k is on cpu: give CUDA tensors", *qkv(k=tensor("k", shape, device="cpu")))
+    refuses("two devices", "give tensors of one device", *qkv(v=tensor("v", shape, device="cuda:1")))
+    refuses("head dim 96", "q has head dim 96: give 64 or 128", *qkv((2, 8, 100, 96)))
+    refuses("3-d", "q has 3 dims (8, 100, 64): give (B, H, N, D)", *qkv(q=tensor("q", (8, 100, 64), (6400, 64, 1))))
+    refuses("empty", "q is empty (0, 8, 100, 64)", *qkv((0, 8, 100, 64)))
+    refuses("k and v differ", "give k and v of one shape", *qkv(v=tensor("v", (2, 8, 999, 128))))
+    refuses("lengths differ", "queries have length 1000 and keys 999: give one length",
+            *qkv(k=tensor("k", (2, 8, 999, 128)), v=tensor("v", (2, 8, 999, 128))))
+    refuses("batch differs", "give q and k of one batch and head dim",
+            *qkv(k=tensor("k", (1, 8, 1000, 128)), v=tensor("v", (1, 8, 1000, 128))))
+    refuses("GQA without enable_gqa", "enable_gqa=True", *qkv(kv_heads=2))
+    refuses("heads not a multiple", "a multiple of the key/value heads", *qkv(kv_heads=3), enable_gqa=True)
+    # Strides the TMA cannot describe.
+    refuses("head dim strided", "q: head-dim stride 2: the head dim must be contiguous",
+            *qkv(q=tensor("q", shape, (2 * 8 * 1000 * 128, 2 * 1000 * 128, 256, 2))))
+    refuses("row stride not 16 bytes", "k: seq stride 132 (264 bytes): the TMA needs strides that are multiples "
+            "of 16 bytes", *qkv(k=tensor("k", shape, (8 * 1000 * 132, 1000 * 132, 132, 1))))
+    refuses("broadcast", "v: head stride 0: give a positive stride",
+            *qkv(v=tensor("v", shape, (1000 * 128, 0, 128, 1))))
+    refuses("misaligned", "q: its address is not 16-byte aligned", *qkv(q=tensor("q", shape, offset=2)))
+
+    # No library: the error says how to build or point at one.
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            m.library_path(os.path.join(tmp, "none.so"))
+            failures.append("a missing library was accepted")
+        except FileNotFoundError as e:
+            if "cmake --build build --target tk_attention_c" not in str(e):
+                failures.append(f"missing library: {e}")
+
+    if len(sys.argv) > 2:
+        check_library(sys.argv[1], sys.argv[2], failures)
+
+    for f in failures:
+        print("FAILED:", f)
+    print(f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
