@@ -6,7 +6,10 @@
 #      and every run must compare clean against it;
 #   3. a copy of the baseline with 20 judged rows made 8% worse must fail exactly those 20 rows;
 #   4. it prints the share of judged rows whose noise band is at most 3%.
-# Usage: scripts/gate-selftest.sh DIR [TKPROBE]
+# Usage: [GATE_PROBES=a,b] scripts/gate-selftest.sh DIR [TKPROBE]
+#   GATE_PROBES: run only these probes (tkprobe all --probes), e.g. to leave out a probe that fails on
+#   the GPU until it is fixed; a baseline made so lacks that probe's rows, and the host test
+#   Schema.SuiteBaselineCoversEveryProbe says so.
 #   then: cp DIR/suite.json results/h200/suite.json
 #         python3 scripts/plot.py results/h200/suite.json --out results/h200/plots   (the plots match it)
 set -uo pipefail
@@ -17,7 +20,8 @@ failures=0
 fail() { echo "SELF-TEST FAIL: $*"; failures=$((failures + 1)); }
 
 for i in 1 2 3; do
-  "$tkprobe" all --json "$dir/run$i.json" > "$dir/run$i.txt" 2> "$dir/run$i.err"
+  "$tkprobe" all ${GATE_PROBES:+--probes "$GATE_PROBES"} --json "$dir/run$i.json" > "$dir/run$i.txt" \
+    2> "$dir/run$i.err"
   rc=$?
   echo "run$i: tkprobe all exit $rc"
   (( rc == 0 )) || fail "run$i exited $rc (see $dir/run$i.err)"

@@ -111,3 +111,15 @@ TEST(CopyEngines, TmaNearsTheCeilingWithFewerRegistersAndInstructionsThanWarpLoa
     }
   }
 }
+
+// Bulk reductions and atomics, each block into its own tile and all into one: every sum exact. Not
+// yet run on the H200, so no bound on the rates yet.
+TEST(TmaReduce, BulkReductionsAndAtomicsSumExactly) {
+  const Json report = run_probe("tma-reduce");
+  ASSERT_EQ(report["results"].size(), 4u) << "bulk and atomic, own tile and one tile";
+  for (const auto& r : report["results"]) {
+    EXPECT_EQ(r["status"], "ok") << r.dump();
+    EXPECT_EQ(r["check"]["value"], 0) << r["params"].dump();
+  }
+  EXPECT_EQ(report["findings"].size(), 2u);
+}

@@ -77,6 +77,15 @@ __device__ __forceinline__ void bulk_store(void* dst, std::uint32_t src, std::ui
                : "memory");
 }
 
+// Adds `bytes` of f32 from shared memory at `src` into global memory at `dst`, element by element,
+// atomically per element, in this thread's current bulk group (PTX ISA 9.7.9.25.4.2
+// "cp.reduce.async.bulk"). 16-byte aligned addresses, a multiple of 16 bytes.
+__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, std::uint32_t src, std::uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;" ::"l"(dst), "r"(src),
+               "r"(bytes)
+               : "memory");
+}
+
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 
 // Waits until at most `Pending` of this thread's bulk groups have not finished reading their
