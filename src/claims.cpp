@@ -200,7 +200,18 @@ std::vector<Claim> claims() {
          return {Judged{fmt::format("{:.0f} KB a block may opt into", kb), kb, 227, kb == 227, ""}, ""};
        }},
       {"sm-quadrants", "Each SM has four quadrants, each with a scheduler, a register file and a tensor core",
-       "4 quadrants", "", [](const Json&) { return not_yet("no probe measures per-quadrant throughput yet (issue 19)"); }},
+       "4 quadrants", "quadrants", [](const Json& rep) -> Outcome {
+         const auto one = rows_of(rep, "quadrants", {{"warps_per_sm", 1}});
+         const auto four = rows_of(rep, "quadrants", {{"warps_per_sm", 4}});
+         if (one.empty() || four.empty()) return missing(rep, "quadrants");
+         const double lanes1 = figure(*one.front(), "fma_lanes_per_clock");
+         const double lanes4 = figure(*four.front(), "fma_lanes_per_clock");
+         return {Judged{fmt::format("FFMA lanes per SM cycle: {:.1f} with one warp, {:.1f} with four ({:.2f}x)", lanes1,
+                                    lanes4, lanes4 / lanes1),
+                        lanes4 / lanes1, 4, within(lanes4 / lanes1, 4, kTolerance),
+                        "a warp issues in one quadrant; four warps reach all four"},
+                 ""};
+       }},
       {"non-tensor-cycles", "Cycles without tensor-core work cap utilization at a few percent", "", "",
        [](const Json&) {
          return not_yet("no probe measures how much other work hides under wgmma yet (issue 19)");
@@ -273,6 +284,7 @@ std::vector<ClaimRun> claim_runs() {
           {"tensor-cores", {"--dtype", "bf16"}},
           {"bandwidth", {}},
           {"occupancy", {"--kernel", "wgmma"}},
+          {"quadrants", {"--warps", "1,4"}},
           {"copy-engines", {}}};
 }
 

@@ -66,6 +66,21 @@ TEST(Claims, ASkippedProbeLeavesItsClaimsNotMeasuredWithItsReason) {
   EXPECT_EQ(rows.at("smem-latency").status, tkprobe::Status::ok) << "the others still judge";
 }
 
+TEST(Claims, FourQuadrantsHoldWhenFourWarpsIssueFourTimesOne) {
+  Json report = committed_suite();
+  for (const auto& [warps, lanes] : {std::pair{1, 31.8}, std::pair{4, 127.0}}) {
+    report["results"].push_back({{"probe", "quadrants"},
+                                 {"params", {{"warps_per_sm", warps}, {"op", "ffma.f32"}}},
+                                 {"status", "ok"},
+                                 {"metrics", {{"fma_lanes_per_clock", lanes}}}});
+  }
+  const auto rows = by_claim(tkprobe::judge_claims(report));
+  EXPECT_EQ(rows.at("sm-quadrants").metrics["verdict"], "holds");
+  EXPECT_NEAR(rows.at("sm-quadrants").metrics["difference_pct"].get<double>(), 100 * (127.0 / 31.8 / 4 - 1), 1e-9);
+  EXPECT_EQ(by_claim(tkprobe::judge_claims(committed_suite())).at("sm-quadrants").status, tkprobe::Status::skipped)
+      << "the committed baseline has no quadrants rows yet";
+}
+
 TEST(Claims, EveryRunNamesAProbeTheClaimsRead) {
   std::map<std::string, int> runs;
   for (const auto& run : tkprobe::claim_runs()) ++runs[run.probe];
