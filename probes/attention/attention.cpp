@@ -43,7 +43,7 @@ constexpr double kMaxRelError = 1e-2;
 constexpr double kMaxLseError = 1e-2;
 // A gradient's worst row: the H200 measured up to 6.4e-3 at N = 16384 (results/NOTES.md), the
 // longest sums of bf16 products; rows far below the typical norm are held to a floor of it
-// (attention_check::kRowFloor).
+// (check::kRowFloor).
 constexpr double kMaxGradientRowError = 2e-2;
 
 const std::map<std::string, Kernel> kKernels = {{"wgmma", Kernel::wgmma}, {"mma-sync", Kernel::mma_sync}};

@@ -357,104 +357,13 @@ void launch_reference_backward(const bf16* q, const bf16* k, const bf16* v, cons
 
 // ---- errors against the reference ----
 
-struct ErrorSums {
-  double diff2, ref2;          // sums of (O - O_ref)^2 and O_ref^2
-  unsigned lse_abs_bits;       // max |LSE - LSE_ref| as float bits: NaN's bits exceed every number's
-  unsigned worst_row_bits;     // max over rows of ||O_row - O_ref_row|| / ||O_ref_row||, likewise
-};
-
-__device__ __forceinline__ double warp_sum(double x) {
-  for (int lane_mask = 16; lane_mask > 0; lane_mask /= 2) x += __shfl_xor_sync(0xffffffffu, x, lane_mask);
-  return x;
-}
-
-// One warp per row of O: its error and size go to the global sums, its relative error to the
-// worst row's, so a few wrong rows (a bad last tile) cannot hide in the norm over millions.
-__global__ void error_kernel(const bf16* o, const float* lse, const float* o_ref, const float* lse_ref,
-                             std::size_t rows, int head_dim, ErrorSums* sums) {
-  const int lane = threadIdx.x % 32;
-  const std::size_t warps = std::size_t(gridDim.x) * blockDim.x / 32;
-  double diff2 = 0, ref2 = 0;
-  unsigned worst_lse = 0, worst_row = 0;
-  for (std::size_t row = (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) / 32; row < rows; row += warps) {
-    double row_diff2 = 0, row_ref2 = 0;
-    for (int x = lane; x < head_dim; x += 32) {
-      const std::size_t i = row * head_dim + x;
-      const double want = o_ref[i], d = double(__bfloat162float(o[i])) - want;
-      row_diff2 += d * d;
-      row_ref2 += want * want;
-    }
-    row_diff2 = warp_sum(row_diff2);
-    row_ref2 = warp_sum(row_ref2);
-    diff2 += row_diff2;
-    ref2 += row_ref2;
-    worst_row = max(worst_row, __float_as_uint(float(sqrt(row_diff2 / row_ref2))));
-    worst_lse = max(worst_lse, __float_as_uint(fabsf(lse[row] - lse_ref[row])));
-  }
-  if (lane == 0) {
-    atomicAdd(&sums->diff2, diff2);
-    atomicAdd(&sums->ref2, ref2);
-    atomicMax(&sums->lse_abs_bits, worst_lse);
-    atomicMax(&sums->worst_row_bits, worst_row);
-  }
-}
-
-// One row of a gradient against its reference.
-struct RowStats {
-  double diff2, ref2;     // sums of (g - g_ref)^2 and g_ref^2
-  unsigned max_abs_bits;  // max |g - g_ref| as float bits: NaN's exceed every number's
-  unsigned non_finite;    // elements of g that are NaN or infinite
-};
-
-// A warp per row of `d` elements, striding over the rows.
-__global__ void row_stats_kernel(const bf16* g, const float* ref, std::size_t rows, int d, RowStats* out) {
-  const int lane = threadIdx.x % 32;
-  const std::size_t warps = std::size_t(gridDim.x) * blockDim.x / 32;
-  for (std::size_t r = (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) / 32; r < rows; r += warps) {
-    double diff2 = 0, ref2 = 0;
-    unsigned worst = 0, bad = 0;
-    for (int c = lane; c < d; c += 32) {
-      const float x = __bfloat162float(g[r * d + c]), want = ref[r * d + c];
-      const double e = double(x) - want;
-      diff2 += e * e;
-      ref2 += double(want) * want;
-      worst = max(worst, __float_as_uint(fabsf(x - want)));
-      bad += !isfinite(x);
-    }
-    for (int lane_mask = 16; lane_mask > 0; lane_mask /= 2) {
-      diff2 += __shfl_xor_sync(0xffffffffu, diff2, lane_mask);
-      ref2 += __shfl_xor_sync(0xffffffffu, ref2, lane_mask);
-    }
-    worst = __reduce_max_sync(0xffffffffu, worst);
-    bad = __reduce_add_sync(0xffffffffu, bad);
-    if (lane == 0) out[r] = {diff2, ref2, worst, bad};
-  }
-}
-
-// The figures of GradientErrors from each row's, NaN-propagating.
-GradientErrors summarize(const std::vector<RowStats>& rows) {
-  const auto nan_or_max = [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); };
-  double diff2 = 0, ref2 = 0, max_abs = 0;
-  std::size_t non_finite = 0;
-  for (const RowStats& r : rows) {
-    diff2 += r.diff2;
-    ref2 += r.ref2;
-    max_abs = nan_or_max(max_abs, std::bit_cast<float>(r.max_abs_bits));
-    non_finite += r.non_finite;
-  }
-  const auto ratio = [](double num2, double den2) { return num2 == 0 && den2 == 0 ? 0.0 : std::sqrt(num2 / den2); };
-  const double floor2 = kRowFloor * kRowFloor * ref2 / double(rows.size());
-  double worst = 0;
-  for (const RowStats& r : rows) worst = nan_or_max(worst, ratio(r.diff2, std::max(r.ref2, floor2)));
-  return {ratio(diff2, ref2), worst, max_abs, non_finite};
-}
-
-GradientErrors compare_gradient(const bf16* g, const float* ref, std::size_t rows, int d, cudaStream_t stream) {
-  DeviceBuffer<RowStats> stats(rows);
-  row_stats_kernel<<<1024, 256, 0, stream>>>(g, ref, rows, d, stats.get());
-  TK_CUDA(cudaGetLastError());
-  TK_CUDA(cudaStreamSynchronize(stream));
-  return summarize(stats.download());
+// max |LSE - LSE_ref| as float bits, NaN's bits exceeding every number's.
+__global__ void lse_error_kernel(const float* lse, const float* lse_ref, std::size_t rows, unsigned* worst_bits) {
+  unsigned worst = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < rows; i += std::size_t(gridDim.x) * blockDim.x)
+    worst = max(worst, __float_as_uint(fabsf(lse[i] - lse_ref[i])));
+  worst = __reduce_max_sync(0xffffffffu, worst);
+  if (threadIdx.x % 32 == 0) atomicMax(worst_bits, worst);
 }
 
 }  // namespace
@@ -479,14 +388,12 @@ void reference_forward(const bf16* q, const bf16* k, const bf16* v, float* o, fl
 Errors compare_to_reference(const bf16* o, const float* lse, const float* o_ref, const float* lse_ref,
                             attention::Shape s, cudaStream_t stream) {
   const std::size_t rows = std::size_t(s.batch) * s.heads * s.seq;
-  DeviceBuffer<ErrorSums> sums(1);
-  sums.poison(0);
-  error_kernel<<<1024, 256, 0, stream>>>(o, lse, o_ref, lse_ref, rows, s.head_dim, sums.get());
+  const check::RowErrors e = check::compare_rows(o, o_ref, rows, s.head_dim, stream);
+  DeviceBuffer<unsigned> lse_bits(1);
+  lse_bits.poison(0);
+  lse_error_kernel<<<1024, 256, 0, stream>>>(lse, lse_ref, rows, lse_bits.get());
   TK_CUDA(cudaGetLastError());
-  TK_CUDA(cudaStreamSynchronize(stream));
-  const ErrorSums h = sums.download()[0];
-  const auto as_float = [](unsigned bits) { return std::bit_cast<float>(bits); };
-  return {std::sqrt(h.diff2 / h.ref2), as_float(h.lse_abs_bits), as_float(h.worst_row_bits)};
+  return {e.rel_error, std::bit_cast<float>(lse_bits.download()[0]), e.worst_row_error};
 }
 
 void reference_backward(const bf16* q, const bf16* k, const bf16* v, const bf16* o, const bf16* d_o, const float* lse,
@@ -505,8 +412,9 @@ void reference_backward(const bf16* q, const bf16* k, const bf16* v, const bf16*
 BackwardErrors compare_backward(const bf16* dq, const bf16* dk, const bf16* dv, const float* dq_ref,
                                 const float* dk_ref, const float* dv_ref, attention::Shape s, cudaStream_t stream) {
   const std::size_t q_rows = std::size_t(s.batch) * s.heads * s.seq, kv_rows = std::size_t(s.batch) * s.kv_heads * s.seq;
-  return {compare_gradient(dq, dq_ref, q_rows, s.head_dim, stream), compare_gradient(dk, dk_ref, kv_rows, s.head_dim, stream),
-          compare_gradient(dv, dv_ref, kv_rows, s.head_dim, stream)};
+  return {check::compare_rows(dq, dq_ref, q_rows, s.head_dim, stream),
+          check::compare_rows(dk, dk_ref, kv_rows, s.head_dim, stream),
+          check::compare_rows(dv, dv_ref, kv_rows, s.head_dim, stream)};
 }
 
 }  // namespace tkprobe::attention_check

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/attention/attention.hpp"
+#include "probes/common/row_errors.hpp"
 
 namespace tkprobe::attention_check {
 
@@ -39,7 +40,7 @@ void reference_forward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __n
 struct Errors {
   double rel_error;        // ||O - O_ref||_F / ||O_ref||_F
   double lse_error;        // max |LSE - LSE_ref|
-  double worst_row_error;  // max over rows of ||O_row - O_ref_row|| / ||O_ref_row||
+  double worst_row_error;  // max over rows of ||O_row - O_ref_row|| / ||O_ref_row|| (check::compare_rows)
 };
 
 // A kernel's bf16 O and float LSE against the reference's. Any NaN (a poisoned element that was
@@ -58,19 +59,8 @@ void reference_backward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __
                         const __nv_bfloat16* d_o, const float* lse, float* dq, float* dk, float* dv, float* delta,
                         attention::Shape s, cudaStream_t stream);
 
-// One gradient against its reference. rows: the tensor's rows of D elements.
-struct GradientErrors {
-  double rel_error;        // ||g - g_ref||_F / ||g_ref||_F (0 when both are exactly 0, inf when only g_ref is)
-  double worst_row_error;  // max over rows of ||g_r - g_ref_r|| / max(||g_ref_r||, kRowFloor x RMS row norm)
-  double max_abs_error;    // max |g - g_ref|
-  std::size_t non_finite;  // elements of g that are NaN or infinite (poison left unwritten)
-};
-// Rows whose reference norm is below this fraction of the tensor's RMS row norm (a causal first
-// query's dQ, which the softmax's rows summing to one cancels) are measured against that instead.
-inline constexpr double kRowFloor = 0.1;
-
 struct BackwardErrors {
-  GradientErrors dq, dk, dv;
+  check::RowErrors dq, dk, dv;
 };
 
 // A kernel's bf16 dQ, dK, dV against the reference's float ones. A NaN anywhere (a poisoned

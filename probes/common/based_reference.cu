@@ -1,9 +1,9 @@
-#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
 #include "probes/common/based_reference.hpp"
+#include "probes/common/row_errors.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 
@@ -115,47 +115,6 @@ void launch_reference(const bf16* q, const bf16* k, const bf16* v, float* o, bas
   TK_CUDA(cudaGetLastError());
 }
 
-// ---- errors against the reference ----
-
-struct ErrorSums {
-  double diff2, ref2;       // sums of (O - O_ref)^2 and O_ref^2
-  unsigned worst_row_bits;  // max over rows of ||O_row - O_ref_row|| / ||O_ref_row|| as float bits: NaN's exceed every
-                            // number's
-};
-
-__device__ __forceinline__ double warp_sum(double x) {
-  for (int lane_mask = 16; lane_mask > 0; lane_mask /= 2) x += __shfl_xor_sync(0xffffffffu, x, lane_mask);
-  return x;
-}
-
-// One warp per row of O: its error and size go to the global sums, its relative error to the
-// worst row's, so a few wrong rows (a bad last chunk) cannot hide in the norm over millions.
-__global__ void error_kernel(const bf16* o, const float* o_ref, std::size_t rows, int cols, ErrorSums* sums) {
-  const int lane = threadIdx.x % 32;
-  const std::size_t warps = std::size_t(gridDim.x) * blockDim.x / 32;
-  double diff2 = 0, ref2 = 0;
-  unsigned worst_row = 0;
-  for (std::size_t row = (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) / 32; row < rows; row += warps) {
-    double row_diff2 = 0, row_ref2 = 0;
-    for (int x = lane; x < cols; x += 32) {
-      const std::size_t i = row * cols + x;
-      const double want = o_ref[i], d = double(__bfloat162float(o[i])) - want;
-      row_diff2 += d * d;
-      row_ref2 += want * want;
-    }
-    row_diff2 = warp_sum(row_diff2);
-    row_ref2 = warp_sum(row_ref2);
-    diff2 += row_diff2;
-    ref2 += row_ref2;
-    worst_row = max(worst_row, __float_as_uint(float(sqrt(row_diff2 / row_ref2))));
-  }
-  if (lane == 0) {
-    atomicAdd(&sums->diff2, diff2);
-    atomicAdd(&sums->ref2, ref2);
-    atomicMax(&sums->worst_row_bits, worst_row);
-  }
-}
-
 }  // namespace
 
 void scale(bf16* x, std::size_t count, float factor, cudaStream_t stream) {
@@ -178,14 +137,9 @@ void reference_forward(const bf16* q, const bf16* k, const bf16* v, float* o, ba
 }
 
 Errors compare_to_reference(const bf16* o, const float* o_ref, based::Shape s, cudaStream_t stream) {
-  const std::size_t rows = std::size_t(s.batch) * s.heads * s.seq;
-  DeviceBuffer<ErrorSums> sums(1);
-  sums.poison(0);
-  error_kernel<<<1024, 256, 0, stream>>>(o, o_ref, rows, s.value_dim, sums.get());
-  TK_CUDA(cudaGetLastError());
-  TK_CUDA(cudaStreamSynchronize(stream));
-  const ErrorSums h = sums.download()[0];
-  return {std::sqrt(h.diff2 / h.ref2), std::bit_cast<float>(h.worst_row_bits)};
+  const check::RowErrors e =
+      check::compare_rows(o, o_ref, std::size_t(s.batch) * s.heads * s.seq, s.value_dim, stream);
+  return {e.rel_error, e.worst_row_error};
 }
 
 }  // namespace tkprobe::based_check

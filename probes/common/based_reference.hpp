@@ -23,7 +23,7 @@ void reference_forward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __n
 
 struct Errors {
   double rel_error;        // ||O - O_ref||_F / ||O_ref||_F
-  double worst_row_error;  // max over rows of ||O_row - O_ref_row|| / ||O_ref_row||
+  double worst_row_error;  // max over rows of ||O_row - O_ref_row|| / ||O_ref_row|| (check::compare_rows)
 };
 
 // A kernel's bf16 O against the reference's. Any NaN (a poisoned element that was never written)

@@ -24,7 +24,7 @@ using tkprobe::DeviceBuffer;
 namespace {
 
 // Each gradient's relative error against the fp32 reference (the bound), and its worst
-// row's (rows below a tenth of the RMS row norm measured against that: check::kRowFloor).
+// row's (rows below a tenth of the RMS row norm measured against that: tkprobe::check::kRowFloor).
 constexpr double kMaxRelError = 1e-2, kMaxRowError = 5e-2;
 // N = 1: dQ and dK are exactly 0 (one key: P = 1, O = V, dS = dP - D = 0); kernels leave the
 // rounding difference of two fp32 dot products of dO and V, scaled by K / sqrt(D).
@@ -158,7 +158,7 @@ std::vector<Shape> layouts(int seq, int d, bool causal) {
 
 // A kernel gradient's errors within the bounds; `zero`: the gradient is exactly 0 (N = 1's dQ
 // and dK), checked absolutely.
-void expect_within(const check::GradientErrors& e, const char* name, bool zero) {
+void expect_within(const tkprobe::check::RowErrors& e, const char* name, bool zero) {
   SCOPED_TRACE(name);
   EXPECT_EQ(e.non_finite, 0u) << "elements left unwritten (poison) or not finite";
   if (zero) {
@@ -173,7 +173,7 @@ void expect_within(const check::GradientErrors& e, const char* name, bool zero) 
 struct Worst {
   double rel[3] = {}, row[3] = {};
   void take(const check::BackwardErrors& e, bool one_key) {
-    const check::GradientErrors* g[] = {&e.dq, &e.dk, &e.dv};
+    const tkprobe::check::RowErrors* g[] = {&e.dq, &e.dk, &e.dv};
     for (int i = 0; i < 3; ++i) {
       if (one_key && i < 2) continue;  // exactly-zero gradients have no relative error
       rel[i] = std::max(rel[i], g[i]->rel_error);
@@ -247,10 +247,10 @@ TEST(AttentionBackwardReference, ComparisonFailsPoisonAndPassesRounding) {
   dk.upload(rounded(ref.dk));
   dv.upload(rounded(ref.dv));
   const auto exact = check::compare_backward(dq.get(), dk.get(), dv.get(), ref.dq.get(), ref.dk.get(), ref.dv.get(), s, nullptr);
-  for (const check::GradientErrors* e : {&exact.dq, &exact.dk, &exact.dv}) {
+  for (const tkprobe::check::RowErrors* e : {&exact.dq, &exact.dk, &exact.dv}) {
     EXPECT_GT(e->rel_error, 0) << "bf16 rounding shows";
     EXPECT_LT(e->rel_error, 2e-3) << "bf16 rounds to within 2^-9 relative";
-    EXPECT_LT(e->worst_row_error, 2e-3 / check::kRowFloor);
+    EXPECT_LT(e->worst_row_error, 2e-3 / tkprobe::check::kRowFloor);
     EXPECT_EQ(e->non_finite, 0u);
   }
 
