@@ -58,7 +58,7 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
   using clock = std::chrono::steady_clock;
   // --flush-l2 evicts L2 before every sample of every probe, including those that time themselves.
   const auto take_sample = [&] {
-    if (config_.flush_l2) flush_l2();
+    flush_l2_if_asked();
     return take();
   };
   for (int i = 0; i < config_.warmup; ++i) take_sample();
@@ -117,11 +117,6 @@ Measurement Harness::time_kernel_rate(std::string_view label, const std::functio
 }
 
 double Harness::launch_ms(const std::function<void(cudaStream_t)>& launch, const ClockBracket* bracket) {
-  if (config_.flush_l2) flush_l2();
-  return timed_launch_ms(launch, bracket);
-}
-
-double Harness::timed_launch_ms(const std::function<void(cudaStream_t)>& launch, const ClockBracket* bracket) {
   if (bracket) bracket->begin(stream_);
   TK_CUDA(cudaEventRecord(start_, stream_));
   launch(stream_);
@@ -138,7 +133,7 @@ Measurement Harness::time_kernel(std::string_view label, const std::function<voi
                                  const ClockWindow* device_clock, const ClockBracket* bracket,
                                  const std::function<double(double)>& value_of_ms) {
   return measure(label, [&]() {
-    const double ms = timed_launch_ms(launch, bracket);  // measure() has flushed L2 if asked
+    const double ms = launch_ms(launch, bracket);
     Sample s{value_of_ms(ms), std::nan(""), ms / 1e3};
     if (device_clock) {
       ClockWindow w{};

@@ -84,21 +84,23 @@ class Harness {
   Measurement time_kernel_rate(std::string_view label, const std::function<void(cudaStream_t)>& launch, double work,
                                const ClockBracket& bracket);
 
-  // Milliseconds of one launch on stream() by CUDA events (after an L2 flush under --flush-l2):
-  // for samples that time several kernels each, e.g. a ratio from back-to-back launches, so
-  // each kernel starts cold.
+  // Milliseconds of one launch on stream() by CUDA events: for samples that time several kernels
+  // each, e.g. a ratio from back-to-back launches (measure() flushes L2 under --flush-l2 before
+  // the sample; a sample's later launches call flush_l2_if_asked() to start cold too).
   // With `bracket`, its clock stamps go just outside the events.
   double launch_ms(const std::function<void(cudaStream_t)>& launch, const ClockBracket* bracket = nullptr);
 
   // Evicts L2 (writes twice its size of other data on stream()): --flush-l2 does this before
   // every sample; probes that must start cold call it themselves.
   void flush_l2();
+  void flush_l2_if_asked() {
+    if (config_.flush_l2) flush_l2();
+  }
 
  private:
   Measurement time_kernel(std::string_view label, const std::function<void(cudaStream_t)>& launch,
                           const ClockWindow* device_clock, const ClockBracket* bracket,
                           const std::function<double(double)>& value_of_ms);
-  double timed_launch_ms(const std::function<void(cudaStream_t)>& launch, const ClockBracket* bracket);
   void warn_unconverged(std::string_view label, const Stats& s, double counted_s) const;
   TimingConfig config_;
   const DeviceInfo& device_;
