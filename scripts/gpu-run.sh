@@ -6,9 +6,11 @@
 #   gate      scripts/gate-selftest.sh: three `tkprobe all` runs, A/A compares, the suite baseline
 #             (gate/suite.json, for results/h200/suite.json), the 8%-worse check; then the first
 #             run against the committed baseline (results/h200), as a CI job would hold it
+#   claims    `tkprobe claims` (claims.md, claims.json, its wall time): the account's claims on this GPU
 #   mutants   scripts/mutants.sh gpu: each GPU-side mutant must fail a GPU test
 #   sanitize  scripts/sanitize.sh: memcheck, racecheck and synccheck over every probe's quick run
 #             (SANITIZE_ONLY narrows it, as in sanitize.sh); each run at most 300 s
+#   (mutants: MUTANTS=GLOB narrows them, as in mutants.sh)
 #   peers     scripts/compare_sdpa.py: PyTorch's SDPA backends beside the DSL's attention, one process
 # Steps run in this order whatever order they are named in, the timed ones (gate) before the
 # open-ended ones (sanitize); everything lands under $OUT; a step past DEADLINE (seconds since the
@@ -23,7 +25,7 @@ archive() {  # the GPU machine returns at most 8 files: everything goes back as 
 trap archive EXIT  # whatever happens below, the archive is written
 sha="${1:-unknown}"
 shift || true
-all_steps="build quick tests gate mutants sanitize peers"
+all_steps="build quick tests gate claims mutants sanitize peers"
 steps=" ${*:-$all_steps} "
 export TKPROBE_NO_INSTALL=1
 for step in $steps; do
@@ -62,6 +64,13 @@ if want gate; then
     > /dev/null 2>&1
   echo "run1 vs the committed baseline rc=$?: $(tail -1 "$OUT/gate/vs-committed.md")" >> "$OUT/run.log"
 fi
+if want claims; then
+  start=$SECONDS
+  timeout "$(left)" build/tkprobe claims --format markdown --json "$OUT/claims.json" > "$OUT/claims.md" \
+    2> "$OUT/claims.err"
+  echo "tkprobe claims rc=$? in $((SECONDS - start)) s" >> "$OUT/run.log"
+  cat "$OUT/claims.md"
+fi
 if want mutants; then
   # mutants.sh applies each patch to a clean tree; this copy's .git is stale, so commit the copy first.
   git add -A > /dev/null && git -c user.name=gpu-run -c user.email=gpu-run@localhost commit -qm "copy of $sha"
@@ -70,7 +79,7 @@ if want mutants; then
   cp /tmp/mutant-*.log "$OUT/" 2> /dev/null
 fi
 if want sanitize; then
-  # All 42 runs at once: each is slow under instrumentation but far from filling the GPU. Racecheck
+  # Every run at once: each is slow under instrumentation but far from filling the GPU. Racecheck
   # over smem-banks, copy-engines and bandwidth takes minutes even so.
   SANITIZE_PARALLEL=1 SANITIZE_TIMEOUT="$(( $(left) < 300 ? $(left) : 300 ))" scripts/sanitize.sh build/tkprobe "$OUT/sanitize" \
     | tee "$OUT/sanitize.log"

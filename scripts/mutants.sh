@@ -5,7 +5,8 @@
 # defect. Each patch names its tests on a `# kills:` line: `host` (every host test) or
 # `gpu GTEST_FLAGS` (the GPU tests, on a GPU machine). The tree must be clean; each mutant is
 # reverted before the next, and on exit.
-# Usage: scripts/mutants.sh [host|gpu|all] [BUILD_DIR]   (BUILD_DIR configured, default build)
+# Usage: [MUTANTS=GLOB] scripts/mutants.sh [host|gpu|all] [BUILD_DIR]   (BUILD_DIR configured, default
+# build; MUTANTS=based-* tries only the patches whose names match)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 which="${1:-host}"
@@ -19,7 +20,7 @@ restore() { [[ -n "$applied" ]] && git apply -R "$applied" && applied=""; }
 trap restore EXIT
 
 survived=0
-for patch in tests/mutants/*.patch; do
+for patch in tests/mutants/${MUTANTS:-*}.patch; do
   name=$(basename "$patch" .patch)
   kind=$(sed -n 's/^# kills: \([a-z]*\).*/\1/p' "$patch")
   args=$(sed -n 's/^# kills: [a-z]* *//p' "$patch")

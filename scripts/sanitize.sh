@@ -35,7 +35,11 @@ RUNS=(
   "wgmma-layout --quick --swizzle 64B"
   "copy-engines --quick --box 64x64 --ctas-per-sm 2"
   "gemm --quick"
-  "attention --quick"
+  "attention --quick --pass all"
+  "based --quick"
+  "overlap --quick --filler ex2 --warpgroups 1"
+  "quadrants --quick --warps 1,4"
+  "tma-reduce --quick"
 )
 TOOLS=(memcheck racecheck synccheck)
 

@@ -389,7 +389,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (chosen == all) {
       const auto only = chosen_probes(suite_probes, probes);
       for (auto& p : probes)
-        if (only.empty() || only.count(p->name())) selected.push_back(p.get());
+        if (only.empty() || only.count(p->name())) {
+          p->use_suite_settings();
+          selected.push_back(p.get());
+        }
     } else {
       selected.push_back(by_command.at(chosen));
     }

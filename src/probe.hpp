@@ -54,6 +54,7 @@ class Probe {
   virtual std::string summary() const = 0;  // one line, for `tkprobe list`
   virtual void add_options(CLI::App&) {}
   virtual void validate() const {}          // throws UsageError naming what is valid
+  virtual void use_suite_settings() {}      // what `tkprobe all` runs, where it differs from the defaults
   virtual int min_cc() const { return 0; }     // e.g. 90: the probe needs Hopper
   virtual int max_cc() const { return 1000; }  // 90 for sm_90a code, which runs on 9.0 only
   virtual void run(ProbeContext& context) = 0;

@@ -5,6 +5,7 @@
 // warps occupy, 128 once all four are. Each row also gives the warps' %warpid (the hardware's warp
 // slot; slot mod 4 is the sub-partition on Hopper, as the rows show when the rate steps at each).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -83,7 +84,8 @@ class Quadrants final : public Probe {
     const int ideal = std::min(warps, qd::kQuadrants) * qd::kLanes;
     r.value("ideal_if_spread", ideal);
     r.value("pct_of_ideal", 100 * m.stats.median / ideal);
-    r.value("warp_slots", slot_ids);
+    // A string ("2,3,0"), as the report's metrics are scalars or statistics.
+    r.value("warp_slots", fmt::format("{}", fmt::join(slot_ids, ",")));
     r.value("sub_partitions_used", int(sub_partitions.size()));
     r.value("blocks_per_sm", res.blocks_per_sm);
     r.telemetry = m.telemetry;
