@@ -13,7 +13,7 @@
 #   (mutants: MUTANTS=GLOB narrows them, as in mutants.sh)
 #   peers     scripts/compare_sdpa.py: PyTorch's SDPA backends beside the DSL's attention, one process
 # Steps run in this order whatever order they are named in, the timed ones (gate) before the
-# open-ended ones (sanitize); everything lands under $OUT; a step past DEADLINE (seconds since the
+# open-ended ones (sanitize, then mutants, which rebuilds); everything lands under $OUT; a step past DEADLINE (seconds since the
 # start) is skipped, and the archive is always written.
 # Usage: OUT=dir [DEADLINE=s] scripts/gpu-run.sh SHA [STEP...]
 set -uo pipefail
@@ -25,7 +25,7 @@ archive() {  # the GPU machine returns at most 8 files: everything goes back as 
 trap archive EXIT  # whatever happens below, the archive is written
 sha="${1:-unknown}"
 shift || true
-all_steps="build quick tests gate claims mutants sanitize peers"
+all_steps="build quick tests gate claims sanitize mutants peers"
 steps=" ${*:-$all_steps} "
 export TKPROBE_NO_INSTALL=1
 for step in $steps; do
@@ -71,19 +71,19 @@ if want claims; then
   echo "tkprobe claims rc=$? in $((SECONDS - start)) s" >> "$OUT/run.log"
   cat "$OUT/claims.md"
 fi
-if want mutants; then
-  # mutants.sh applies each patch to a clean tree; this copy's .git is stale, so commit the copy first.
-  git add -A > /dev/null && git -c user.name=gpu-run -c user.email=gpu-run@localhost commit -qm "copy of $sha"
-  timeout "$(left)" scripts/mutants.sh gpu build | tee "$OUT/mutants.log"
-  echo "mutants rc=${PIPESTATUS[0]}" >> "$OUT/run.log"
-  cp /tmp/mutant-*.log "$OUT/" 2> /dev/null
-fi
 if want sanitize; then
   # Every run at once: each is slow under instrumentation but far from filling the GPU. Racecheck
   # over smem-banks, copy-engines and bandwidth takes minutes even so.
   SANITIZE_PARALLEL=1 SANITIZE_TIMEOUT="$(( $(left) < 300 ? $(left) : 300 ))" scripts/sanitize.sh build/tkprobe "$OUT/sanitize" \
     | tee "$OUT/sanitize.log"
   echo "sanitize rc=${PIPESTATUS[0]}" >> "$OUT/run.log"
+fi
+if want mutants; then
+  # mutants.sh applies each patch to a clean tree; this copy's .git is stale, so commit the copy first.
+  git add -A > /dev/null && git -c user.name=gpu-run -c user.email=gpu-run@localhost commit -qm "copy of $sha"
+  timeout "$(left)" scripts/mutants.sh gpu build | tee "$OUT/mutants.log"
+  echo "mutants rc=${PIPESTATUS[0]}" >> "$OUT/run.log"
+  cp /tmp/mutant-*.log "$OUT/" 2> /dev/null
 fi
 if want peers; then
   TKPROBE_GIT_SHA="$sha" timeout "$(left)" python3 scripts/compare_sdpa.py --pass all --out "$OUT/attention-peers.json" \
