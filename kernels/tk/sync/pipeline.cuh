@@ -37,14 +37,6 @@ struct pipeline {
   __device__ void wait_full(int step) { arch::mbarrier_wait(arch::shared_address(&full[stage(step)]), parity(step)); }
   // Consumer warp (one lane): done with the stage of `step`.
   __device__ void release(int step) { arch::mbarrier_arrive(arch::shared_address(&empty[stage(step)])); }
-  // Consumer warp (every lane) whose lanes read the stage with their own loads, not only through
-  // wgmma: the warp barrier orders every lane's reads before lane 0's arrival, and so before the
-  // producer's next copy into the stage. Without it racecheck reported a write-after-read hazard
-  // on every such load (the dK/dV kernel's lse2 and D on the H200, results/NOTES.md).
-  __device__ void release_after_warp_reads(int step) {
-    __syncwarp();
-    if (threadIdx.x % 32 == 0) release(step);
-  }
 };
 
 namespace warpgroup {
