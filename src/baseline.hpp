@@ -1,8 +1,10 @@
 #pragma once
 // `tkprobe baseline --out FILE RUN...`: a baseline from several runs of the same suite. The power
 // state moves a GPU's figures between runs, so one run is a coin toss on it; this keeps the run
-// whose judged figures sit at the median most often, unchanged, and records on each row's primary
-// metric how far the runs spread (`drift_pct`, `runs`): the noise band `compare` then uses.
+// whose judged figures sit at the median most often, and records on the metric each row is judged by
+// how far the runs spread (`drift_pct`, `runs`): the noise band `compare` then uses. That metric is
+// the row's primary, or the per-second twin of a per-clock primary where the runs show it steadier
+// (the row is bound by something other than its SM clock; compare.hpp's per_second_twin).
 #include <vector>
 
 #include "src/json.hpp"

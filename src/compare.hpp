@@ -57,6 +57,15 @@ struct Comparison {
   int failing() const;
 };
 
+// The per-second metric beside a per-clock one ("pct_clock_peak" -> "tflops", "wgmma_pct_clock_peak"
+// -> "wgmma_tflops"); empty for any other. A kernel bound by its SM clock holds still per clock; one
+// bound by memory, whose clock does not move with the power state, holds still per second (attention's
+// N=1024 causal forward on the H200: 12% apart per clock over three runs, 4% per second). A baseline
+// made by `tkprobe baseline` judges each such row by whichever of the two drifted less over its runs;
+// against a raw run, which cannot tell, a row is judged by the reading that loses less, since a
+// slower kernel loses on both at the same clock.
+std::string per_second_twin(const std::string& metric);
+
 // The noise band of a baseline's primary metric, in percent: the drift its runs showed
 // (`drift_pct`, recorded by `tkprobe baseline`), else two standard deviations of the difference of
 // two medians with the baseline's CV; at least kMinBandPct, at most the threshold.

@@ -12,15 +12,28 @@
 
 namespace fixtures {
 
-inline tkprobe::Result timed_result(const std::string& probe, tkprobe::Json params, double median, double cv,
-                                    tkprobe::Better better = tkprobe::Better::lower) {
+// Statistics of `n` samples that all read `median`, with the given CV.
+inline tkprobe::Stats flat_stats(double median, double cv) {
   tkprobe::Stats s;
   s.median = s.min = s.max = s.q1 = s.q3 = s.mean = median;
   s.cv = cv;
   s.n = 20;
+  return s;
+}
+
+inline tkprobe::Result timed_result(const std::string& probe, tkprobe::Json params, double median, double cv,
+                                    tkprobe::Better better = tkprobe::Better::lower) {
   if (params.is_null()) params = tkprobe::Json::object();  // `{}` in a call is null, not an empty object
   tkprobe::Result r(probe, std::move(params));
-  r.metric("cycles", s, "cycles", better);
+  r.metric("cycles", flat_stats(median, cv), "cycles", better);
+  return r;
+}
+
+// A compute row as attention writes it: judged per clock (% of the clock peak), TFLOP/s beside it.
+inline tkprobe::Result clocked_result(double pct_clock_peak, double tflops) {
+  tkprobe::Result r("attention", {{"seq", 1024}, {"causal", true}});
+  r.metric("pct_clock_peak", flat_stats(pct_clock_peak, 0.0002), "%", tkprobe::Better::higher);
+  r.metric("tflops", flat_stats(tflops, 0.0002), "TFLOP/s", tkprobe::Better::higher);
   return r;
 }
 

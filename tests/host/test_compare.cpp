@@ -7,6 +7,7 @@
 
 using fixtures::report;
 using fixtures::report_set;
+using fixtures::clocked_result;
 using fixtures::timed_result;
 using tkprobe::Better;
 using tkprobe::Json;
@@ -101,6 +102,41 @@ TEST(Compare, RecordedDriftIsTheBand) {
   EXPECT_DOUBLE_EQ(c.rows[0].band_pct, 2.5);
   EXPECT_EQ(c.rows[0].verdict, Verdict::same);
   EXPECT_EQ(compare_json(base, report({timed_result("p", {}, 103, 0.0001)})).rows[0].verdict, Verdict::slower);
+}
+
+// Figures of the H200 (attention, N=1024, three runs of one commit): a power-state change moves the
+// per-second figure of a clock-bound row and the per-clock figure of a memory-bound one; a raw run
+// cannot tell which it is, so each is judged by the reading that holds.
+TEST(Compare, AgainstARawRunEachRowIsJudgedByTheReadingTheClockDoesNotMove) {
+  const auto memory_bound = compare_json(report({clocked_result(46.9383, 361.0)}), report({clocked_result(41.5531, 376.5)}));
+  EXPECT_EQ(memory_bound.rows[0].metric, "tflops");
+  EXPECT_EQ(memory_bound.rows[0].verdict, Verdict::faster) << "+4.3% per second where per clock read -11.5%";
+  EXPECT_FALSE(memory_bound.failed());
+  const auto clock_bound = compare_json(report({clocked_result(61.1486, 570.3)}), report({clocked_result(61.1816, 517.7)}));
+  EXPECT_EQ(clock_bound.rows[0].metric, "pct_clock_peak");
+  EXPECT_EQ(clock_bound.rows[0].verdict, Verdict::same) << "-9.2% per second at a 9% lower clock";
+}
+
+TEST(Compare, ASlowerKernelLosesPerClockAndPerSecondAndFails) {
+  const auto c = compare_json(report({clocked_result(50, 400)}), report({clocked_result(50 / 1.08, 400 / 1.08)}));
+  EXPECT_TRUE(c.failed());
+  EXPECT_NEAR(c.rows[0].loss_pct, 100 * (1 - 1 / 1.08), 1e-4) << "6 significant digits";
+}
+
+TEST(Compare, ABaselineJudgesOnlyByTheMetricItsRunsChose) {
+  auto base = report({clocked_result(50, 400)});
+  base["results"][0]["metrics"]["pct_clock_peak"]["drift_pct"] = 1.0;
+  base["results"][0]["metrics"]["pct_clock_peak"]["runs"] = 3;
+  const auto c = compare_json(base, report({clocked_result(46, 400)}));
+  EXPECT_EQ(c.rows[0].metric, "pct_clock_peak") << "the twin is for raw runs only";
+  EXPECT_TRUE(c.failed());
+}
+
+TEST(Compare, PerSecondTwinOfEveryPerClockMetric) {
+  EXPECT_EQ(tkprobe::per_second_twin("pct_clock_peak"), "tflops");
+  EXPECT_EQ(tkprobe::per_second_twin("wgmma_pct_clock_peak"), "wgmma_tflops");
+  EXPECT_EQ(tkprobe::per_second_twin("cycles"), "");
+  EXPECT_EQ(tkprobe::per_second_twin("tflops"), "");
 }
 
 TEST(Compare, SlowerButUnderThresholdIsReportedNotFailed) {
