@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -66,9 +67,15 @@ TEST(Report, ReadRejectsWhatIsNotAReport) {
 
 namespace {
 
-Json committed_suite() {
-  std::ifstream in(std::string(TKPROBE_SOURCE_DIR) + "/results/h200/suite.json");
-  return Json::parse(in);
+// Version 1 as the H200 wrote it: the archive's per-probe reports (results/h200/archive); the suite
+// baseline itself is version 2 from df9e88d's runs on.
+std::vector<Json> archived_v1_reports() {
+  std::vector<Json> out;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(TKPROBE_SOURCE_DIR) + "/results/h200/archive")) {
+    std::ifstream in(entry.path());
+    out.push_back(Json::parse(in));
+  }
+  return out;
 }
 
 // Every number of `a` within 5e-6 relative of `b`'s (6 significant digits), everything else equal.
@@ -92,11 +99,9 @@ void expect_same_within_rounding(const Json& a, const Json& b, const std::string
   }
 }
 
-}  // namespace
 
-TEST(ReportV2, AVersionOneReportKeepsEveryRowAndMetric) {
-  const Json v1 = committed_suite();
-  ASSERT_EQ(v1["schema"], "tkprobe.report/1") << "the fixture is the version 1 baseline";
+void expect_v2_keeps_everything(const Json& v1) {
+  ASSERT_EQ(v1["schema"], "tkprobe.report/1") << "the fixture is version 1";
   const auto dir = fixtures::temp_dir("v2");
   tkprobe::write_file_atomic(dir / "v2.json", tkprobe::report_text(tkprobe::compact_report(v1)));
   const Json v2 = tkprobe::read_report(dir / "v2.json");  // what compare and baseline see
@@ -119,8 +124,8 @@ TEST(ReportV2, AVersionOneReportKeepsEveryRowAndMetric) {
   EXPECT_EQ(v2["findings"], v1["findings"]);
 }
 
-TEST(ReportV2, NvmlReadingsAreGatheredOncePerProbe) {
-  const Json v1 = committed_suite(), v2 = tkprobe::compact_report(v1);
+void expect_nvml_once_per_probe(const Json& v1) {
+  const Json v2 = tkprobe::compact_report(v1);
   std::map<std::string, int> rows, throttled;
   std::map<std::string, std::pair<double, double>> power;
   for (const auto& r : v1["results"]) {
@@ -146,13 +151,28 @@ TEST(ReportV2, NvmlReadingsAreGatheredOncePerProbe) {
   for (const auto& r : v2["results"]) EXPECT_FALSE(r.value("telemetry", Json::object()).contains("power_w"));
 }
 
-TEST(ReportV2, CompactingTwiceChangesNothingAndTheTextParsesBack) {
-  const Json once = tkprobe::compact_report(committed_suite());
-  EXPECT_EQ(tkprobe::compact_report(once), once);
-  EXPECT_EQ(Json::parse(tkprobe::report_text(once)), once);
-  const auto errors = tkprobe::validate_schema(report_schema(), once);
-  EXPECT_TRUE(errors.empty()) << errors.front();
+}  // namespace
+
+TEST(ReportV2, AVersionOneReportKeepsEveryRowAndMetric) {
+  const auto reports = archived_v1_reports();
+  ASSERT_EQ(reports.size(), 15u);
+  for (const Json& v1 : reports) expect_v2_keeps_everything(v1);
 }
+
+TEST(ReportV2, NvmlReadingsAreGatheredOncePerProbe) {
+  for (const Json& v1 : archived_v1_reports()) expect_nvml_once_per_probe(v1);
+}
+
+TEST(ReportV2, CompactingTwiceChangesNothingAndTheTextParsesBack) {
+  for (const Json& v1 : archived_v1_reports()) {
+    const Json once = tkprobe::compact_report(v1);
+    EXPECT_EQ(tkprobe::compact_report(once), once);
+    EXPECT_EQ(Json::parse(tkprobe::report_text(once)), once);
+    const auto errors = tkprobe::validate_schema(report_schema(), once);
+    EXPECT_TRUE(errors.empty()) << errors.front();
+  }
+}
+
 
 TEST(ReportV2, RepeatedCheckTextsAreWrittenOnceAndReadBack) {
   auto a = fixtures::timed_result("p", {{"stride", 1}}, 30, 0.01), b = fixtures::timed_result("p", {{"stride", 2}}, 31, 0.01);
