@@ -21,6 +21,10 @@ names the GPU and the commit the report was made by.
     attention      % of clock peak and TFLOP/s per shape, kernel and pass, causal and not
     gemm           the DSL's GEMM vs cuBLASLt TFLOP/s per shape, the paired ratio annotated
     smem-latency   load-to-use cycles per chain and address form
+    overlap        % of clock peak vs filler instructions per wgmma, per filler and warpgroups, 95% lines
+    quadrants      FFMA lanes per SM cycle vs warps per SM, against the quadrants' ideal if spread
+    tma-reduce     TB/s added per target tile and method (bulk reduction vs atomics)
+    based          TFLOP/s and ms vs sequence length per value dim and normalization, % of clock peak
 
 No figure, by choice (a note on stdout when a report holds them): `info` is a handful of constants its
 table already shows, and `wgmma-layout`'s rows are pass/fail placement checks (mismatch counts, all
@@ -36,6 +40,7 @@ import argparse
 import collections
 import io
 import json
+import math
 import os
 import re
 import sys
@@ -47,6 +52,7 @@ try:
     matplotlib.use("Agg")  # files only: never a display
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
     from PIL import Image  # matplotlib depends on Pillow
     # 3.6: the layout engine's rect, which keeps the footnote's strip free (Debian 12 has 3.6.3).
     if tuple(int(v) for v in re.findall(r"\d+", matplotlib.__version__)[:2]) < (3, 6):
@@ -595,6 +601,176 @@ def plot_smem_latency(p, report):
     return fig
 
 
+def plot_overlap(p, report):
+    # x: per_wgmma on a log2 axis; the 'none' row (0) is each warpgroup count's baseline, drawn half a
+    # step left of 1.
+    def x_of(k):
+        return k if k > 0 else 0.5
+
+    baseline = {r["params"].get("warpgroups", 1): metric(r, "pct_clock_peak") for r in p.rows
+                if r["params"].get("filler") == "none" or r["params"].get("per_wgmma") == 0}
+    lines = collections.defaultdict(list)
+    for r in p.rows:
+        if r["params"].get("per_wgmma") != 0 and r["params"].get("filler") != "none":
+            lines[(r["params"]["filler"], r["params"].get("warpgroups", 1))].append(
+                (r["params"]["per_wgmma"], metric(r, "pct_clock_peak")))
+    fillers = sorted({f for f, _ in lines})
+    warpgroups = sorted({wg for _, wg in lines} | set(baseline))
+    styles = [("o", "-"), ("s", "--"), ("^", "-."), ("v", ":")]
+    fig, ax = figure(figsize=(8, 4.8))
+    for (filler, wg), pts in sorted(lines.items()):
+        color = f"C{fillers.index(filler) % 10}"
+        marker, ls = styles[warpgroups.index(wg) % len(styles)]
+        pts = sorted(pts)
+        if wg in baseline:
+            pts = [(0, baseline[wg])] + pts
+        # The probe's "5% lower" point: the first count below 95% of the no-filler value.
+        drop = next((k for k, v in pts if k > 0 and wg in baseline and v < 0.95 * baseline[wg]), None)
+        label = f"{filler}, {wg} warpgroup{'s' if wg != 1 else ''}/SM" + (f" (5% lower at {drop})" if drop else "")
+        ax.plot([x_of(k) for k, _ in pts], [v for _, v in pts], marker=marker, ls=ls, ms=4, color=color, label=label)
+    lone = [wg for wg in baseline if not any(w == wg for _, w in lines)]
+    for wg in lone:  # a baseline without a sweep still shows
+        ax.plot([0.5], [baseline[wg]], marker="D", color="0.3", ls="none", label=f"none, {wg} warpgroups/SM")
+    # The 95% line is each series' no-filler value less 5%; the fillers of one warpgroup count share it.
+    for wg, v in sorted(baseline.items()):
+        ax.axhline(0.95 * v, color="0.35", ls=":", lw=0.9)
+    if baseline:
+        ax.plot([], [], color="0.35", ls=":", lw=0.9, label="95% of the no-filler value: " + ", ".join(
+            f"{0.95 * v:.1f} ({wg} WG)" for wg, v in sorted(baseline.items())))
+    ks = sorted({k for pts in lines.values() for k, _ in pts})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([0.5] * bool(baseline) + ks, ["none"] * bool(baseline) + [str(k) for k in ks])
+    ax.minorticks_off()
+    ax.set_xlim(0.4, max(ks or [1]) * 1.3)
+    ax.set_ylim(0, 112)
+    shapes = sorted({f"{r['params'].get('dtype', '')} {r['params'].get('shape', '')}" for r in p.rows})
+    cycles = sorted({metric(r, "ideal_cycles_per_instruction") for r in p.rows
+                     if metric(r, "ideal_cycles_per_instruction")})
+    ax.set_xlabel("filler instructions per thread after each wgmma (log2)" +
+                  (f"; one {', '.join(shapes)} wgmma is {cycles[0]:.0f} SM cycles" if len(cycles) == 1 else ""))
+    ax.set_ylabel("tensor throughput (% of clock peak)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left", title="filler, warpgroups", title_fontsize=8)
+    p.note("% of the peak at the SM clock measured inside the kernel")
+    return fig
+
+
+def plot_quadrants(p, report):
+    ops = list(dict.fromkeys(r["params"].get("op", "ffma") for r in p.rows))
+    fig, ax = figure(figsize=(8, 4.5))
+    ideal = sorted({(r["params"]["warps_per_sm"], metric(r, "ideal_if_spread")) for r in p.rows
+                    if metric(r, "ideal_if_spread") is not None})
+    if ideal:
+        ax.plot(*zip(*ideal), drawstyle="steps-post", ls="--", color="0.3", lw=1.2,
+                label="ideal if the warps spread over the quadrants\n(32 lanes per quadrant in use, 128 at most)")
+    for i, op in enumerate(ops):
+        pts = sorted((r["params"]["warps_per_sm"], metric(r, "fma_lanes_per_clock")) for r in p.rows
+                     if r["params"].get("op", "ffma") == op)
+        ax.plot(*zip(*pts), marker="o", color=f"C{i % 10}", label=f"{op}, measured")
+    if len(ops) == 1:
+        # The values in two rows along the bottom, clear of the curve and the steps: lanes, % of the ideal.
+        for r in p.rows:
+            w = r["params"]["warps_per_sm"]
+            ax.text(w, 11, f"{metric(r, 'fma_lanes_per_clock'):.0f}", ha="center", fontsize=7, color="C0")
+            if metric(r, "pct_of_ideal") is not None:
+                ax.text(w, 3, f"{metric(r, 'pct_of_ideal'):.0f}%", ha="center", fontsize=7, color="0.3")
+        ax.text(1, 20, "per point: lanes per cycle (blue), % of the ideal (grey)", fontsize=7, color="0.3")
+    warps = sorted({r["params"]["warps_per_sm"] for r in p.rows})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(warps, [str(w) for w in warps])
+    ax.minorticks_off()
+    ax.set_ylim(0, 150)
+    ax.set_yticks(range(0, 129, 32))
+    ax.set_xlabel("warps per SM (one block, log2)")
+    ax.set_ylabel("FFMA lanes per SM cycle")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def plot_tma_reduce(p, report):
+    targets = list(dict.fromkeys(r["params"]["target"] for r in p.rows))
+    methods = list(dict.fromkeys(r["params"]["method"] for r in p.rows))
+    tbps = {(r["params"]["target"], r["params"]["method"]): metric(r, "tbps") for r in p.rows}
+    fig, ax = figure(figsize=(max(5, 1.6 * len(targets) + 2.5), 4.2))
+    drawn = grouped_bars(ax, targets, methods, lambda g, s: tbps.get((g, s)))
+    label_bars(ax, drawn, "{:.2f}")
+    top = max(h for _, h in drawn)
+    if {"bulk", "atomic"} <= set(methods):  # the finding's comparison, above each pair
+        for g, target in enumerate(targets):
+            bulk, atomic = tbps.get((target, "bulk")), tbps.get((target, "atomic"))
+            if bulk and atomic:
+                ax.text(g, top * 1.08, f"bulk / atomic = {bulk / atomic:.2f}x", ha="center", fontsize=8, color="0.3")
+    ax.set_ylim(0, top * 1.15)
+    legend_on_top(ax, title="method")
+    ax.set_ylabel("bytes added into global memory (TB/s)")
+    sizes = sorted({(r["params"].get("blocks"), r["params"].get("tile_bytes"), r["params"].get("dtype")) for r in p.rows})
+    what = "; ".join(f"{b} blocks, {t // 1024} KiB {d} tiles" for b, t, d in sizes if b and t and d)
+    ax.set_xlabel("where the blocks add their tiles" + (f" ({what})" if what else ""))
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def crowded(xs, apart=0.4):
+    """Indices of sorted positive xs that sit within `apart` (in log2) of the one before, alternately:
+    those labels go on the other side, so that neighbours do not overlap."""
+    out, last = set(), None
+    for i, x in enumerate(xs):
+        if last is not None and abs(math.log2(x) - math.log2(xs[last])) < apart and last not in out:
+            out.add(i)
+        last = i
+    return out
+
+
+def plot_based(p, report):
+    def series_of(r):
+        norm = "normalized" if r["params"].get("normalize", True) else "not normalized"
+        return f"Dv {r['params'].get('value_dim')}, {norm}"
+
+    lines = collections.defaultdict(list)
+    for r in p.rows:
+        lines[series_of(r)].append(r)
+    fig, axes = figures(1, 2, figsize=(10, 4.3), sharex=True)
+    left, right = axes[0]
+    for i, (name, rows) in enumerate(sorted(lines.items())):
+        rows.sort(key=lambda r: r["params"]["seq"])
+        seqs = [r["params"]["seq"] for r in rows]
+        flip = crowded(seqs)
+        color = f"C{i % 10}"
+        left.plot(seqs, [metric(r, "tflops") for r in rows], marker="o", color=color, label=name)
+        right.plot(seqs, [metric(r, "ms") for r in rows], marker="o", color=color, label=name)
+        for j, r in enumerate(rows):
+            # % of clock peak: each row against the clock it ran at, so a label per point, not an axis.
+            pct = metric(r, "pct_clock_peak")
+            if pct is not None:
+                left.annotate(f"{pct:.1f}%", (seqs[j], metric(r, "tflops")), xytext=(0, 6 if j in flip else -13),
+                              textcoords="offset points", ha="center", fontsize=7, color=color)
+            right.annotate(f"{metric(r, 'ms'):.3g}", (seqs[j], metric(r, "ms")),
+                           xytext=(6, -10) if j in flip else (-6, 4), textcoords="offset points",
+                           ha="left" if j in flip else "right", fontsize=7, color=color)
+    seqs = sorted({r["params"]["seq"] for r in p.rows})
+    flip = crowded(seqs)
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(seqs, [("\n" if j in flip else "") + str(x) for j, x in enumerate(seqs)], fontsize=8)
+        ax.minorticks_off()
+        ax.set_xlabel("sequence length N (log2)")
+        ax.grid(alpha=0.3)
+    left.set_ylim(0, max(metric(r, "tflops") for r in p.rows) * 1.25)
+    left.set_ylabel("TFLOP/s (labels: % of clock peak)")
+    left.legend(fontsize=8, loc="upper left")
+    right.set_yscale("log")
+    right.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+    right.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    right.yaxis.set_minor_formatter(NullFormatter())
+    right.set_ylabel("time per launch (ms, log)")
+    left.set_title("throughput", fontsize=10)
+    right.set_title("time (median launch)", fontsize=10)
+    shapes = sorted({(r["params"].get("batch"), r["params"].get("heads"), r["params"].get("feature_dim"),
+                      r["params"].get("dtype")) for r in p.rows})
+    p.note("shapes " + "; ".join(f"B{b} H{h} feature dim {f} {d}" for b, h, f, d in shapes))
+    return fig
+
 # probe -> (what the figure shows, the function that draws it)
 PLOTS = {
     "mem-latency": ("mem-latency: load latency vs footprint", plot_mem_latency),
@@ -609,6 +785,10 @@ PLOTS = {
     "attention": ("attention: per shape, kernel and pass", plot_attention),
     "gemm": ("gemm: the DSL's GEMM vs cuBLASLt", plot_gemm),
     "smem-latency": ("smem-latency: load-to-use latency per chain", plot_smem_latency),
+    "overlap": ("overlap: tensor throughput vs non-tensor work per wgmma", plot_overlap),
+    "quadrants": ("quadrants: FFMA lanes per SM cycle vs warps", plot_quadrants),
+    "tma-reduce": ("tma-reduce: adding tiles into global memory, bulk vs atomic", plot_tma_reduce),
+    "based": ("based: the DSL's Based linear-attention forward vs sequence length", plot_based),
 }
 KNOWN = sorted(set(PLOTS) | set(NOT_DRAWN))
 

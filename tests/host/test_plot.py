@@ -75,7 +75,9 @@ class Figures(unittest.TestCase):
             report = json.load(f)
         plots = load_script().PLOTS
         expected = ok_probes(report) & set(plots)
-        self.assertGreaterEqual(len(expected), 12, "the suite should draw every probe that has a figure")
+        self.assertGreaterEqual(len(expected), 16, "the suite should draw every probe that has a figure")
+        for probe in ("overlap", "quadrants", "tma-reduce", "based"):  # the baseline's newest probes
+            self.assertIn(probe, expected, f"{probe}: no figure from the suite")
         with tempfile.TemporaryDirectory() as out:
             run = plot(SUITE, "--out", out)
             self.assertEqual(run.returncode, 0, run.stderr)
@@ -105,8 +107,10 @@ class Figures(unittest.TestCase):
             self.assertIn("info (suite.json): no figure", run.stdout)
 
     def test_swizzle_v1_and_v2_placements_agree(self):
-        with open(SUITE) as f:
+        # The suite is schema v2 now: the v1 placements are the archive's.
+        with open(os.path.join(ARCHIVE, "tma-swizzle.json")) as f:
             v1 = json.load(f)
+        self.assertEqual(v1["schema"], "tkprobe.report/1")
         v2 = to_v2(v1)
         swizzle_map = load_script().swizzle_map
         pairs = [(a, b) for a, b in zip(v1["results"], v2["results"]) if a["probe"] == "tma-swizzle"]

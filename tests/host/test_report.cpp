@@ -99,7 +99,6 @@ void expect_same_within_rounding(const Json& a, const Json& b, const std::string
   }
 }
 
-
 void expect_v2_keeps_everything(const Json& v1) {
   ASSERT_EQ(v1["schema"], "tkprobe.report/1") << "the fixture is version 1";
   const auto dir = fixtures::temp_dir("v2");
