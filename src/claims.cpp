@@ -7,6 +7,8 @@
 #include <functional>
 #include <optional>
 
+#include "src/device.hpp"
+
 namespace tkprobe {
 namespace {
 
@@ -212,9 +214,21 @@ std::vector<Claim> claims() {
                         "a warp issues in one quadrant; four warps reach all four"},
                  ""};
        }},
-      {"non-tensor-cycles", "Cycles without tensor-core work cap utilization at a few percent", "", "",
-       [](const Json&) {
-         return not_yet("no probe measures how much other work hides under wgmma yet (issue 19)");
+      // "989 TFLOP/s on tensor cores vs ~60 for everything else": the fastest other unit is FP32 FMA.
+      {"non-tensor-cycles", "Cycles without tensor-core work cap utilization at a few percent (~60 of 989 TFLOP/s)",
+       "6.1% of the tensor peak", "quadrants", [](const Json& rep) -> Outcome {
+         const auto rows = rows_of(rep, "quadrants");
+         if (rows.empty()) return missing(rep, "quadrants");
+         constexpr double kStatedPct = 100.0 * 60 / 989;
+         const double lanes = best(rows, "fma_lanes_per_clock");
+         const int tensor = hopper_flop_per_clock_per_sm("bf16");
+         const double pct = 100 * 2 * lanes / tensor;  // an FMA is 2 FLOP
+         return {Judged{fmt::format("FFMA at best {:.1f} lanes per SM cycle: {:.1f}% of the tensor cores' {} bf16 FLOP "
+                                    "per cycle",
+                                    lanes, pct, tensor),
+                        pct, kStatedPct, within(pct, kStatedPct, kTolerance),
+                        "a cycle with no tensor work does at most this share of a tensor cycle's FLOPs"},
+                 ""};
        }},
       {"moderate-occupancy", "The H100 needs only moderate occupancy", "one warpgroup per SM", "occupancy",
        [](const Json& rep) -> Outcome {
@@ -253,7 +267,10 @@ std::vector<Claim> claims() {
          return not_yet("needs PyTorch's FlashAttention-2 in the same process: scripts/compare_sdpa.py measures it");
        }},
       {"based", "Based linear attention at 215 TFLOP/s", "215 TFLOP/s", "",
-       [](const Json&) { return not_yet("no Based kernel yet (issue 18)"); }},
+       [](const Json&) {
+         return not_yet("the account counts Based's FLOPs its own way (ThunderKittens' 1.14 ms at B16 H16 N16384 is "
+                        "299 TFLOP/s by tkprobe's count: probes/based/README.md); compare times with `tkprobe based`");
+       }},
   };
 }
 
@@ -284,7 +301,7 @@ std::vector<ClaimRun> claim_runs() {
           {"tensor-cores", {"--dtype", "bf16"}},
           {"bandwidth", {}},
           {"occupancy", {"--kernel", "wgmma"}},
-          {"quadrants", {"--warps", "1,4"}},
+          {"quadrants", {"--warps", "1,4,8"}},
           {"copy-engines", {}}};
 }
 

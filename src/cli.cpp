@@ -9,6 +9,7 @@
 #include <limits>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -264,27 +265,52 @@ SubRun run_for_claims(const ClaimRun& run, const CommonOptions& o, bool full, st
   return {stops ? Json() : Json::parse(sub_out.str()), code};
 }
 
-int run_claims(CommonOptions& o, bool full, const std::vector<std::string>& args, std::ostream& out,
-               std::ostream& err) {
+// What the claims read: a report's "device", "host" and "results", merged over the claims' probe runs
+// (quick unless `full`; tool.probes lists them) or read from a report. `code` is set where a run could
+// give no report (the exit code to return), `lacked_device` where a probe needed another GPU.
+struct ClaimsInput {
+  Json report;
+  std::optional<int> code;
+  bool lacked_device = false;
+};
+
+ClaimsInput measure_claims(CommonOptions& o, bool full, std::ostream& err, Json& probes_run) {
+  ClaimsInput in{{{"device", nullptr}, {"host", nullptr}, {"results", Json::array()}}};
+  for (const ClaimRun& run : claim_runs()) {
+    err << fmt::format("claims: {} {}...\n", run.probe, full ? "" : "--quick");
+    const SubRun sub = run_for_claims(run, o, full, err);
+    if (sub.report.is_null()) return {Json(), sub.code};
+    in.lacked_device |= sub.code == int(Exit::no_device);
+    for (const auto& r : sub.report["results"]) in.report["results"].push_back(r);
+    in.report["device"] = sub.report["device"];
+    in.report["host"] = sub.report["host"];
+    probes_run.push_back(run.probe);
+  }
+  return in;
+}
+
+// `tkprobe claims`: the claims judged from fresh probe runs, or from a report given with --from (a
+// `tkprobe all` run, the committed baseline: no GPU needed).
+int run_claims(CommonOptions& o, bool full, const std::string& from, const std::vector<std::string>& args,
+               std::ostream& out, std::ostream& err) {
   if (!o.json_path.empty() && o.json_path != "-") require_writable_target(o.json_path);
   if (!o.seed_given) o.seed = fresh_seed();
-  Json measured{{"device", nullptr}, {"results", Json::array()}};
   Report report;
   report.tool = tool_section(args);
   report.tool["seed"] = o.seed;
   report.tool["probes"] = Json::array();
-  bool lacked_device = false;
-  for (const ClaimRun& run : claim_runs()) {
-    err << fmt::format("claims: {} {}...\n", run.probe, full ? "" : "--quick");
-    const SubRun sub = run_for_claims(run, o, full, err);
-    if (sub.report.is_null()) return sub.code;
-    lacked_device |= sub.code == int(Exit::no_device);
-    for (const auto& r : sub.report["results"]) measured["results"].push_back(r);
-    measured["device"] = sub.report["device"];
-    report.host = sub.report["host"];
-    report.tool["probes"].push_back(run.probe);
+  ClaimsInput in;
+  if (from.empty()) {
+    in = measure_claims(o, full, err, report.tool["probes"]);
+    if (in.code) return *in.code;
+  } else {
+    in.report = read_report(from);
+    report.tool["judged_from"] = from;
+    report.tool["probes"] = in.report["tool"].value("probes", Json::array());
   }
+  const Json& measured = in.report;
   report.device = measured["device"];
+  report.host = measured["host"];
   report.results = judge_claims(measured);
   int holds = 0, differs = 0, unmeasured = 0;
   for (const Result& r : report.results) {
@@ -299,7 +325,7 @@ int run_claims(CommonOptions& o, bool full, const std::vector<std::string>& args
   const Json j = to_json(report);
   print_report(out, j, o.json_path == "-" ? Format::json : o.format);
   if (!o.json_path.empty() && o.json_path != "-") write_file_atomic(o.json_path, report_text(j));
-  return static_cast<int>(lacked_device ? Exit::no_device : Exit::ok);
+  return static_cast<int>(in.lacked_device ? Exit::no_device : Exit::ok);
 }
 
 }  // namespace
@@ -330,9 +356,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     by_command[cmd] = p.get();
   }
   bool claims_full = false;
+  std::string claims_from;
   auto* claims_cmd = app.add_subcommand("claims", "The account's claims about the H100, each beside what this GPU "
                                                   "measures, with a verdict (quick runs; --full for the real thing)");
-  claims_cmd->add_flag("--full", claims_full, "Run the probes at their full settings (minutes, not seconds)");
+  auto* full_flag =
+      claims_cmd->add_flag("--full", claims_full, "Run the probes at their full settings (minutes, not seconds)");
+  claims_cmd
+      ->add_option("--from", claims_from,
+                   "Judge the claims from this report (a `tkprobe all` run, results/h200/suite.json) instead of "
+                   "running probes: no GPU needed")
+      ->excludes(full_flag);
   claims_cmd->add_option("--device", common.device, "CUDA device index")
       ->check(whole_number_up_to(std::numeric_limits<int>::max()));
   claims_cmd->add_option("--json", common.json_path, "Write the JSON report to FILE ('-' for stdout)");
@@ -383,7 +416,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (chosen == cmp) return run_compare(compare, probes, out);
     if (chosen == base_cmd) return run_baseline(baseline, out);
     common.seed_given = chosen->count("--seed") > 0;
-    if (chosen == claims_cmd) return run_claims(common, claims_full, args, out, err);
+    if (chosen == claims_cmd) return run_claims(common, claims_full, claims_from, args, out, err);
     common.timeout_given = chosen->count("--timeout") > 0;
     std::vector<Probe*> selected;
     if (chosen == all) {

@@ -98,4 +98,30 @@ TEST(Claims, BadOptionsExitTwo) {
   EXPECT_NE(format.err.find("--format"), std::string::npos) << format.err;
   const auto unknown = fixtures::run({"claims", "--quick"});
   EXPECT_EQ(unknown.code, 2) << "claims is quick unless --full";
+  const std::string suite = std::string(TKPROBE_SOURCE_DIR) + "/results/h200/suite.json";
+  EXPECT_EQ(fixtures::run({"claims", "--from", suite, "--full"}).code, 2) << "--from runs nothing to make full";
+  const auto folder = fixtures::run({"claims", "--from", fixtures::temp_dir("claims-from").string()});
+  EXPECT_EQ(folder.code, 2) << folder.err;
+}
+
+// The fastest unit besides the tensor cores: FFMA, 122.3 lanes per SM cycle on the H200 (eight warps),
+// 2 FLOP each, against 4096 bf16 FLOP per cycle: 6.0%, the account's ~60 of 989 TFLOP/s (6.1%).
+TEST(Claims, NonTensorWorkIsAFewPercentOfATensorCycle) {
+  const auto rows = by_claim(tkprobe::judge_claims(committed_suite()));
+  const auto& r = rows.at("non-tensor-cycles");
+  EXPECT_EQ(r.metrics["verdict"], "holds");
+  const double pct = 100 * 2 * 122.261 / 4096, stated = 100.0 * 60 / 989;
+  EXPECT_NEAR(r.metrics["difference_pct"].get<double>(), 100 * (pct / stated - 1), 0.05);
+}
+
+// --from judges a report already made (here the committed baseline): no probe runs, no GPU.
+TEST(Claims, FromAReportNeedsNoGpu) {
+  const auto dir = fixtures::temp_dir("claims-from-suite");
+  const auto run = fixtures::run({"claims", "--from", std::string(TKPROBE_SOURCE_DIR) + "/results/h200/suite.json",
+                                  "--json", (dir / "claims.json").string()});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.err.find("claims: "), std::string::npos) << "no probe ran: " << run.err;
+  const Json written = tkprobe::read_report(dir / "claims.json");
+  EXPECT_EQ(written["device"]["name"], "NVIDIA H200");
+  EXPECT_EQ(written["results"].size(), tkprobe::judge_claims(committed_suite()).size());
 }
