@@ -86,5 +86,15 @@ for tool in "${TOOLS[@]}"; do
     echo "$tool $(args_for "$tool" "$args"): $summary"
   done
 done
+# Diagnostic, not counted above: the attention backward's ring alone (tests/gpu/ring_racecheck.cu),
+# released four ways; the variant racecheck accepts is the release dkdv_kernel needs.
+ring="$(dirname "$tkprobe")/tests/ring_racecheck"
+if [[ -x "$ring" ]]; then
+  for variant in lane0 syncwarp fence all; do
+    log="$logs/racecheck-ring-$variant.log"
+    timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool racecheck "$ring" "$variant" > "$log" 2>&1
+    echo "ring $variant (diagnostic): $(grep -h "ring_racecheck $variant" "$log") $(grep -h "RACECHECK SUMMARY" "$log")"
+  done
+fi
 echo "sanitize: $bad run(s) with errors, warnings or no summary"
 exit $(( bad > 0 ))
