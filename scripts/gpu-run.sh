@@ -11,7 +11,8 @@
 #   sanitize  scripts/sanitize.sh: memcheck, racecheck and synccheck over every probe's quick run
 #             (SANITIZE_ONLY narrows it, as in sanitize.sh); each run at most 300 s
 #   (mutants: MUTANTS=GLOB narrows them, as in mutants.sh)
-#   peers     scripts/compare_sdpa.py: PyTorch's SDPA backends beside the DSL's attention, one process
+#   peers     scripts/compare_sdpa.py: PyTorch's SDPA backends beside the DSL's attention, one process;
+#             scripts/compare_based.py: fla's Based kernels beside the DSL's (skipped rows without fla)
 # Steps run in this order whatever order they are named in, the timed ones (gate) before the
 # open-ended ones (sanitize, then mutants, which rebuilds); everything lands under $OUT; a step past DEADLINE (seconds since the
 # start) is skipped, and the archive is always written.
@@ -90,5 +91,9 @@ if want peers; then
     --tk-lib build/kernels/libtk_attention_c.so > "$OUT/peers.md" 2> "$OUT/peers.log"
   echo "compare_sdpa rc=$?" >> "$OUT/run.log"
   cat "$OUT/peers.md"
+  TKPROBE_GIT_SHA="$sha" timeout "$(left)" python3 scripts/compare_based.py --out "$OUT/based-peers.json" \
+    --tk-lib build/kernels/libtk_based_c.so > "$OUT/based-peers.md" 2> "$OUT/based-peers.log"
+  echo "compare_based rc=$?" >> "$OUT/run.log"
+  cat "$OUT/based-peers.md"
 fi
 cat "$OUT/run.log"
