@@ -73,8 +73,8 @@ if want claims; then
   cat "$OUT/claims.md"
 fi
 if want sanitize; then
-  # Every run at once: each is slow under instrumentation but far from filling the GPU. Racecheck
-  # over smem-banks, copy-engines and bandwidth takes minutes even so.
+  # Side by side, one run per CPU core (sanitize.sh): each is slow under instrumentation but far from
+  # filling the GPU; racecheck is CPU-bound, and 54 at once on 16 cores ran two past 300 s.
   SANITIZE_PARALLEL=1 SANITIZE_TIMEOUT="$(( $(left) < 300 ? $(left) : 300 ))" scripts/sanitize.sh build/tkprobe "$OUT/sanitize" \
     | tee "$OUT/sanitize.log"
   echo "sanitize rc=${PIPESTATUS[0]}" >> "$OUT/run.log"

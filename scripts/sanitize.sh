@@ -12,7 +12,9 @@
 # a summary, or a missing tool.
 # Usage: scripts/sanitize.sh [TKPROBE] [LOGDIR]
 #   SANITIZE_ONLY="racecheck:gemm synccheck:gemm"  only these tool:probe runs
-#   SANITIZE_PARALLEL=1                             all runs at once (one GPU; each is slow, not busy)
+#   SANITIZE_PARALLEL=1                             runs side by side, as many as there are CPU cores (one
+#                                                   GPU; each is slow, not busy; 54 at once on 16 cores
+#                                                   starved racecheck of smem-banks and attention past 300 s)
 #   SANITIZE_TIMEOUT=S                              seconds per run (default 300)
 set -uo pipefail
 tkprobe="${1:-$(dirname "$0")/../build/tkprobe}"
@@ -65,7 +67,12 @@ for tool in "${TOOLS[@]}"; do
   for args in "${RUNS[@]}"; do
     chosen "$tool" "${args%% *}" || continue
     args=$(args_for "$tool" "$args")
-    if [[ -n "${SANITIZE_PARALLEL:-}" ]]; then run_one "$tool" "$args" & else run_one "$tool" "$args"; fi
+    if [[ -n "${SANITIZE_PARALLEL:-}" ]]; then
+      while (( $(jobs -rp | wc -l) >= $(nproc) )); do wait -n; done
+      run_one "$tool" "$args" &
+    else
+      run_one "$tool" "$args"
+    fi
   done
 done
 wait
