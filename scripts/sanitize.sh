@@ -42,6 +42,7 @@ RUNS=(
   "overlap --quick --filler ex2 --warpgroups 1"
   "quadrants --quick --warps 1,4"
   "tma-reduce --quick"
+  "cluster --quick --sizes 2"
 )
 TOOLS=(memcheck racecheck synccheck)
 

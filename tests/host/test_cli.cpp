@@ -40,7 +40,7 @@ TEST(Cli, UnknownProbeListsTheValidOnes) {
   const auto r = run({"smem-bogus"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(mentions(r.err, "unknown probe or command 'smem-bogus'"));
-  EXPECT_TRUE(mentions(r.err, "valid: attention, bandwidth, based, copy-engines, gemm, info, mem-latency, mma-sync, occupancy, overlap, quadrants, smem-banks, smem-latency, tensor-cores, tma-reduce, tma-swizzle, wgmma, wgmma-layout"));
+  EXPECT_TRUE(mentions(r.err, "valid: attention, bandwidth, based, cluster, copy-engines, gemm, info, mem-latency, mma-sync, occupancy, overlap, quadrants, smem-banks, smem-latency, tensor-cores, tma-reduce, tma-swizzle, wgmma, wgmma-layout"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
@@ -127,6 +127,11 @@ TEST(Cli, MemoryProbesRefuseEmptyFootprintsAndUnknownKernels) {
   EXPECT_EQ(filler.code, 2);
   EXPECT_TRUE(mentions(filler.err, "--filler")) << filler.err;
   EXPECT_EQ(run({"overlap", "--warpgroups", "4"}).code, 2);
+  for (const char* size : {"1", "17"}) {
+    const auto sizes = run({"cluster", "--sizes", size});
+    EXPECT_EQ(sizes.code, 2) << size;
+    EXPECT_TRUE(mentions(sizes.err, "--sizes")) << sizes.err;
+  }
   const auto warps = run({"quadrants", "--warps", "0"});
   EXPECT_EQ(warps.code, 2);
   EXPECT_TRUE(mentions(warps.err, "--warps")) << warps.err;

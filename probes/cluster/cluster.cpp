@@ -1,0 +1,171 @@
+// cluster: what thread-block clusters (sm_90) give a kernel. A cluster's blocks run at once on one
+// GPC and read one another's shared memory (distributed shared memory) by cluster addresses.
+//   limits     how many clusters of each size the GPU holds at once (the occupancy API), and so how
+//              many blocks: sizes past 8 need the non-portable attribute, and the driver may refuse them
+//   latency    one thread's dependent chase through a chain in its own block's memory and in other
+//              ranks', through cluster addresses: the slope of cycles against chase length, as in
+//              smem-latency
+//   bandwidth  every block of every co-resident cluster reads a 64 KiB buffer in its own memory or its
+//              neighbour's with 16-byte loads: TB/s by CUDA events, bytes per SM cycle at block 0's clock
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <optional>
+
+#include "probes/cluster/cluster_kernels.hpp"
+#include "probes/common/chain.hpp"
+#include "probes/common/chase_slope.hpp"
+#include "src/device_buffer.hpp"
+#include "src/errors.hpp"
+#include "src/probe.hpp"
+
+namespace tkprobe {
+namespace {
+
+namespace cl = cluster;
+
+constexpr int kChainWords = 4096;   // a 16 KiB chain in the target block's memory
+constexpr int kChainStride = 33;    // words between links: 132 bytes, a new bank and line each load
+constexpr int kPasses = 64, kQuickPasses = 8;  // reads of the 64 KiB buffer per block per launch
+
+class Cluster final : public Probe {
+ public:
+  std::string name() const override { return "cluster"; }
+  std::string summary() const override {
+    return "Thread-block clusters: how many fit, distributed shared memory latency and bandwidth against local";
+  }
+  int min_cc() const override { return 90; }
+  int max_cc() const override { return 90; }
+  void add_options(CLI::App& cmd) override {
+    cmd.add_option("--sizes", sizes_, "Cluster sizes, 2..16 (comma-separated; default 2,4,8,16; --quick 2,8)")
+        ->delimiter(',')
+        ->check(CLI::Range(2, cl::kNonPortableMax));
+  }
+
+  void run(ProbeContext& ctx) override {
+    std::optional<int> largest;
+    for (int size : sizes(ctx.options.quick)) {
+      if (const auto clusters = limits(ctx, size)) {
+        largest = size;
+        latency(ctx, size, 1);
+        if (size == sizes(ctx.options.quick).front()) latency(ctx, size, 0);
+        if (size > 2) latency(ctx, size, size - 1);
+        if (size == sizes(ctx.options.quick).front()) bandwidth(ctx, size, *clusters, 0);
+        bandwidth(ctx, size, *clusters, 1);
+      }
+    }
+    summarise(ctx, largest);
+  }
+
+ private:
+  std::vector<int> sizes_;
+
+  std::vector<int> sizes(bool quick) const {
+    if (!sizes_.empty()) return sizes_;
+    return quick ? std::vector<int>{2, 8} : std::vector<int>{2, 4, 8, 16};
+  }
+
+  // The limits row; the clusters of `size` that run at once, or none (the row says why).
+  std::optional<int> limits(ProbeContext& ctx, int size) {
+    Result r(name(), {{"test", "limits"}, {"cluster_size", size}});
+    int clusters = 0;
+    const cudaError_t e = cl::max_active_clusters(size, cl::kStreamBytes, &clusters);
+    if (e != cudaSuccess || clusters == 0) {
+      cudaGetLastError();  // a refused attribute or size is this row's result, not an error for the next
+      r.status = Status::skipped;
+      r.reason = e != cudaSuccess ? fmt::format("the driver refuses clusters of {}: {}", size, cudaGetErrorString(e))
+                                  : fmt::format("no cluster of {} blocks of {} KiB fits", size, cl::kStreamBytes / 1024);
+      ctx.add(std::move(r));
+      return std::nullopt;
+    }
+    r.value("max_active_clusters", clusters);
+    r.value("blocks_at_once", clusters * size);
+    r.value("blocks_per_sm", double(clusters * size) / ctx.device.sms);
+    r.value("smem_per_block_bytes", cl::kStreamBytes);
+    r.value("threads_per_block", cl::kThreads);
+    r.value("portable", size <= cl::kPortableMax);
+    ctx.add(std::move(r));
+    return clusters;
+  }
+
+  // One thread of rank 0 chasing a chain in rank `target`'s shared memory (0: its own).
+  void latency(ProbeContext& ctx, int size, int target) {
+    const std::vector<std::uint32_t> next = chain::strided(kChainWords, kChainStride);
+    const std::vector<int> lengths = chase_lengths(ctx.options.quick);
+    DeviceBuffer<std::uint32_t> d_next(next.size()), sink(1);
+    DeviceBuffer<std::uint64_t> cycles(1);
+    DeviceBuffer<ClockWindow> clock(1);
+    d_next.upload(next);
+    const auto chase_cycles = [&](int loads) {
+      cycles.poison();
+      TK_CUDA(cl::launch_chase(size, {d_next.get(), kChainWords, loads, target},
+                               {cycles.get(), clock.get(), sink.get()}, ctx.harness.stream()));
+      return static_cast<double>(cycles.download()[0]);  // synchronous: waits for the kernel
+    };
+    const ChaseSlope slope =
+        measure_chase_slope(ctx.harness, fmt::format("cluster latency size={} target={}", size, target), lengths,
+                            chase_cycles, [&] { return clock.download()[0]; });
+    Result r(name(), {{"test", "latency"}, {"cluster_size", size}, {"target", target_name(target)}});
+    add_chase_slope(r, slope);
+    r.value("chain_bytes", kChainWords * 4);
+    ctx.add(std::move(r));
+  }
+
+  // Every block of `clusters` clusters reading `offset` ranks along (0: its own memory).
+  void bandwidth(ProbeContext& ctx, int size, int clusters, int offset) {
+    const int passes = ctx.options.quick ? kQuickPasses : kPasses;
+    DeviceBuffer<ClockWindow> clock(1);
+    DeviceBuffer<std::uint32_t> sink(cl::kThreads);
+    const double bytes = cl::stream_bytes_per_block(passes) * clusters * size;
+    const auto launch = [&](cudaStream_t s) {
+      TK_CUDA(cl::launch_stream(size, clusters, {offset, passes}, {clock.get(), sink.get()}, s));
+    };
+    const Measurement m = ctx.harness.time_kernel_rate(
+        fmt::format("cluster bandwidth size={} source={}", size, source_name(offset)), launch, bytes / 1e12, clock.get());
+    Result r(name(), {{"test", "bandwidth"}, {"cluster_size", size}, {"source", source_name(offset)}});
+    r.metric("tbps", m.stats, "TB/s", Better::higher);
+    r.value("bytes_per_clk_per_sm", m.stats.median * 1e12 / (m.sm_clock_mhz * 1e6 * ctx.device.sms));
+    r.value("clusters", clusters);
+    r.value("blocks", clusters * size);
+    r.value("bytes_per_block", cl::stream_bytes_per_block(passes));
+    r.telemetry = m.telemetry;
+    ctx.add(std::move(r));
+  }
+
+  static std::string target_name(int target) { return target == 0 ? "own" : fmt::format("rank {}", target); }
+  static std::string source_name(int offset) { return offset == 0 ? "own" : "neighbour"; }
+
+  void summarise(ProbeContext& ctx, std::optional<int> largest) const {
+    const auto& rows = ctx.report.results;
+    const auto figure = [&](const Json& params, const char* metric) -> std::optional<double> {
+      for (const Result& r : rows) {
+        if (r.probe != name() || r.status != Status::ok) continue;
+        const bool matches = std::all_of(params.items().begin(), params.items().end(), [&](const auto& kv) {
+          return r.params.contains(kv.key()) && r.params[kv.key()] == kv.value();
+        });
+        if (matches) return r.metrics[metric].is_object() ? r.metrics[metric]["median"].get<double>()
+                                                          : r.metrics[metric].get<double>();
+      }
+      return std::nullopt;
+    };
+    const int first = sizes(ctx.options.quick).front();
+    const auto own = figure({{"test", "latency"}, {"cluster_size", first}, {"target", "own"}}, "latency_cycles");
+    const auto remote = figure({{"test", "latency"}, {"cluster_size", first}, {"target", "rank 1"}}, "latency_cycles");
+    const auto own_bw = figure({{"test", "bandwidth"}, {"cluster_size", first}, {"source", "own"}}, "bytes_per_clk_per_sm");
+    const auto far_bw =
+        figure({{"test", "bandwidth"}, {"cluster_size", first}, {"source", "neighbour"}}, "bytes_per_clk_per_sm");
+    const auto text = [](std::optional<double> v) { return v ? fmt::format("{:.1f}", *v) : std::string("not run"); };
+    ctx.finding(name(), fmt::format("clusters of {}: a dependent load costs {} cycles in the block's own shared memory "
+                                    "and {} in rank 1's; 16-byte reads move {} bytes per SM cycle from the own block "
+                                    "and {} from the neighbour's; the largest size that ran: {}",
+                                    first, text(own), text(remote), text(own_bw), text(far_bw),
+                                    largest ? std::to_string(*largest) : std::string("none")));
+  }
+};
+
+}  // namespace
+
+TKPROBE_REGISTER_PROBE(Cluster);
+
+}  // namespace tkprobe

@@ -1,0 +1,58 @@
+#pragma once
+// The cluster probe's kernels (cluster_kernels.cu): thread-block clusters (sm_90), whose blocks read
+// one another's shared memory (distributed shared memory, PTX ISA "mapa" and ld.shared::cluster).
+//   chase      block 0 of one cluster follows a pointer chain that lives in block `target`'s shared
+//              memory (each word the cluster address of the next), one dependent load at a time
+//   stream     every block reads `target_offset` ranks along (its own with 0) with 16-byte loads
+// Launch limits come from the occupancy API (cudaOccupancyMaxActiveClusters).
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "src/kernel_clock.cuh"
+
+namespace tkprobe::cluster {
+
+inline constexpr int kPortableMax = 8;    // cluster sizes every sm_90 launch may use
+inline constexpr int kNonPortableMax = 16;  // with cudaFuncAttributeNonPortableClusterSizeAllowed
+inline constexpr int kChaseUnroll = 16;     // dependent loads per loop trip
+inline constexpr int kThreads = 256;        // per block, both kernels
+inline constexpr int kStreamBytes = 64 * 1024;  // each block's shared buffer the stream reads
+inline constexpr int kStreamUnroll = 4;         // 16-byte loads in flight per thread per trip
+
+struct Chase {
+  const std::uint32_t* next;  // next[i]: the word after word i (a permutation's cycle)
+  int words;                  // the chain's length in 4-byte words (its shared footprint / 4)
+  int loads;                  // dependent loads timed
+  int target;                 // the rank whose shared memory holds the chain (0: block 0's own)
+};
+
+struct ChaseOut {
+  std::uint64_t* cycles;  // block 0: the timed loads' clock64 cycles
+  ClockWindow* clock;
+  std::uint32_t* sink;    // where the chase ended: keeps every load
+};
+
+struct Stream {
+  int target_offset;  // read rank (own + offset) % cluster size; 0: the block's own memory
+  int passes;         // reads of the whole buffer per block
+};
+
+struct StreamOut {
+  ClockWindow* clock;     // block 0 of cluster 0: clock64 around its reads
+  std::uint32_t* sink;    // never written in practice; keeps every load
+};
+
+// Launch `cluster_size` x `clusters` blocks; each returns cudaSuccess or the launch's error (a size
+// the driver refuses is a result, not a crash).
+cudaError_t launch_chase(int cluster_size, const Chase& chase, const ChaseOut& out, cudaStream_t stream);
+cudaError_t launch_stream(int cluster_size, int clusters, const Stream& s, const StreamOut& out, cudaStream_t stream);
+
+// How many clusters of `cluster_size` blocks (kThreads threads, `smem_bytes` shared each) the GPU
+// runs at once, or the error that says why none.
+cudaError_t max_active_clusters(int cluster_size, int smem_bytes, int* clusters);
+
+// Bytes one block reads in a stream launch.
+constexpr double stream_bytes_per_block(int passes) { return double(kStreamBytes) * passes; }
+
+}  // namespace tkprobe::cluster
