@@ -1,5 +1,6 @@
 #pragma once
-// A dependent chase's latency as smem-latency and cluster measure it: each sample runs a chase of
+// A dependent chase's latency as cluster measures it (and smem-latency, inline, until this has run on
+// a GPU): each sample runs a chase of
 // every length (ascending) and fits a line through their cycles. The slope is the cycles per load;
 // the intercept is the fixed cost (clock reads, loop entry, the last load in flight) the slope leaves
 // out; the line's worst relative residual says whether the cycles really grew with the loads alone.

@@ -10,7 +10,6 @@
 #include <algorithm>
 
 #include "probes/common/chain.hpp"
-#include "probes/common/chase_slope.hpp"
 #include "probes/smem-latency/smem_latency_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/probe.hpp"
@@ -19,6 +18,7 @@ namespace tkprobe {
 namespace {
 
 namespace sl = smem_latency;
+constexpr double kMaxResidual = 0.02;  // cycles must be linear in chase length to within 2%
 
 class SmemLatency final : public Probe {
  public:
@@ -85,23 +85,41 @@ class SmemLatency final : public Probe {
   const Result& chase(ProbeContext& ctx, sl::Addressing addressing, const std::vector<std::uint32_t>& next,
                       Json params) {
     params["address"] = to_string(addressing);
-    const std::vector<int> lengths = chase_lengths(ctx.options.quick);
+    const std::vector<int> lengths =
+        ctx.options.quick ? std::vector<int>{256, 512, 1024, 2048} : std::vector<int>{256, 512, 1024, 2048, 4096, 8192};
     DeviceBuffer<std::uint32_t> d_next(next.size()), sink(1);
     DeviceBuffer<std::uint64_t> cycles(1);
     DeviceBuffer<ClockWindow> clock(1);
     d_next.upload(next);
-    const auto chase_cycles = [&](int loads) {
-      cycles.poison();
-      sl::launch_chase(addressing, {d_next.get(), static_cast<int>(next.size()), loads},
-                       {cycles.get(), sink.get(), clock.get()}, ctx.harness.stream());
-      return static_cast<double>(cycles.download()[0]);  // synchronous copy: waits for the kernel
-    };
-    const ChaseSlope slope = measure_chase_slope(ctx.harness, fmt::format("smem-latency {}", params.dump()), lengths,
-                                                 chase_cycles, [&] { return clock.download()[0]; });
+    const std::vector<double> x(lengths.begin(), lengths.end());
+
+    // One sample: a chase of every length, then the line through their cycles.
+    std::vector<double> intercepts, residuals;
+    const Measurement m = ctx.harness.measure(fmt::format("smem-latency {}", params.dump()), [&] {
+      std::vector<double> y;
+      for (int loads : lengths) {
+        cycles.poison();
+        sl::launch_chase(addressing, {d_next.get(), static_cast<int>(next.size()), loads},
+                         {cycles.get(), sink.get(), clock.get()}, ctx.harness.stream());
+        y.push_back(static_cast<double>(cycles.download()[0]));  // synchronous copy: waits for the kernel
+      }
+      const ClockWindow longest = clock.download()[0];  // lengths ascend: the last chase is the longest
+      const auto line = chain::fit_line(x, y);
+      intercepts.push_back(line.intercept);
+      residuals.push_back(line.max_rel_residual);
+      return Sample{line.slope, window_mhz(longest), (longest.end.ns - longest.begin.ns) * 1e-9};
+    });
+
     Result r(name(), std::move(params));
-    add_chase_slope(r, slope);
+    r.metric("latency_cycles", m.stats, "cycles", Better::lower);
+    r.value("latency_ns", m.stats.median / m.sm_clock_mhz * 1e3);
+    r.value("overhead_cycles", summarize(intercepts).median);
     r.value("chase_loads", fmt::format("{}..{} ({} lengths)", lengths.front(), lengths.back(), lengths.size()));
-    r.value("sm_clock_mhz", slope.m.sm_clock_mhz);
+    r.value("sm_clock_mhz", m.sm_clock_mhz);
+    const double residual = summarize(residuals).max;
+    r.checked({{"what", "cycles linear in chase length"}, {"max_rel_residual", residual}, {"max", kMaxResidual}},
+              residual <= kMaxResidual);
+    r.telemetry = m.telemetry;
     return ctx.add(std::move(r));
   }
 };
