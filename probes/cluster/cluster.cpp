@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <optional>
 
 #include "probes/cluster/cluster_kernels.hpp"
@@ -44,18 +43,29 @@ class Cluster final : public Probe {
   }
 
   void run(ProbeContext& ctx) override {
+    const std::vector<int> chosen = sizes(ctx.options.quick);
+    const int first = chosen.front();
+    std::optional<double> own_latency, remote_latency, own_bandwidth, remote_bandwidth;
     std::optional<int> largest;
-    for (int size : sizes(ctx.options.quick)) {
-      if (const auto clusters = limits(ctx, size)) {
-        largest = size;
-        latency(ctx, size, 1);
-        if (size == sizes(ctx.options.quick).front()) latency(ctx, size, 0);
-        if (size > 2) latency(ctx, size, size - 1);
-        if (size == sizes(ctx.options.quick).front()) bandwidth(ctx, size, *clusters, 0);
-        bandwidth(ctx, size, *clusters, 1);
-      }
+    for (int size : chosen) {
+      const auto clusters = limits(ctx, size);
+      if (!clusters) continue;
+      largest = size;
+      const double remote = latency(ctx, size, 1);
+      if (size > 2) latency(ctx, size, size - 1);
+      const double neighbour = bandwidth(ctx, size, *clusters, 1);
+      if (size != first) continue;
+      own_latency = latency(ctx, size, 0);
+      own_bandwidth = bandwidth(ctx, size, *clusters, 0);
+      remote_latency = remote;
+      remote_bandwidth = neighbour;
     }
-    summarise(ctx, largest);
+    const auto text = [](std::optional<double> v) { return v ? fmt::format("{:.1f}", *v) : std::string("not run"); };
+    ctx.finding(name(), fmt::format("clusters of {}: a dependent load costs {} cycles in the block's own shared memory "
+                                    "and {} in rank 1's; 16-byte reads move {} bytes per SM cycle from the own block "
+                                    "and {} from the neighbour's; the largest size that ran: {}",
+                                    first, text(own_latency), text(remote_latency), text(own_bandwidth),
+                                    text(remote_bandwidth), largest ? std::to_string(*largest) : std::string("none")));
   }
 
  private:
@@ -70,7 +80,8 @@ class Cluster final : public Probe {
   std::optional<int> limits(ProbeContext& ctx, int size) {
     Result r(name(), {{"test", "limits"}, {"cluster_size", size}});
     int clusters = 0;
-    const cudaError_t e = cl::max_active_clusters(size, cl::kStreamBytes, &clusters);
+    cudaError_t e = cl::prepare(size, kChainWords);
+    if (e == cudaSuccess) e = cl::max_active_clusters(size, &clusters);
     if (e != cudaSuccess || clusters == 0) {
       cudaGetLastError();  // a refused attribute or size is this row's result, not an error for the next
       r.status = Status::skipped;
@@ -89,8 +100,8 @@ class Cluster final : public Probe {
     return clusters;
   }
 
-  // One thread of rank 0 chasing a chain in rank `target`'s shared memory (0: its own).
-  void latency(ProbeContext& ctx, int size, int target) {
+  // One thread of rank 0 chasing a chain in rank `target`'s shared memory (0: its own); its cycles.
+  double latency(ProbeContext& ctx, int size, int target) {
     const std::vector<std::uint32_t> next = chain::strided(kChainWords, kChainStride);
     const std::vector<int> lengths = chase_lengths(ctx.options.quick);
     DeviceBuffer<std::uint32_t> d_next(next.size()), sink(1);
@@ -110,10 +121,11 @@ class Cluster final : public Probe {
     add_chase_slope(r, slope);
     r.value("chain_bytes", kChainWords * 4);
     ctx.add(std::move(r));
+    return slope.m.stats.median;
   }
 
-  // Every block of `clusters` clusters reading `offset` ranks along (0: its own memory).
-  void bandwidth(ProbeContext& ctx, int size, int clusters, int offset) {
+  // Every block of `clusters` clusters reading `offset` ranks along (0: its own memory); bytes per SM cycle.
+  double bandwidth(ProbeContext& ctx, int size, int clusters, int offset) {
     const int passes = ctx.options.quick ? kQuickPasses : kPasses;
     DeviceBuffer<ClockWindow> clock(1);
     DeviceBuffer<std::uint32_t> sink(cl::kThreads);
@@ -125,43 +137,18 @@ class Cluster final : public Probe {
         fmt::format("cluster bandwidth size={} source={}", size, source_name(offset)), launch, bytes / 1e12, clock.get());
     Result r(name(), {{"test", "bandwidth"}, {"cluster_size", size}, {"source", source_name(offset)}});
     r.metric("tbps", m.stats, "TB/s", Better::higher);
-    r.value("bytes_per_clk_per_sm", m.stats.median * 1e12 / (m.sm_clock_mhz * 1e6 * ctx.device.sms));
+    const double per_clock = m.stats.median * 1e12 / (m.sm_clock_mhz * 1e6 * ctx.device.sms);
+    r.value("bytes_per_clk_per_sm", per_clock);
     r.value("clusters", clusters);
     r.value("blocks", clusters * size);
     r.value("bytes_per_block", cl::stream_bytes_per_block(passes));
     r.telemetry = m.telemetry;
     ctx.add(std::move(r));
+    return per_clock;
   }
 
   static std::string target_name(int target) { return target == 0 ? "own" : fmt::format("rank {}", target); }
   static std::string source_name(int offset) { return offset == 0 ? "own" : "neighbour"; }
-
-  void summarise(ProbeContext& ctx, std::optional<int> largest) const {
-    const auto& rows = ctx.report.results;
-    const auto figure = [&](const Json& params, const char* metric) -> std::optional<double> {
-      for (const Result& r : rows) {
-        if (r.probe != name() || r.status != Status::ok) continue;
-        const bool matches = std::all_of(params.items().begin(), params.items().end(), [&](const auto& kv) {
-          return r.params.contains(kv.key()) && r.params[kv.key()] == kv.value();
-        });
-        if (matches) return r.metrics[metric].is_object() ? r.metrics[metric]["median"].get<double>()
-                                                          : r.metrics[metric].get<double>();
-      }
-      return std::nullopt;
-    };
-    const int first = sizes(ctx.options.quick).front();
-    const auto own = figure({{"test", "latency"}, {"cluster_size", first}, {"target", "own"}}, "latency_cycles");
-    const auto remote = figure({{"test", "latency"}, {"cluster_size", first}, {"target", "rank 1"}}, "latency_cycles");
-    const auto own_bw = figure({{"test", "bandwidth"}, {"cluster_size", first}, {"source", "own"}}, "bytes_per_clk_per_sm");
-    const auto far_bw =
-        figure({{"test", "bandwidth"}, {"cluster_size", first}, {"source", "neighbour"}}, "bytes_per_clk_per_sm");
-    const auto text = [](std::optional<double> v) { return v ? fmt::format("{:.1f}", *v) : std::string("not run"); };
-    ctx.finding(name(), fmt::format("clusters of {}: a dependent load costs {} cycles in the block's own shared memory "
-                                    "and {} in rank 1's; 16-byte reads move {} bytes per SM cycle from the own block "
-                                    "and {} from the neighbour's; the largest size that ran: {}",
-                                    first, text(own), text(remote), text(own_bw), text(far_bw),
-                                    largest ? std::to_string(*largest) : std::string("none")));
-  }
 };
 
 }  // namespace

@@ -103,54 +103,54 @@ __global__ void stream_kernel(Stream s, StreamOut out) {
   cluster_sync();  // every reader is done before any block's memory goes
 }
 
-// A launch of `blocks` blocks in clusters of `cluster_size`, with `smem` bytes of shared memory each.
-cudaError_t prepare(const void* kernel, int cluster_size, int smem, cudaLaunchConfig_t& config,
-                    cudaLaunchAttribute& attribute, cudaStream_t stream, int blocks) {
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (e == cudaSuccess && cluster_size > kPortableMax) {
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-  }
+// A launch of `blocks` blocks in clusters of `cluster_size`, with `smem` bytes of shared memory each:
+// a configuration only, so that a timed launch does no host-side work but the launch itself.
+cudaLaunchConfig_t config_for(int cluster_size, int blocks, int smem, cudaLaunchAttribute& attribute,
+                              cudaStream_t stream) {
   attribute.id = cudaLaunchAttributeClusterDimension;
   attribute.val.clusterDim.x = static_cast<unsigned>(cluster_size);
   attribute.val.clusterDim.y = 1;
   attribute.val.clusterDim.z = 1;
-  config = cudaLaunchConfig_t{};
+  cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = static_cast<std::size_t>(smem);
   config.stream = stream;
   config.attrs = &attribute;
   config.numAttrs = 1;
+  return config;
+}
+
+cudaError_t allow(const void* kernel, int cluster_size, int smem) {
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e == cudaSuccess && cluster_size > kPortableMax) {
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  }
   return e;
 }
 
 }  // namespace
 
+cudaError_t prepare(int cluster_size, int chase_words) {
+  const cudaError_t e = allow(reinterpret_cast<const void*>(chase_kernel), cluster_size, chase_words * 4);
+  return e != cudaSuccess ? e : allow(reinterpret_cast<const void*>(stream_kernel), cluster_size, kStreamBytes);
+}
+
 cudaError_t launch_chase(int cluster_size, const Chase& chase, const ChaseOut& out, cudaStream_t stream) {
-  cudaLaunchConfig_t config;
   cudaLaunchAttribute attribute;
-  const int smem = chase.words * 4;
-  cudaError_t e = prepare(reinterpret_cast<const void*>(chase_kernel), cluster_size, smem, config, attribute, stream,
-                          cluster_size);
-  if (e == cudaSuccess) e = cudaLaunchKernelEx(&config, chase_kernel, chase, out);
-  return e;
+  const cudaLaunchConfig_t config = config_for(cluster_size, cluster_size, chase.words * 4, attribute, stream);
+  return cudaLaunchKernelEx(&config, chase_kernel, chase, out);
 }
 
 cudaError_t launch_stream(int cluster_size, int clusters, const Stream& s, const StreamOut& out, cudaStream_t stream) {
-  cudaLaunchConfig_t config;
   cudaLaunchAttribute attribute;
-  cudaError_t e = prepare(reinterpret_cast<const void*>(stream_kernel), cluster_size, kStreamBytes, config, attribute,
-                          stream, cluster_size * clusters);
-  if (e == cudaSuccess) e = cudaLaunchKernelEx(&config, stream_kernel, s, out);
-  return e;
+  const cudaLaunchConfig_t config = config_for(cluster_size, cluster_size * clusters, kStreamBytes, attribute, stream);
+  return cudaLaunchKernelEx(&config, stream_kernel, s, out);
 }
 
-cudaError_t max_active_clusters(int cluster_size, int smem_bytes, int* clusters) {
-  cudaLaunchConfig_t config;
+cudaError_t max_active_clusters(int cluster_size, int* clusters) {
   cudaLaunchAttribute attribute;
-  const cudaError_t e = prepare(reinterpret_cast<const void*>(stream_kernel), cluster_size, smem_bytes, config,
-                                attribute, nullptr, cluster_size);
-  if (e != cudaSuccess) return e;
+  const cudaLaunchConfig_t config = config_for(cluster_size, cluster_size, kStreamBytes, attribute, nullptr);
   return cudaOccupancyMaxActiveClusters(clusters, reinterpret_cast<const void*>(stream_kernel), &config);
 }
 

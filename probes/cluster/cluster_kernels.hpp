@@ -43,14 +43,19 @@ struct StreamOut {
   std::uint32_t* sink;    // never written in practice; keeps every load
 };
 
-// Launch `cluster_size` x `clusters` blocks; each returns cudaSuccess or the launch's error (a size
-// the driver refuses is a result, not a crash).
+// Once per cluster size, before any launch or query of it: both kernels' shared memory (a chain of
+// `chase_words` words; the stream's buffer) and, past 8, the non-portable size attribute. The error
+// is the driver's refusal of that size: a result, not a crash.
+cudaError_t prepare(int cluster_size, int chase_words);
+
+// One cluster for the chase; `clusters` clusters of `cluster_size` blocks for the stream. Each returns
+// cudaSuccess or the launch's error, and does nothing on the host but the launch.
 cudaError_t launch_chase(int cluster_size, const Chase& chase, const ChaseOut& out, cudaStream_t stream);
 cudaError_t launch_stream(int cluster_size, int clusters, const Stream& s, const StreamOut& out, cudaStream_t stream);
 
-// How many clusters of `cluster_size` blocks (kThreads threads, `smem_bytes` shared each) the GPU
-// runs at once, or the error that says why none.
-cudaError_t max_active_clusters(int cluster_size, int smem_bytes, int* clusters);
+// How many clusters of `cluster_size` stream blocks (kThreads threads, kStreamBytes shared each) the
+// GPU runs at once, or the error that says why none.
+cudaError_t max_active_clusters(int cluster_size, int* clusters);
 
 // Bytes one block reads in a stream launch.
 constexpr double stream_bytes_per_block(int passes) { return double(kStreamBytes) * passes; }
