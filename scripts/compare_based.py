@@ -48,19 +48,16 @@ nor a GPU (tests/host/test_compare_based.py runs it); only measure_shape() and r
 """
 import argparse
 import ctypes
-import datetime
 import gc
 import inspect
 import json
 import math
 import os
-import random
-import socket
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import compare_sdpa as sdpa  # noqa: E402 (the NVML readings, git stamp, device section, statistics, atomic write)
+import compare_sdpa as sdpa  # noqa: E402 (the GPU session, statistics, atomic write)
 
 SCHEMA = "tkprobe.report/2"
 PROBE = "based-peers"
@@ -566,22 +563,13 @@ def run_all(args):
     import torch
     if not torch.cuda.is_available():
         no_device("no CUDA device for PyTorch")
-    torch.backends.cuda.matmul.allow_tf32 = False  # the reference is fp32, not TF32
-    torch.set_float32_matmul_precision("highest")
-    index = torch.cuda.current_device()
-    props = torch.cuda.get_device_properties(index)
-    nvml = sdpa.Nvml("GPU-" + str(props.uuid))
-    device = sdpa.device_section(torch, index, nvml)
+    session = sdpa.GpuSession(torch, args.seed)
+    props, nvml, device, generator = session.props, session.nvml, session.device, session.generator
     ours_why = None if (props.major, props.minor) == (9, 0) else \
         f"needs compute capability 9.0 (sm_90a: wgmma, the TMA); this GPU is {props.major}.{props.minor}"
-    seed = args.seed if args.seed is not None else random.SystemRandom().getrandbits(63)
-    generator = torch.Generator(device="cuda").manual_seed(seed)
     fla, fla_note = load_fla(args.peer_kernels)
     versions = f"torch {torch.__version__}" + (f", fla {fla_note}" if fla else "")
-    tool = {"version": f"compare_based.py ({versions})", "git_sha": sdpa.git_sha(),
-            "command_line": " ".join(sys.argv), "seed": seed,
-            "started_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-    host = {"hostname": socket.gethostname(), "driver": nvml.driver(), "cuda_runtime": str(torch.version.cuda)}
+    tool, host = session.tool(f"compare_based.py ({versions})"), session.host
     if fla is None and args.peer_kernels:
         print(f"compare_based.py: fla's rows skipped: {fla_note}", file=sys.stderr)
     rows, spans = [], []

@@ -552,21 +552,36 @@ def no_device(why):
     sys.exit(3)
 
 
+class GpuSession:
+    """What a peers run sets up once, here and in compare_based.py: references in true fp32, the GPU
+    (its properties, NVML handle and report section), the seed (drawn fresh and recorded unless
+    given) with a generator on it, and the report's host section."""
+
+    def __init__(self, torch, seed):
+        torch.backends.cuda.matmul.allow_tf32 = False  # the reference is fp32, not TF32
+        torch.set_float32_matmul_precision("highest")
+        index = torch.cuda.current_device()
+        self.props = torch.cuda.get_device_properties(index)
+        self.nvml = Nvml("GPU-" + str(self.props.uuid))
+        self.device = device_section(torch, index, self.nvml)
+        self.seed = seed if seed is not None else random.SystemRandom().getrandbits(63)
+        self.generator = torch.Generator(device="cuda").manual_seed(self.seed)
+        self.host = {"hostname": socket.gethostname(), "driver": self.nvml.driver(),
+                     "cuda_runtime": str(torch.version.cuda)}
+
+    def tool(self, version):
+        """The report's tool section for a script of `version`."""
+        return {"version": version, "git_sha": git_sha(), "command_line": " ".join(sys.argv), "seed": self.seed,
+                "started_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
 def run_all(args):
     import torch
     if not torch.cuda.is_available():
         no_device("no CUDA device for PyTorch")
-    torch.backends.cuda.matmul.allow_tf32 = False  # the reference is fp32, not TF32
-    torch.set_float32_matmul_precision("highest")
-    index = torch.cuda.current_device()
-    nvml = Nvml("GPU-" + str(torch.cuda.get_device_properties(index).uuid))
-    device = device_section(torch, index, nvml)
-    seed = args.seed if args.seed is not None else random.SystemRandom().getrandbits(63)
-    generator = torch.Generator(device="cuda").manual_seed(seed)
-    tool = {"version": "compare_sdpa.py (torch " + torch.__version__ + ")", "git_sha": git_sha(),
-            "command_line": " ".join(sys.argv), "seed": seed,
-            "started_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-    host = {"hostname": socket.gethostname(), "driver": nvml.driver(), "cuda_runtime": str(torch.version.cuda)}
+    session = GpuSession(torch, args.seed)
+    nvml, device, generator = session.nvml, session.device, session.generator
+    tool, host = session.tool("compare_sdpa.py (torch " + torch.__version__ + ")"), session.host
     tk = TkAttention(args.tk_lib) if args.tk_lib else None
     kernels = [*(TK_KERNELS if tk else []), *BACKENDS]
     rows = []
