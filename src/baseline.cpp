@@ -45,9 +45,9 @@ std::vector<double> medians(const std::vector<std::map<std::string, const Json*>
   std::vector<double> out;
   for (const auto& run : rows) {
     const Json& r = *run.at(key);
-    if (r["status"] != "ok" || metric.empty() || !r["metrics"].contains(metric) || !r["metrics"][metric].is_object())
-      return {};
-    out.push_back(r["metrics"][metric]["median"].get<double>());
+    const Json* stats = metric_stats(r, metric);
+    if (r["status"] != "ok" || !stats) return {};
+    out.push_back(stats->at("median").get<double>());
   }
   return out;
 }

@@ -20,12 +20,6 @@ CompareRow base_row(const Json& r) {
   return row;
 }
 
-const Json* stats_of(const Json& r, const std::string& metric) {
-  if (metric.empty() || !r["metrics"].contains(metric)) return nullptr;
-  const auto& m = r["metrics"][metric];
-  return m.is_object() ? &m : nullptr;
-}
-
 // Reports hold 6 significant digits: a difference from the band this small is the rounding's.
 constexpr double kUnresolvedPct = 0.01;
 
@@ -57,12 +51,12 @@ void judge(CompareRow& row, const Json& base, const Json& now, double threshold_
     row.fails = base_status == "ok" && !peer;  // a result that stopped running has no number to defend it
     return;
   }
-  const Json* b = stats_of(base, row.metric);
+  const Json* b = metric_stats(base, row.metric);
   if (!b || b->at("median").get<double>() == 0) {
     row.verdict = peer ? Verdict::peer : Verdict::not_comparable;
     return;
   }
-  const Json* n = stats_of(now, row.metric);
+  const Json* n = metric_stats(now, row.metric);
   if (!n) {
     row.verdict = peer ? Verdict::peer : Verdict::no_figure;
     row.fails = !peer;
@@ -72,7 +66,7 @@ void judge(CompareRow& row, const Json& base, const Json& now, double threshold_
   // A raw base (no recorded drift) cannot tell a clock-bound row from a memory-bound one: the
   // per-second reading beside a per-clock one judges it where it loses less (compare.hpp).
   const std::string twin = per_second_twin(row.metric);
-  const Json *bt = stats_of(base, twin), *nt = stats_of(now, twin);
+  const Json *bt = metric_stats(base, twin), *nt = metric_stats(now, twin);
   if (bt && nt && !b->contains("drift_pct") && bt->at("median").get<double>() != 0) {
     const Reading per_second = reading_of(twin, *bt, *nt, threshold_pct);
     if (per_second.loss_pct < best.loss_pct) best = per_second;
@@ -145,6 +139,12 @@ bool CompareRow::judged() const {
     default:
       return true;
   }
+}
+
+const Json* metric_stats(const Json& row, const std::string& metric) {
+  if (metric.empty() || !row["metrics"].contains(metric)) return nullptr;
+  const auto& m = row["metrics"][metric];
+  return m.is_object() ? &m : nullptr;
 }
 
 std::string per_second_twin(const std::string& metric) {

@@ -57,6 +57,9 @@ struct Comparison {
   int failing() const;
 };
 
+// `row`'s statistics (median, spread, unit, ...) of `metric`, or null where it has none or a plain value.
+const Json* metric_stats(const Json& row, const std::string& metric);
+
 // The per-second metric beside a per-clock one ("pct_clock_peak" -> "tflops", "wgmma_pct_clock_peak"
 // -> "wgmma_tflops"); empty for any other. A kernel bound by its SM clock holds still per clock; one
 // bound by memory, whose clock does not move with the power state, holds still per second (attention's
