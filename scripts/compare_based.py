@@ -464,21 +464,6 @@ def errors(torch, o, want):
     return rel, worst
 
 
-def timed_seconds(torch, run, reps):
-    """Seconds of each of `reps` launches, CUDA events around each, a spin kernel first so the GPU
-    is busy while the host enqueues the start event and the launch (compare_sdpa.py's timed_rates)."""
-    seconds = []
-    for _ in range(reps):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(sdpa.BLOCKER_CYCLES)
-        start.record()
-        run()
-        stop.record()
-        stop.synchronize()
-        seconds.append(start.elapsed_time(stop) * 1e-3)
-    return seconds
-
-
 def timed_in_turns(torch, runs, args, nvml):
     """Every run warmed up, then timed in turns: {kernel: seconds a launch}, round-major, so the
     i-th sample of every kernel comes from the same round and position; and NVML before and after."""
@@ -490,7 +475,7 @@ def timed_in_turns(torch, runs, args, nvml):
     before = nvml.sample()
     for _ in range(args.rounds):
         for kernel, run in runs.items():
-            seconds[kernel] += timed_seconds(torch, run, args.reps // args.rounds)
+            seconds[kernel] += sdpa.timed_seconds(torch, run, args.reps // args.rounds)
     return seconds, (before, nvml.sample())
 
 

@@ -354,11 +354,11 @@ def rel_error(torch, x, ref):
 BLOCKER_CYCLES = 1_000_000  # ~0.5 ms of GPU spin: longer than any host-side launch path here
 
 
-def timed_rates(torch, run, reps, work):
-    """TFLOP/s of each of `reps` launches, CUDA events around each. A spin kernel goes first, so
+def timed_seconds(torch, run, reps):
+    """Seconds of each of `reps` launches, CUDA events around each. A spin kernel goes first, so
     the GPU is busy while the host enqueues the start event and the launch (PyTorch's dispatch, or
     ctypes): the events then time the kernel, not the host's path to it (nvbench's blocking kernel)."""
-    rates = []
+    seconds = []
     for _ in range(reps):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda._sleep(BLOCKER_CYCLES)
@@ -366,8 +366,13 @@ def timed_rates(torch, run, reps, work):
         run()
         stop.record()
         stop.synchronize()
-        rates.append(work / (start.elapsed_time(stop) * 1e-3) / 1e12)
-    return rates
+        seconds.append(start.elapsed_time(stop) * 1e-3)
+    return seconds
+
+
+def timed_rates(torch, run, reps, work):
+    """TFLOP/s of each of `reps` launches (timed_seconds)."""
+    return [work / s / 1e12 for s in timed_seconds(torch, run, reps)]
 
 
 class TkAttention:
