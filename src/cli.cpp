@@ -266,25 +266,26 @@ SubRun run_for_claims(const ClaimRun& run, const CommonOptions& o, bool full, st
 }
 
 // What the claims read: a report's "device", "host" and "results", merged over the claims' probe runs
-// (quick unless `full`; tool.probes lists them) or read from a report. `code` is set where a run could
-// give no report (the exit code to return), `lacked_device` where a probe needed another GPU.
+// (quick unless `full`) or read from a report, and the probes behind them. `code` is set where a run
+// could give no report (the exit code to return), `lacked_device` where a probe needed another GPU.
 struct ClaimsInput {
   Json report;
+  Json probes = Json::array();
   std::optional<int> code;
   bool lacked_device = false;
 };
 
-ClaimsInput measure_claims(CommonOptions& o, bool full, std::ostream& err, Json& probes_run) {
+ClaimsInput measure_claims(CommonOptions& o, bool full, std::ostream& err) {
   ClaimsInput in{{{"device", nullptr}, {"host", nullptr}, {"results", Json::array()}}};
   for (const ClaimRun& run : claim_runs()) {
     err << fmt::format("claims: {} {}...\n", run.probe, full ? "" : "--quick");
     const SubRun sub = run_for_claims(run, o, full, err);
-    if (sub.report.is_null()) return {Json(), sub.code};
+    if (sub.report.is_null()) return {Json(), Json::array(), sub.code};
     in.lacked_device |= sub.code == int(Exit::no_device);
     for (const auto& r : sub.report["results"]) in.report["results"].push_back(r);
     in.report["device"] = sub.report["device"];
     in.report["host"] = sub.report["host"];
-    probes_run.push_back(run.probe);
+    in.probes.push_back(run.probe);
   }
   return in;
 }
@@ -298,16 +299,16 @@ int run_claims(CommonOptions& o, bool full, const std::string& from, const std::
   Report report;
   report.tool = tool_section(args);
   report.tool["seed"] = o.seed;
-  report.tool["probes"] = Json::array();
   ClaimsInput in;
   if (from.empty()) {
-    in = measure_claims(o, full, err, report.tool["probes"]);
+    in = measure_claims(o, full, err);
     if (in.code) return *in.code;
   } else {
     in.report = read_report(from);
+    in.probes = in.report["tool"].value("probes", Json::array());
     report.tool["judged_from"] = from;
-    report.tool["probes"] = in.report["tool"].value("probes", Json::array());
   }
+  report.tool["probes"] = in.probes;
   const Json& measured = in.report;
   report.device = measured["device"];
   report.host = measured["host"];
