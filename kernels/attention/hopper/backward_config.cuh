@@ -38,7 +38,8 @@ template <int D>
 struct KvConfig {
   static constexpr int consumers = kKvBlock / warpgroup::kRows;
   static constexpr int consumer_registers = 240, producer_registers = 24;
-  static constexpr int threads = (1 + consumers) * 128;
+  static constexpr int consumer_threads = consumers * 128;
+  static constexpr int threads = 128 + consumer_threads;  // the producer warpgroup, then the consumers
   // A step's Q and dO are 2 x 16 KB at D = 128: three stages beside the item's K and V (64 KB)
   // take 163 KB; at D = 64 four take 100 KB.
   static constexpr int stages = D == 64 ? 4 : 3;
@@ -66,11 +67,13 @@ struct KvSmem {
   pipeline<1> kv_pipe;  // the item's K and V, loaded once
   pipeline<C::stages> pipe;
 
-  // One thread, before any copy: every consumer warp releases each stage (K and V are never
-  // released: a block takes one item).
+  // One thread, before any copy. Every consumer thread releases each stage: its own loads of the
+  // stage's lse2 and D are reads the next bulk copy overwrites, and mbarrier.arrive orders only
+  // the arriving thread's earlier accesses (PTX ISA 9.7.13.15, mbarrier.arrive: release). K and
+  // V are never released: a block takes one item.
   __device__ void init() {
     kv_pipe.init(C::consumers * 4);
-    pipe.init(C::consumers * 4);
+    pipe.init(C::consumer_threads);
   }
   static constexpr std::uint32_t kv_bytes = 2 * C::consumers * tma::bytes<typename C::kv>();
   static constexpr std::uint32_t step_bytes = 2 * tma::bytes<typename C::q>() + 2 * tma::bytes<typename C::vec>();

@@ -90,7 +90,6 @@ __device__ void consume_kv(KvSmem<D>& sm, const KvMaps& maps, const Problem& p, 
   using C = KvConfig<D>;
   const int w = warpgroup::index() - 1;
   const int key0 = (it.kv_block * C::consumers + w) * warpgroup::kRows;
-  const bool releaser = threadIdx.x % 32 == 0;
   typename C::grad dk, dv;
   warp::zero(dk);
   warp::zero(dv);
@@ -98,7 +97,7 @@ __device__ void consume_kv(KvSmem<D>& sm, const KvMaps& maps, const Problem& p, 
   for (int step = 0; step < it.steps; ++step) {
     sm.pipe.wait_full(step);
     kv_step<D>(sm, p, it, step, w, key0 + warpgroup::warp_row(), dk, dv);
-    if (releaser) sm.pipe.release(step);
+    sm.pipe.release(step);  // every thread: its own reads of lse2 and D (KvSmem::init)
   }
   typename C::grad_bf out;
   warp::mul(dk, dk, p.scale);  // the scores were Q K^T scaled: dK = scale dS^T Q

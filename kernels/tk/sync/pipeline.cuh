@@ -17,7 +17,7 @@ struct pipeline {
   static constexpr int stage(int step) { return step % Stages; }
   static constexpr std::uint32_t parity(int step) { return (step / Stages) & 1; }
 
-  // One thread, before any copy: `releasers` arrivals free a stage (one per consumer warp).
+  // One thread, before any copy: `releasers` arrivals free a stage (release says whose).
   __device__ void init(int releasers) {
     for (int s = 0; s < Stages; ++s) {
       arch::mbarrier_init(arch::shared_address(&full[s]), 1);
@@ -35,7 +35,8 @@ struct pipeline {
   }
   // Consumer: wait until the stage of `step` has landed.
   __device__ void wait_full(int step) { arch::mbarrier_wait(arch::shared_address(&full[stage(step)]), parity(step)); }
-  // Consumer warp (one lane): done with the stage of `step`.
+  // Consumer (one lane of a warp that reads the stage only through wgmma, every thread that loads
+  // from it itself): done with the stage of `step`.
   __device__ void release(int step) { arch::mbarrier_arrive(arch::shared_address(&empty[stage(step)])); }
 };
 
