@@ -14,7 +14,8 @@
 #   SANITIZE_ONLY="racecheck:gemm synccheck:gemm"  only these tool:probe runs
 #   SANITIZE_PARALLEL=1                             runs side by side, as many as there are CPU cores (one
 #                                                   GPU; each is slow, not busy; 54 at once on 16 cores
-#                                                   starved racecheck of smem-banks and attention past 300 s)
+#                                                   starved racecheck of smem-banks and attention past 300 s;
+#                                                   attention's passes run apart, so that each fits)
 #   SANITIZE_TIMEOUT=S                              seconds per run (default 300)
 set -uo pipefail
 tkprobe="${1:-$(dirname "$0")/../build/tkprobe}"
@@ -37,7 +38,8 @@ RUNS=(
   "wgmma-layout --quick --swizzle 64B"
   "copy-engines --quick --box 64x64 --ctas-per-sm 2"
   "gemm --quick"
-  "attention --quick --pass all"
+  "attention --quick --pass fwd"
+  "attention --quick --pass bwd"
   "based --quick"
   "overlap --quick --filler ex2 --warpgroups 1"
   "quadrants --quick --warps 1,4"
@@ -47,7 +49,10 @@ RUNS=(
 TOOLS=(memcheck racecheck synccheck)
 
 chosen() { [[ -z "${SANITIZE_ONLY:-}" || " $SANITIZE_ONLY " == *" $1:$2 "* ]]; }
-log_of() { echo "$logs/$1-$2.log"; }
+log_of() {  # tool, args: one log per run (attention runs twice, a pass each)
+  local name="${2// /}"
+  echo "$logs/$1-${name//-/}.log" | tr -d "'"
+}
 
 # The command line `tool` runs for a probe's entry in RUNS.
 args_for() {  # tool, args
@@ -60,8 +65,8 @@ args_for() {  # tool, args
 
 run_one() {  # tool, args
   timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$1" --report-api-errors no "$tkprobe" $2 \
-    > "$(log_of "$1" "${2%% *}")" 2>&1
-  echo "exit $?" >> "$(log_of "$1" "${2%% *}")"
+    > "$(log_of "$1" "$2")" 2>&1
+  echo "exit $?" >> "$(log_of "$1" "$2")"
 }
 
 for tool in "${TOOLS[@]}"; do
@@ -83,7 +88,7 @@ bad=0
 for tool in "${TOOLS[@]}"; do
   for args in "${RUNS[@]}"; do
     chosen "$tool" "${args%% *}" || continue
-    log="$(log_of "$tool" "${args%% *}")"
+    log="$(log_of "$tool" "$(args_for "$tool" "$args")")"
     summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
     if [[ -z "$summary" ]]; then
       summary="no summary ($(tail -1 "$log"); 124: past SANITIZE_TIMEOUT)"
@@ -95,7 +100,7 @@ for tool in "${TOOLS[@]}"; do
   done
 done
 # Diagnostic, not counted above: the attention backward's ring alone (tests/gpu/ring_racecheck.cu),
-# released four ways; the variant racecheck accepts is the release dkdv_kernel needs.
+# released four ways; racecheck accepts only `all` (every reading thread arrives), dkdv_kernel's.
 ring="$(dirname "$tkprobe")/tests/ring_racecheck"
 if [[ -x "$ring" ]]; then
   for variant in lane0 syncwarp fence all; do

@@ -1,17 +1,15 @@
 // The attention backward's dK/dV ring alone, for compute-sanitizer's racecheck (scripts/sanitize.sh).
 // A producer thread bulk-copies a vector into each stage of a two-stage ring (cp.async.bulk: the
 // async proxy); consumer warps wait for it, read it with their own loads (the generic proxy) and
-// release the stage for the next copy. On the H200 racecheck reported write-after-read hazards on
-// exactly this in dkdv_kernel (lse2 and D, results/NOTES.md 2026-12-01), with lane 0 releasing after
-// the warp's loads and again with a __syncwarp before it. Each variant releases another way; the one
-// racecheck passes is the one the kernel needs:
-//   lane0     lane 0 arrives after the warp's loads (dkdv_kernel today)
-//   syncwarp  __syncwarp, then lane 0 (tried on the H200: the hazards stayed)
-//   fence     every lane fence.proxy.async.shared::cta, which orders its generic-proxy reads before
-//             later async-proxy writes (PTX ISA, memory consistency model: proxies), __syncwarp,
-//             then lane 0
+// release the stage for the next copy. Each variant releases another way:
+//   lane0     lane 0 arrives after the warp's loads
+//   syncwarp  __syncwarp, then lane 0
+//   fence     every lane fence.proxy.async.shared::cta, __syncwarp, then lane 0
 //   all       every lane arrives (the empty barrier counts 32 arrivals per warp)
-// The sums are checked too, so a variant that really raced would show in its output.
+// On the H200 (results/NOTES.md 2026-12-01, fourth session) racecheck reported 14 write-after-read
+// hazards for each of the first three and 0 for `all`: mbarrier.arrive orders the arriving thread's
+// own accesses only, so every thread that loads from a stage arrives itself, as dkdv_kernel's
+// consumers now do. The sums are checked too, so a variant that really raced would show.
 // Usage: ring_racecheck lane0|syncwarp|fence|all   (exit 77 without a GPU)
 #include <cuda_runtime.h>
 

@@ -108,12 +108,12 @@ TEST(Quadrants, EachQuadrantIssuesThirtyTwoLanesACycle) {
   }
 }
 
-// Distributed shared memory. Not yet run on the H200 (added 2026-12-01 without device time): the
-// bounds are the architecture's, to be narrowed to the first measured figures. A dependent load into
-// the block's own memory by a cluster address costs at least ld.shared's 23 cycles (smem-latency);
-// another rank's goes through the SM-to-SM network, so more, but far less than L2's ~280; no block
-// reads more than shared memory's 128 bytes per SM cycle; a neighbour's memory is no faster than
-// its own; and the GPU holds at least one block of a 2-block cluster per SM.
+// Distributed shared memory, bounds set around the H200's first run (results/NOTES.md 2026-12-01,
+// fourth session: own 32.9 cycles, another rank's 192-216, 61 and 9-14 bytes per SM cycle). A
+// dependent load into the block's own memory by a cluster address costs about ld.shared's ~30
+// cycles; another rank's crosses the SM-to-SM network, several times that but below L2's ~280; a
+// block streams its own memory at a good share of the 128 bytes per SM cycle, and a neighbour's at
+// under half of that; the GPU holds at least one block of a 2-block cluster per SM.
 TEST(Cluster, NeighbourSharedMemoryIsSlowerThanOwnAndFasterThanL2) {
   const Json report = run_probe("cluster");
   std::map<std::string, const Json*> rows;
@@ -126,16 +126,17 @@ TEST(Cluster, NeighbourSharedMemoryIsSlowerThanOwnAndFasterThanL2) {
   ASSERT_EQ(rows.size(), 9u) << "--quick: sizes 2 and 8; their limits, latencies and bandwidths";
   EXPECT_GE(rows.at("limits 2 ")->at("metrics")["blocks_at_once"].get<int>(), 132);
   const double own = median(*rows.at("latency 2 own"), "latency_cycles");
-  EXPECT_GE(own, 20);
+  EXPECT_GE(own, 25);
+  EXPECT_LE(own, 45);
   for (const char* remote : {"latency 2 rank 1", "latency 8 rank 1", "latency 8 rank 7"}) {
     const double cycles = median(*rows.at(remote), "latency_cycles");
-    EXPECT_GT(cycles, own) << remote;
+    EXPECT_GT(cycles, 4 * own) << remote;
     EXPECT_LT(cycles, 280) << remote;
   }
   const double own_bw = rows.at("bandwidth 2 own")->at("metrics")["bytes_per_clk_per_sm"];
-  EXPECT_GT(own_bw, 0);
+  EXPECT_GE(own_bw, 32);
   EXPECT_LE(own_bw, 128 * 1.02);
   for (const char* neighbour : {"bandwidth 2 neighbour", "bandwidth 8 neighbour"}) {
-    EXPECT_LE(rows.at(neighbour)->at("metrics")["bytes_per_clk_per_sm"].get<double>(), own_bw * 1.05) << neighbour;
+    EXPECT_LT(rows.at(neighbour)->at("metrics")["bytes_per_clk_per_sm"].get<double>(), own_bw / 2) << neighbour;
   }
 }
