@@ -25,6 +25,8 @@ names the GPU and the commit the report was made by.
     quadrants      FFMA lanes per SM cycle vs warps per SM, against the quadrants' ideal if spread
     tma-reduce     TB/s added per target tile and method (bulk reduction vs atomics)
     based          TFLOP/s and ms vs sequence length per value dim and normalization, % of clock peak
+    cluster        dependent-load cycles (own memory, remote ranks) and streaming bytes per SM cycle
+                   (own, neighbour) vs blocks per cluster, with the clusters resident at once
 
 No figure, by choice (a note on stdout when a report holds them): `info` is a handful of constants its
 table already shows, and `wgmma-layout`'s rows are pass/fail placement checks (mismatch counts, all
@@ -771,6 +773,52 @@ def plot_based(p, report):
     p.note("shapes " + "; ".join(f"B{b} H{h} feature dim {f} {d}" for b, h, f, d in shapes))
     return fig
 
+
+def plot_cluster(p, report):
+    # Left: a dependent load's cycles per cluster size, own memory and each remote rank the probe
+    # chased; right: 16-byte streaming from the own block and from a neighbour, bytes per SM cycle.
+    def size(r):
+        return r["params"]["cluster_size"]
+
+    sizes = sorted({size(r) for r in p.rows})
+    limits = {size(r): r["metrics"].get("max_active_clusters") for r in p.rows if r["params"]["test"] == "limits"}
+    ticks = [f"{n}\n({limits[n]} at once)" if limits.get(n) is not None else str(n) for n in sizes]
+    fig, axes = figures(1, 2, figsize=(10, 4.3), sharex=True)
+    left, right = axes[0]
+    latency = collections.defaultdict(list)
+    for r in p.rows:
+        if r["params"]["test"] == "latency":
+            target = r["params"]["target"]
+            latency["own memory" if target == "own" else ("rank 1" if target == "rank 1" else "the last rank")].append(
+                (sizes.index(size(r)), metric(r, "latency_cycles")))
+    for i, (name, pts) in enumerate(sorted(latency.items())):
+        pts.sort()
+        left.plot(*zip(*pts), marker="o", color=f"C{i}", label=name)
+        for x, y in pts:  # the last rank's labels below its line: it runs close to rank 1's
+            left.annotate(f"{y:.0f}", (x, y), xytext=(0, -12 if name == "the last rank" else 5),
+                          textcoords="offset points", ha="center", fontsize=7, color=f"C{i}")
+    left.set_ylim(0, max(y for pts in latency.values() for _, y in pts) * 1.2)
+    left.set_ylabel("cycles per dependent 4-byte load")
+    bandwidth = collections.defaultdict(list)
+    for r in p.rows:
+        if r["params"]["test"] == "bandwidth":
+            bandwidth[r["params"]["source"]].append((sizes.index(size(r)), metric(r, "bytes_per_clk_per_sm")))
+    for i, (name, pts) in enumerate(sorted(bandwidth.items())):
+        pts.sort()
+        right.plot(*zip(*pts), marker="s", color=f"C{i + 3}", label={"own": "own memory"}.get(name, f"a {name}'s memory"))
+        for x, y in pts:
+            right.annotate(f"{y:.1f}", (x, y), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=7)
+    right.axhline(128, color="0.35", ls=":", lw=0.9, label="shared memory's 128 B per SM cycle")
+    right.set_ylim(0, 140)
+    right.set_ylabel("bytes per SM cycle, every block streaming")
+    for ax in (left, right):
+        ax.set_xticks(range(len(sizes)), ticks, fontsize=8)
+        ax.set_xlabel("blocks per cluster (clusters resident at once)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="center right")
+    p.note("distributed shared memory through ld.shared::cluster; cycles are the SM clock's")
+    return fig
+
 # probe -> (what the figure shows, the function that draws it)
 PLOTS = {
     "mem-latency": ("mem-latency: load latency vs footprint", plot_mem_latency),
@@ -789,6 +837,7 @@ PLOTS = {
     "quadrants": ("quadrants: FFMA lanes per SM cycle vs warps", plot_quadrants),
     "tma-reduce": ("tma-reduce: adding tiles into global memory, bulk vs atomic", plot_tma_reduce),
     "based": ("based: the DSL's Based linear-attention forward vs sequence length", plot_based),
+    "cluster": ("cluster: distributed shared memory, latency and bandwidth by cluster size", plot_cluster),
 }
 KNOWN = sorted(set(PLOTS) | set(NOT_DRAWN))
 

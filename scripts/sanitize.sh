@@ -14,8 +14,7 @@
 #   SANITIZE_ONLY="racecheck:gemm synccheck:gemm"  only these tool:probe runs
 #   SANITIZE_PARALLEL=1                             runs side by side, as many as there are CPU cores (one
 #                                                   GPU; each is slow, not busy; 54 at once on 16 cores
-#                                                   starved racecheck of smem-banks and attention past 300 s;
-#                                                   attention's passes run apart, so that each fits)
+#                                                   starved racecheck of smem-banks and attention past 300 s)
 #   SANITIZE_TIMEOUT=S                              seconds per run (default 300)
 set -uo pipefail
 tkprobe="${1:-$(dirname "$0")/../build/tkprobe}"
@@ -23,7 +22,9 @@ logs="${2:-/tmp/tkprobe-sanitize}"
 mkdir -p "$logs"
 command -v compute-sanitizer > /dev/null || { echo "sanitize: compute-sanitizer not found on PATH"; exit 1; }
 
-# Small configurations: each launch is far slower under a sanitizer.
+# Small configurations: each launch is far slower under a sanitizer. The backward runs a shape per
+# head dimension and mask, each apart (on the H200, --quick's four shapes in one racecheck run
+# took more than 300 s beside the other runs; one small shape takes about 35 s).
 RUNS=(
   "info"
   "smem-latency --quick --stride 4"
@@ -39,7 +40,10 @@ RUNS=(
   "copy-engines --quick --box 64x64 --ctas-per-sm 2"
   "gemm --quick"
   "attention --quick --pass fwd"
-  "attention --quick --pass bwd"
+  "attention --pass bwd --batch 1 --heads 2 --seq 1000 --head-dim 64"
+  "attention --pass bwd --batch 1 --heads 2 --seq 1000 --head-dim 64 --causal"
+  "attention --pass bwd --batch 1 --heads 2 --seq 1000 --head-dim 128"
+  "attention --pass bwd --batch 1 --heads 2 --seq 1000 --head-dim 128 --causal"
   "based --quick"
   "overlap --quick --filler ex2 --warpgroups 1"
   "quadrants --quick --warps 1,4"
@@ -54,12 +58,13 @@ log_of() {  # tool, args: one log per run (attention runs twice, a pass each)
   echo "$logs/$1-${name//-/}.log" | tr -d "'"
 }
 
-# The command line `tool` runs for a probe's entry in RUNS.
+# The command line `tool` runs for a probe's entry in RUNS: each measurement stops after its first
+# samples (--timeout; the figures mean nothing under a sanitizer, and every launch is slow).
 args_for() {  # tool, args
   case "$1 $2" in
-    "racecheck gemm"*) echo "$2 --no-peer" ;;
-    "racecheck bandwidth"*) echo "$2 --level hbm,l2" ;;
-    *) echo "$2" ;;
+    "racecheck gemm"*) echo "$2 --no-peer --timeout 0.01" ;;
+    "racecheck bandwidth"*) echo "$2 --level hbm,l2 --timeout 0.01" ;;
+    *) echo "$2 --timeout 0.01" ;;
   esac
 }
 

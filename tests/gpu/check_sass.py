@@ -16,6 +16,8 @@ WGMMA_PER_PASS = 4  # kKSlices
 WARP_LOADS_IN_FLIGHT = 8  # kWarpLoadsInFlight in probes/copy-engines/copy_engines_kernels.hpp
 CP_ASYNC_UNROLL = 4  # kCpAsyncUnroll in probes/copy-engines/copy_engines_kernels.cu
 QUADRANT_FMAS = 16 * 8  # kUnroll x kChains in probes/quadrants/quadrants_kernels.hpp
+CHASE_UNROLL = 16  # kChaseUnroll in probes/cluster/cluster_kernels.hpp
+STREAM_UNROLL = 4  # kStreamUnroll, likewise
 
 # A kernel family: pattern in the mangled name, opcode pattern, least count, kernels expected, and
 # whether it is timed (then it must read the clock at the start and end of its timed region).
@@ -28,6 +30,10 @@ EXPECTED = [
     Expect("strided_kernelILi16E", r"LDS\.128", UNROLL, 1),
     Expect("ldmatrix_kernel", r"LDSM\.16\.M88\.4", UNROLL, 2),
     Expect("quadrants.*fma_kernel_impl", r"FFMA", QUADRANT_FMAS, 1),  # kUnroll x kChains independent FFMA
+    # cluster: ld.shared::cluster is a generic LD (LD.E) through the shared window (SR_SWINHI as the
+    # high word; the H200's SASS, results/NOTES.md): the warm-up and the timed chase, then the stream.
+    Expect("7cluster.*chase_kernel", r"LD", 2 * CHASE_UNROLL, 1),
+    Expect("7cluster.*stream_kernel", r"LD\.128", STREAM_UNROLL, 1),
     Expect("load_box_kernel", r"UTMALDG\.2D", 1, 1, timed=False),  # tma-swizzle's bulk tensor load
     # copy-engines (timed by CUDA events): one bulk tensor copy issued per box; cp.async.cg as LDGSTS
     # (.BYPASS: L2 only), unrolled 4x; the fallback's kWarpLoadsInFlight loads, then as many stores.

@@ -109,7 +109,7 @@ TEST(Quadrants, EachQuadrantIssuesThirtyTwoLanesACycle) {
 }
 
 // Distributed shared memory, bounds set around the H200's first run (results/NOTES.md 2026-12-01,
-// fourth session: own 32.9 cycles, another rank's 192-216, 61 and 9-14 bytes per SM cycle). A
+// fourth session: own 32.9 cycles, another rank's 192-216, 61-108 and 9-15 bytes per SM cycle). A
 // dependent load into the block's own memory by a cluster address costs about ld.shared's ~30
 // cycles; another rank's crosses the SM-to-SM network, several times that but below L2's ~280; a
 // block streams its own memory at a good share of the 128 bytes per SM cycle, and a neighbour's at

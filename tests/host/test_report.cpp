@@ -69,11 +69,13 @@ namespace {
 
 // Version 1 as the H200 wrote it: the archive's per-probe reports (results/h200/archive); the suite
 // baseline itself is version 2 from df9e88d's runs on.
+// The archive's version-1 reports (compare_based.py's record is version 2 already).
 std::vector<Json> archived_v1_reports() {
   std::vector<Json> out;
   for (const auto& entry : std::filesystem::directory_iterator(std::string(TKPROBE_SOURCE_DIR) + "/results/h200/archive")) {
     std::ifstream in(entry.path());
-    out.push_back(Json::parse(in));
+    Json report = Json::parse(in);
+    if (report["schema"] == "tkprobe.report/1") out.push_back(std::move(report));
   }
   return out;
 }
