@@ -280,7 +280,7 @@ ClaimsInput measure_claims(CommonOptions& o, bool full, std::ostream& err) {
   for (const ClaimRun& run : claim_runs()) {
     err << fmt::format("claims: {} {}...\n", run.probe, full ? "" : "--quick");
     const SubRun sub = run_for_claims(run, o, full, err);
-    if (sub.report.is_null()) return {Json(), Json::array(), sub.code};
+    if (sub.report.is_null()) return {Json(), Json::array(), sub.code, false};
     in.lacked_device |= sub.code == int(Exit::no_device);
     for (const auto& r : sub.report["results"]) in.report["results"].push_back(r);
     in.report["device"] = sub.report["device"];

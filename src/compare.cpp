@@ -92,6 +92,14 @@ bool selected(const CompareOptions& o, const Json& r) {
   return o.probes.empty() || o.probes.count(r["probe"].get<std::string>());
 }
 
+// Why a comparison's verdicts deserve a second look, or "" (Comparison::caution).
+std::string card_caution(const Json& base, const Json& now) {
+  const std::string a = base.value("uuid", ""), b = now.value("uuid", "");
+  if (a.empty() || b.empty() || a == b) return "";
+  return fmt::format("base and new ran on different cards ({} and {}): the bands hold the drift between runs on one card, "
+                     "not the differences between cards", a, b);
+}
+
 }  // namespace
 
 std::string_view to_string(Verdict v) {
@@ -181,6 +189,7 @@ Comparison compare_reports(const ReportSet& base, const ReportSet& now, const Co
     if (selected(options, r)) now_by_key[row_key(r)] = &r;
 
   Comparison out;
+  out.caution = card_caution(base.report["device"], now.report["device"]);
   out.threshold_pct = options.threshold_pct;
   out.base_source = base.source;
   out.new_source = now.source;

@@ -96,6 +96,7 @@ std::string to_markdown(const Comparison& c) {
   std::string md = fmt::format("## tkprobe compare: {}\n\n{} of {} judged rows fail (threshold {:.1f}%). Base `{}`, new `{}`.\n\n",
                                c.failed() ? "FAIL" : "pass", c.failing(), judged, c.threshold_pct, c.base_source,
                                c.new_source);
+  if (!c.caution.empty()) md += "> Caution: " + c.caution + ".\n\n";
   std::vector<const CompareRow*> failing, all;
   for (const auto& r : c.rows) {
     all.push_back(&r);
@@ -146,7 +147,9 @@ Json to_json(const Comparison& c) {
                     {"judged", r.judged()},
                     {"fails", r.fails}});
   }
-  return Json{{"threshold_pct", c.threshold_pct}, {"failed", c.failed()}, {"failing", c.failing()}, {"rows", rows}};
+  Json out{{"threshold_pct", c.threshold_pct}, {"failed", c.failed()}, {"failing", c.failing()}, {"rows", rows}};
+  if (!c.caution.empty()) out["caution"] = c.caution;
+  return out;
 }
 
 }  // namespace tkprobe

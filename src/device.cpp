@@ -20,6 +20,15 @@ int cuda_device_count() {
   return count;
 }
 
+std::string uuid_text(const char (&bytes)[16]) {
+  std::string hex = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) hex += '-';
+    hex += fmt::format("{:02x}", static_cast<unsigned char>(bytes[i]));
+  }
+  return hex;
+}
+
 static int attribute(cudaDeviceAttr attr, int index) {
   int value = 0;
   TK_CUDA(cudaDeviceGetAttribute(&value, attr, index));
@@ -49,6 +58,7 @@ DeviceInfo query_device(int index) {
   char bus[32] = {};
   TK_CUDA(cudaDeviceGetPCIBusId(bus, sizeof bus, index));
   d.pci_bus_id = bus;
+  d.uuid = uuid_text(p.uuid.bytes);
   const auto& nvml = Nvml::instance();
   d.driver = nvml.driver_version();
   d.power_limit_w = nvml.power_limit_w(d.pci_bus_id);
@@ -70,7 +80,8 @@ Json to_json(const DeviceInfo& d) {
           {"mem_clock_mhz", d.mem_clock_mhz},
           {"mem_bus_bits", d.mem_bus_bits},
           {"power_limit_w", power},
-          {"pci_bus_id", d.pci_bus_id}};
+          {"pci_bus_id", d.pci_bus_id},
+          {"uuid", d.uuid}};
 }
 
 std::optional<DatasheetPeaks> datasheet_peaks(std::string_view name) {

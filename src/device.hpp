@@ -22,6 +22,7 @@ struct DeviceInfo {
   int mem_bus_bits = 0;
   double power_limit_w = 0;  // NaN without NVML
   std::string pci_bus_id;
+  std::string uuid;  // "GPU-" and the 16-byte UUID as nvidia-smi prints it: which card, not which model
   std::string driver;   // NVML's driver version, or "unavailable"
   int driver_api = 0;   // cudaDriverGetVersion
   int runtime_api = 0;  // cudaRuntimeGetVersion
@@ -31,6 +32,9 @@ struct DeviceInfo {
 
 // Number of CUDA devices; throws NoDeviceError "no CUDA device: <CUDA error>" when there is none.
 int cuda_device_count();
+
+// A card's 16-byte UUID (cudaDeviceProp::uuid) as nvidia-smi writes it: GPU-8-4-4-4-12 hex digits.
+std::string uuid_text(const char (&bytes)[16]);
 
 // Properties of device `index`; throws NoDeviceError naming the valid indices when absent.
 DeviceInfo query_device(int index);

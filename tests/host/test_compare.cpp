@@ -222,6 +222,29 @@ TEST(Compare, DifferentGpusAreRefusedUnlessAllowed) {
   EXPECT_EQ(compare_files(h200, h100, {"--allow-device-mismatch"}).code, 0);
 }
 
+// Two cards of one model: compared, with a caution in every output; one card, or a report without
+// the UUID (made before reports recorded it), none.
+TEST(Compare, DifferentCardsOfOneModelAreComparedWithACaution) {
+  auto on_card = [](const char* uuid) {
+    Json r = report({timed_result("p", {}, 100, 0.01)});
+    if (uuid) r["device"]["uuid"] = uuid;
+    return r;
+  };
+  const char* a = "GPU-0a1b2c3d-0000-1111-2222-333344445555";
+  const char* b = "GPU-ffffffff-0000-1111-2222-333344445555";
+  const auto two = compare_json(on_card(a), on_card(b));
+  EXPECT_FALSE(two.failed());
+  EXPECT_TRUE(mentions(two.caution, a) && mentions(two.caution, b)) << two.caution;
+  EXPECT_TRUE(mentions(tkprobe::to_markdown(two), "> Caution: base and new ran on different cards"));
+  EXPECT_EQ(tkprobe::to_json(two)["caution"], two.caution);
+  EXPECT_EQ(compare_json(on_card(a), on_card(a)).caution, "");
+  EXPECT_EQ(compare_json(on_card(nullptr), on_card(b)).caution, "");
+  EXPECT_FALSE(tkprobe::to_json(compare_json(on_card(a), on_card(a))).contains("caution"));
+  const auto run = compare_files(on_card(a), on_card(b));
+  EXPECT_EQ(run.code, 0);
+  EXPECT_TRUE(mentions(run.out, "different cards")) << run.out;
+}
+
 TEST(Compare, NotAReportOrOtherSchemaExitsTwo) {
   const auto dir = fixtures::temp_dir("compare-bad");
   const auto good = fixtures::write(dir / "good.json", report({timed_result("p", {}, 1, 0)}).dump());

@@ -51,3 +51,11 @@ TEST(Telemetry, WithoutNvmlSaysSo) {
   EXPECT_FALSE(t["throttled"]);
   EXPECT_FALSE(t.contains("kernel_sm_clock_mhz"));
 }
+
+// As nvidia-smi -L writes it, so a report's card can be found on the machine.
+TEST(Device, UuidIsWrittenAsNvidiaSmiDoes) {
+  const char bytes[16] = {0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f, 0x60, 0x71, static_cast<char>(0x82), static_cast<char>(0x93),
+                          static_cast<char>(0xa4), static_cast<char>(0xb5), static_cast<char>(0xc6),
+                          static_cast<char>(0xd7), static_cast<char>(0xe8), static_cast<char>(0xff)};
+  EXPECT_EQ(tkprobe::uuid_text(bytes), "GPU-0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8ff");
+}
