@@ -44,6 +44,9 @@ import socket
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tkreport  # noqa: E402 (--against: a tkprobe report of any version)
+
 SCHEMA = "tkprobe.report/1"
 PROBE = "attention"
 BACKENDS = {"torch-flash": "FLASH_ATTENTION", "torch-cudnn": "CUDNN_ATTENTION"}
@@ -637,8 +640,7 @@ def main():
     doc = run_all(args)
     write_atomic(args.out, json.dumps(doc, indent=2) + "\n")
     if args.against:
-        with open(args.against) as f:
-            print(side_by_side(json.load(f), doc), end="")
+        print(side_by_side(tkreport.load(args.against), doc), end="")
     elif args.tk_lib:
         print(side_by_side(doc), end="")
     failed = any(r["status"] == "failed" for r in doc["results"])

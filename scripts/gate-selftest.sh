@@ -56,9 +56,12 @@ done
 # 20 judged rows (ok, not a peer, a primary statistic), round-robin over the probes, made 8% worse as a
 # slower kernel at the same clock would be: every statistic of the row, per clock and per second alike,
 # shows 8% more time or cycles (a rate divided by 1.08, so -7.4%; a time or cycle count times 1.08).
-python3 - "$dir/suite.json" "$dir/worse.report.json" "$dir/worse-rows.txt" <<'PY' || fail "scaling rows"
-import json, sys
-doc = json.load(open(sys.argv[1]))
+TKPROBE_SCRIPTS="$(dirname "$0")" python3 - "$dir/suite.json" "$dir/worse.report.json" "$dir/worse-rows.txt" <<'PY' \
+  || fail "scaling rows"
+import json, os, sys
+sys.path.insert(0, os.environ["TKPROBE_SCRIPTS"])
+import tkreport
+doc = tkreport.load(sys.argv[1])  # written back as the version 2 document, which tkprobe reads too
 judged = [r for r in doc["results"] if r["status"] == "ok" and not r.get("peer") and r.get("primary")
           and isinstance(r["metrics"].get(r["primary"]), dict) and r["metrics"][r["primary"]]["median"] != 0]
 by_probe = {}

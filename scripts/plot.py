@@ -49,6 +49,9 @@ import sys
 import tempfile
 import textwrap
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tkreport  # noqa: E402 (beside this script: a report of any version as the version 2 document)
+
 try:
     import matplotlib
     matplotlib.use("Agg")  # files only: never a display
@@ -64,7 +67,7 @@ except ImportError as e:  # the machine, not the input, needs changing: exit 2 a
           "scripts/setup.sh does) or python3 -m pip install 'matplotlib>=3.6'", file=sys.stderr)
     sys.exit(2)
 
-SCHEMAS = ("tkprobe.report/1", "tkprobe.report/2")
+SCHEMAS = tkreport.SCHEMAS
 DPI = 100
 NOT_DRAWN = {
     "info": "constants its table shows as well",
@@ -93,6 +96,10 @@ def load_report(path):
     schema = report.get("schema") if isinstance(report, dict) else None
     if schema not in SCHEMAS:
         raise BadInput(f"{path}: not a tkprobe report: schema is {schema!r}, expected one of {', '.join(SCHEMAS)}")
+    try:
+        report = tkreport.decoded(report)
+    except ValueError as e:
+        raise BadInput(f"{path}: {e}")
     if not isinstance(report.get("results"), list):
         raise BadInput(f"{path}: not a tkprobe report: no 'results' list")
     for i, row in enumerate(report["results"]):

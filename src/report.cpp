@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "src/errors.hpp"
+#include "src/report_columns.hpp"
 #include "src/report_set.hpp"
 
 namespace tkprobe {
@@ -175,16 +176,22 @@ Json compact_report(Json report) {
 }
 
 std::string report_text(const Json& report) {
+  const Json doc = report.value("schema", "") == kReportSchema ? to_columns(report) : report;
   std::string text = "{";
-  for (auto it = report.begin(); it != report.end(); ++it) {
-    text += (it == report.begin() ? "\n  " : ",\n  ") + Json(it.key()).dump() + ": ";
-    const bool one_per_line = it->is_array() && !it->empty() && (it.key() == "results" || it.key() == "findings");
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    text += (it == doc.begin() ? "\n  " : ",\n  ") + Json(it.key()).dump() + ": ";
+    const bool one_per_line = !it->empty() && (it.key() == "results" || it.key() == "findings" || it.key() == "kinds");
     if (!one_per_line) {
       text += it->dump();
-      continue;
+    } else if (it->is_array()) {
+      for (std::size_t i = 0; i < it->size(); ++i) text += (i == 0 ? "[\n    " : ",\n    ") + (*it)[i].dump();
+      text += "\n  ]";
+    } else {
+      for (auto e = it->begin(); e != it->end(); ++e) {
+        text += (e == it->begin() ? "{\n    " : ",\n    ") + Json(e.key()).dump() + ": " + e->dump();
+      }
+      text += "\n  }";
     }
-    for (std::size_t i = 0; i < it->size(); ++i) text += (i == 0 ? "[\n    " : ",\n    ") + (*it)[i].dump();
-    text += "\n  ]";
   }
   return text + "\n}\n";
 }
@@ -265,11 +272,20 @@ Json read_report(const std::filesystem::path& path) {
         fmt::format("{}: not a tkprobe report: no \"schema\" field (expected '{}')", path.string(), kReportSchema));
   }
   const auto schema = j["schema"].get<std::string>();
-  if (schema != kReportSchema && schema != kReportSchemaV1) {
-    throw UsageError(fmt::format("{}: report schema '{}' is not supported (valid: '{}', '{}')", path.string(), schema,
-                                 kReportSchema, kReportSchemaV1));
+  if (schema != kReportSchemaV3 && schema != kReportSchema && schema != kReportSchemaV1) {
+    throw UsageError(fmt::format("{}: report schema '{}' is not supported (valid: '{}', '{}', '{}')", path.string(),
+                                 schema, kReportSchemaV3, kReportSchema, kReportSchemaV1));
   }
-  if (schema == kReportSchema) restore_check_texts(j);
+  if (schema == kReportSchemaV3) {
+    try {
+      j = from_columns(j);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("{}: {}", path.string(), e.what()));
+    } catch (const Json::exception& e) {  // a kind or value of the wrong JSON type
+      throw UsageError(fmt::format("{}: not a well-formed version 3 report ({})", path.string(), e.what()));
+    }
+  }
+  if (schema != kReportSchemaV1) restore_check_texts(j);
   const auto problems = report_problems(j);
   if (!problems.empty()) {
     throw UsageError(fmt::format("{}: {}{}", path.string(), problems.front(),

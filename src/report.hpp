@@ -11,10 +11,12 @@
 
 namespace tkprobe {
 
-// Version 2 is what every command writes; version 1 (each row's NVML telemetry in full, numbers
-// to 17 digits) is still read. results/README.md says what changed.
+// Version 2 is the document every command holds in memory; files are written as version 3, the
+// same document in columns (src/report_columns.hpp). Versions 1 (each row's NVML telemetry in full,
+// numbers to 17 digits) and 2 are still read. results/README.md says what changed.
 inline constexpr std::string_view kReportSchema = "tkprobe.report/2";
 inline constexpr std::string_view kReportSchemaV1 = "tkprobe.report/1";
+inline constexpr std::string_view kReportSchemaV3 = "tkprobe.report/3";
 
 enum class Status { ok, skipped, failed };
 std::string_view to_string(Status);
@@ -76,7 +78,8 @@ Json compact_report(Json report);
 // Puts back the `what` of every check a version 2 report left out (read_report does this).
 void restore_check_texts(Json& report);
 
-// A report as text: one line per section and per row, so a diff shows which rows moved.
+// A report as text: one line per section, per probe's kinds and per row, so a diff shows which rows
+// moved. A version 2 document is written as version 3.
 std::string report_text(const Json& report);
 
 // "tkprobe 0.1.0 (<commit>)": what `tkprobe --version` prints and every report's tool section holds.
@@ -93,8 +96,9 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view text)
 // writable. Throws UsageError naming the problem.
 void require_writable_target(const std::filesystem::path& path, std::string_view option = "--json");
 
-// Reads a report (version 1 or 2); throws UsageError when the file is missing, is not JSON, is
-// not a tkprobe report, or carries another schema version (the message names the valid ones).
+// Reads a report (version 1, 2 or 3) as version 1 or 2 (a version 3 file decoded); throws
+// UsageError when the file is missing, is not JSON, is not a tkprobe report, or carries another
+// schema version (the message names the valid ones).
 Json read_report(const std::filesystem::path& path);
 
 }  // namespace tkprobe

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "src/claims.hpp"
+#include "src/report.hpp"
 #include "tests/fixtures.hpp"
 
 using tkprobe::Json;
@@ -13,8 +14,7 @@ using tkprobe::Json;
 namespace {
 
 Json committed_suite() {
-  std::ifstream in(std::string(TKPROBE_SOURCE_DIR) + "/results/h200/suite.json");
-  return Json::parse(in);
+  return tkprobe::read_report(std::string(TKPROBE_SOURCE_DIR) + "/results/h200/suite.json");
 }
 
 std::map<std::string, tkprobe::Result> by_claim(const std::vector<tkprobe::Result>& rows) {

@@ -249,13 +249,13 @@ TEST(Compare, NotAReportOrOtherSchemaExitsTwo) {
   const auto dir = fixtures::temp_dir("compare-bad");
   const auto good = fixtures::write(dir / "good.json", report({timed_result("p", {}, 1, 0)}).dump());
   const auto text = fixtures::write(dir / "text.json", "hello");
-  const auto v3 = fixtures::write(dir / "v3.json", R"({"schema": "tkprobe.report/3", "results": []})");
+  const auto v3 = fixtures::write(dir / "v3.json", R"({"schema": "tkprobe.report/4", "results": []})");
   const auto a = fixtures::run({"compare", good.string(), text.string()});
   EXPECT_EQ(a.code, 2);
   EXPECT_TRUE(mentions(a.err, "not JSON")) << a.err;
   const auto b = fixtures::run({"compare", v3.string(), good.string()});
   EXPECT_EQ(b.code, 2);
-  EXPECT_TRUE(mentions(b.err, "valid: 'tkprobe.report/2', 'tkprobe.report/1'")) << b.err;
+  EXPECT_TRUE(mentions(b.err, "valid: 'tkprobe.report/3', 'tkprobe.report/2', 'tkprobe.report/1'")) << b.err;
 }
 
 // The malformed reports the gate must refuse with one line naming the file, the row and what is
@@ -328,10 +328,10 @@ TEST(Compare, FoldersOfReportsAreOneBaseline) {
 
   std::filesystem::remove(dir / "base" / "d.json");
 
-  fixtures::write(dir / "base" / "e.json", R"({"schema": "tkprobe.report/3", "results": []})");
+  fixtures::write(dir / "base" / "e.json", R"({"schema": "tkprobe.report/4", "results": []})");
   const auto versions = fixtures::run({"compare", (dir / "base").string(), now.string()});
   EXPECT_EQ(versions.code, 2);
-  EXPECT_TRUE(mentions(versions.err, "e.json: report schema 'tkprobe.report/3' is not supported")) << versions.err;
+  EXPECT_TRUE(mentions(versions.err, "e.json: report schema 'tkprobe.report/4' is not supported")) << versions.err;
 
   EXPECT_THROW(tkprobe::read_report(dir / "base"), tkprobe::UsageError);  // a folder where a file is due
 }

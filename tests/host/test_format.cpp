@@ -63,7 +63,7 @@ TEST(Format, CsvOfASuiteIsOneTableWithReasons) {
 
 TEST(Format, JsonIsTheReport) {
   const auto text = render(Format::json);
-  EXPECT_EQ(tkprobe::Json::parse(text)["schema"], "tkprobe.report/2");
+  EXPECT_EQ(tkprobe::Json::parse(text)["schema"], "tkprobe.report/3");  // version 2 in columns
 }
 
 TEST(Format, AColumnWhoseRowsDifferInUnitNamesEachUnit) {

@@ -21,6 +21,8 @@ SCRIPT = os.path.join(ROOT, "scripts", "plot.py")
 SUITE = os.path.join(ROOT, "results", "h200", "suite.json")
 ARCHIVE = os.path.join(ROOT, "results", "h200", "archive")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import tkreport  # noqa: E402 (the suite baseline, a version 3 file, as the version 2 document)
 
 
 def load_script():
@@ -71,12 +73,11 @@ class Figures(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(out)), sorted(f"{n}.png" for n in names), "stray or temporary files")
 
     def test_every_figure_of_the_suite(self):
-        with open(SUITE) as f:
-            report = json.load(f)
+        report = tkreport.load(SUITE)
         plots = load_script().PLOTS
         expected = ok_probes(report) & set(plots)
         self.assertGreaterEqual(len(expected), 16, "the suite should draw every probe that has a figure")
-        for probe in ("overlap", "quadrants", "tma-reduce", "based"):  # the baseline's newest probes
+        for probe in ("overlap", "quadrants", "tma-reduce", "based", "cluster"):  # the baseline's newest probes
             self.assertIn(probe, expected, f"{probe}: no figure from the suite")
         with tempfile.TemporaryDirectory() as out:
             run = plot(SUITE, "--out", out)
@@ -132,8 +133,7 @@ class Figures(unittest.TestCase):
             self.check_pngs(os.path.join(out, "plots"), ["tma-swizzle"])
 
     def test_a_probe_without_a_plot_is_a_note(self):
-        with open(SUITE) as f:
-            report = json.load(f)
+        report = tkreport.load(SUITE)
         report["results"] = [r for r in report["results"] if r["probe"] == "gemm"]
         report["results"].append({"probe": "claims", "params": {}, "status": "ok", "metrics": {}})
         with tempfile.TemporaryDirectory() as out:
@@ -180,12 +180,12 @@ class BadInput(unittest.TestCase):
         self.assertIn("not a tkprobe report", err)
 
     def test_a_row_that_is_not_a_row(self):
-        report = json.loads(self.suite_text())
+        report = tkreport.decoded(json.loads(self.suite_text()))
         report["results"][3] = {"probe": "gemm"}
         self.assertIn("results[3]", self.refused({"bad.json": json.dumps(report)}))
 
     def test_a_row_its_figure_cannot_draw(self):
-        report = json.loads(self.suite_text())
+        report = tkreport.decoded(json.loads(self.suite_text()))
         row = next(r for r in report["results"] if r["probe"] == "mem-latency")
         del row["params"]["cache_state"]
         err = self.refused({"suite.json": json.dumps(report)})  # the other figures are not written either
