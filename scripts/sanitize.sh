@@ -49,6 +49,7 @@ RUNS=(
   "quadrants --quick --warps 1,4"
   "tma-reduce --quick"
   "cluster --quick --sizes 2"
+  "l2 --quick"
 )
 TOOLS=(memcheck racecheck synccheck)
 

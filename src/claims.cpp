@@ -170,8 +170,20 @@ std::vector<Claim> claims() {
                         "another GPU than the account's H100 may carry another L2"},
                  ""};
        }},
-      {"l2-partitions", "The L2 is split into two ~25 MB partitions joined by a crossbar", "2 x 25 MB", "",
-       [](const Json&) { return not_yet("no probe measures the L2's halves yet (issue 19: the l2 probe)"); }},
+      {"l2-partitions", "The L2 is split into two ~25 MB partitions joined by a crossbar", "2 partitions", "l2",
+       [](const Json& rep) -> Outcome {
+         const auto maps = rows_of(rep, "l2", {{"test", "map"}});
+         if (maps.empty() || (*maps.front())["status"] != "ok") return missing(rep, "l2");
+         const int groups = (*maps.front())["metrics"]["groups"];
+         std::string levels;
+         for (const Json* g : rows_of(rep, "l2", {{"test", "partition"}})) {
+           levels += fmt::format("{}{:.0f} near / {:.0f} far", levels.empty() ? "; cycles " : ", ",
+                                 figure(*g, "near_cycles"), figure(*g, "far_cycles"));
+         }
+         return {Judged{fmt::format("{} group(s) of SMs by the L2 lines each reaches fastest{}", groups, levels),
+                        double(groups), 2, groups == 2, groups == 2 ? "" : "the groups are SMs that see the same lines near"},
+                 ""};
+       }},
       {"l2-bandwidth", "L2 at ~12 TB/s", "12 TB/s", "bandwidth",
        [](const Json& rep) -> Outcome {
          const auto rows = rows_of(rep, "bandwidth", {{"level", "l2"}});
@@ -302,7 +314,8 @@ std::vector<ClaimRun> claim_runs() {
           {"bandwidth", {}},
           {"occupancy", {"--kernel", "wgmma"}},
           {"quadrants", {"--warps", "1,4,8"}},
-          {"copy-engines", {}}};
+          {"copy-engines", {}},
+          {"l2", {}}};
 }
 
 std::vector<Result> judge_claims(const Json& report) {

@@ -40,7 +40,7 @@ TEST(Cli, UnknownProbeListsTheValidOnes) {
   const auto r = run({"smem-bogus"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(mentions(r.err, "unknown probe or command 'smem-bogus'"));
-  EXPECT_TRUE(mentions(r.err, "valid: attention, bandwidth, based, cluster, copy-engines, gemm, info, mem-latency, mma-sync, occupancy, overlap, quadrants, smem-banks, smem-latency, tensor-cores, tma-reduce, tma-swizzle, wgmma, wgmma-layout"));
+  EXPECT_TRUE(mentions(r.err, "valid: attention, bandwidth, based, cluster, copy-engines, gemm, info, l2, mem-latency, mma-sync, occupancy, overlap, quadrants, smem-banks, smem-latency, tensor-cores, tma-reduce, tma-swizzle, wgmma, wgmma-layout"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
