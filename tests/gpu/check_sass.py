@@ -18,6 +18,7 @@ CP_ASYNC_UNROLL = 4  # kCpAsyncUnroll in probes/copy-engines/copy_engines_kernel
 QUADRANT_FMAS = 16 * 8  # kUnroll x kChains in probes/quadrants/quadrants_kernels.hpp
 CHASE_UNROLL = 16  # kChaseUnroll in probes/cluster/cluster_kernels.hpp
 STREAM_UNROLL = 4  # kStreamUnroll, likewise
+L2_LINE_LOADS = 1 + 8 + 16  # probes/l2/l2_kernels.hpp: the untimed load, kShortChase and kLongChase
 
 # A kernel family: pattern in the mangled name, opcode pattern, least count, kernels expected, and
 # whether it is timed (then it must read the clock at the start and end of its timed region).
@@ -34,6 +35,10 @@ EXPECTED = [
     # high word; the H200's SASS, results/NOTES.md): the warm-up and the timed chase, then the stream.
     Expect("7cluster.*chase_kernel", r"LD", 2 * CHASE_UNROLL, 1),
     Expect("7cluster.*stream_kernel", r"LD\.128", STREAM_UNROLL, 1),
+    # l2: every load of a line's chases (ld.global.cg, whatever modifiers the SASS gives it), and the
+    # stream's 16-byte load (timed by CUDA events).
+    Expect("2l2.*map_kernel", r"LDG(\.\w+)*", L2_LINE_LOADS, 1),
+    Expect("2l2.*stream_kernel", r"LDG(\.\w+)*\.128", 1, 1, timed=False),
     Expect("load_box_kernel", r"UTMALDG\.2D", 1, 1, timed=False),  # tma-swizzle's bulk tensor load
     # copy-engines (timed by CUDA events): one bulk tensor copy issued per box; cp.async.cg as LDGSTS
     # (.BYPASS: L2 only), unrolled 4x; the fallback's kWarpLoadsInFlight loads, then as many stores.
