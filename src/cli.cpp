@@ -21,6 +21,7 @@
 #include "src/compare.hpp"
 #include "src/compare_output.hpp"
 #include "src/errors.hpp"
+#include "src/fleet.hpp"
 #include "src/format.hpp"
 #include "src/probe.hpp"
 
@@ -58,6 +59,14 @@ struct CompareArgs {
 struct BaselineArgs {
   std::string out;
   std::vector<std::string> runs;
+};
+
+struct FleetArgs {
+  std::vector<std::string> reports;
+  FleetOptions options;
+  std::vector<std::string> probes;
+  std::string format = "markdown";
+  std::string markdown_path;
 };
 
 // A number that can bound a measurement or a gate: finite and above zero. CLI11's PositiveNumber
@@ -117,7 +126,7 @@ std::string probe_names(const std::vector<std::unique_ptr<Probe>>& probes) {
 }
 
 std::string valid_commands(const std::vector<std::unique_ptr<Probe>>& probes) {
-  return probe_names(probes) + ", all, claims, list, compare, baseline";
+  return probe_names(probes) + ", all, claims, list, compare, baseline, fleet";
 }
 
 // The probes --probes names; an unknown name is a usage error that lists the valid ones.
@@ -137,9 +146,11 @@ int print_list(std::ostream& out, const std::vector<std::unique_ptr<Probe>>& pro
   std::size_t width = 0;
   for (const auto& p : probes) width = std::max(width, p->name().size());
   for (const auto& p : probes) out << fmt::format("{:<{}}  {}\n", p->name(), width, p->summary());
-  out << fmt::format("\n{:<{}}  {}\n{:<{}}  {}\n{:<{}}  {}\n", "all", width, "run every probe above (or --probes a,b)",
-                     "compare", width, "judge a report against a baseline: tkprobe compare BASE NEW", "baseline", width,
-                     "make a baseline from several runs: tkprobe baseline --out FILE RUN RUN...");
+  out << fmt::format("\n{:<{}}  {}\n{:<{}}  {}\n{:<{}}  {}\n{:<{}}  {}\n", "all", width,
+                     "run every probe above (or --probes a,b)", "compare", width,
+                     "judge a report against a baseline: tkprobe compare BASE NEW", "baseline", width,
+                     "make a baseline from several runs: tkprobe baseline --out FILE RUN RUN...", "fleet", width,
+                     "find the card unlike the others: tkprobe fleet REPORT REPORT...");
   return 0;
 }
 
@@ -154,6 +165,19 @@ int run_compare(CompareArgs& args, const std::vector<std::unique_ptr<Probe>>& pr
   if (!args.junit_path.empty()) write_file_atomic(args.junit_path, to_junit(c));
   if (!args.markdown_path.empty()) write_file_atomic(args.markdown_path, markdown);
   return static_cast<int>(c.failed() ? Exit::check_failed : Exit::ok);
+}
+
+// Every report is read before anything is written; the summary file is written whole or not at all.
+int run_fleet(FleetArgs& args, const std::vector<std::unique_ptr<Probe>>& probes, std::ostream& out) {
+  args.options.probes = chosen_probes(args.probes, probes);
+  if (!args.markdown_path.empty()) require_writable_target(args.markdown_path, "--markdown");
+  std::vector<ReportSet> reports;
+  for (const auto& path : args.reports) reports.push_back(read_report_set(path));
+  const Fleet f = fleet_of(reports, args.options);
+  const std::string markdown = fleet_markdown(f);
+  out << (args.format == "json" ? fleet_json(f).dump(2) + "\n" : markdown);
+  if (!args.markdown_path.empty()) write_file_atomic(args.markdown_path, markdown);
+  return static_cast<int>(f.failed() ? Exit::check_failed : Exit::ok);
 }
 
 int run_baseline(const BaselineArgs& args, std::ostream& out) {
@@ -337,6 +361,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CommonOptions common;
   CompareArgs compare;
   BaselineArgs baseline;
+  FleetArgs fleet;
   std::vector<std::string> suite_probes;
 
   CLI::App app{"tkprobe: how close code gets to a Hopper GPU's tensor-core peak, and why.", "tkprobe"};
@@ -393,6 +418,19 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                                                   "how far they drift");
   base_cmd->add_option("--out", baseline.out, "The baseline file to write")->required();
   base_cmd->add_option("runs", baseline.runs, "Two or more reports (or folders) of the same suite")->required();
+  auto* fleet_cmd = app.add_subcommand("fleet", "Which GPU of many is not like the others: reports from several "
+                                                "cards, outliers per row; exit 1 on an outlier");
+  fleet_cmd->add_option("reports", fleet.reports, "Reports (or folders), one card each or several per card")
+      ->required();
+  fleet_cmd->add_option("--threshold", fleet.options.threshold_pct,
+                        "Percent worse than the fleet below which no card is an outlier (default 5)")
+      ->check(kFinitePositive);
+  fleet_cmd->add_flag("--allow-device-mismatch", fleet.options.allow_device_mismatch,
+                      "Hold cards of different GPU models together");
+  fleet_cmd->add_option("--probes", fleet.probes, "Only these probes (comma-separated)")->delimiter(',');
+  fleet_cmd->add_option("--format", fleet.format, "stdout: markdown or json")
+      ->check(CLI::IsMember({"markdown", "json"}));
+  fleet_cmd->add_option("--markdown", fleet.markdown_path, "Also write the markdown summary to FILE");
 
   // CLI11's own message for an unknown subcommand does not say what is valid.
   const auto commands = app.get_subcommands([](const CLI::App*) { return true; });
@@ -416,6 +454,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (chosen->get_name() == "list") return print_list(out, probes);
     if (chosen == cmp) return run_compare(compare, probes, out);
     if (chosen == base_cmd) return run_baseline(baseline, out);
+    if (chosen == fleet_cmd) return run_fleet(fleet, probes, out);
     common.seed_given = chosen->count("--seed") > 0;
     if (chosen == claims_cmd) return run_claims(common, claims_full, claims_from, args, out, err);
     common.timeout_given = chosen->count("--timeout") > 0;

@@ -99,7 +99,14 @@ std::set<std::string> probes_run(const Json& report) {
   return probes;
 }
 
-// Adds `more` (from `file`) to `set`: same GPU model, no row twice.
+}  // namespace
+
+ReportSet as_report_set(Json report, std::string source) {
+  ReportSet set{std::move(report), {}, std::move(source)};
+  set.probes_run = probes_run(set.report);
+  return set;
+}
+
 void merge_into(ReportSet& set, const Json& more, const std::string& file) {
   if (gpu_model(more) != gpu_model(set.report)) {
     throw UsageError(fmt::format("{}: from a {}, but the folder's first report is from a {}: one GPU model per "
@@ -121,13 +128,6 @@ void merge_into(ReportSet& set, const Json& more, const std::string& file) {
   set.probes_run.insert(probes.begin(), probes.end());
 }
 
-}  // namespace
-
-ReportSet as_report_set(Json report, std::string source) {
-  ReportSet set{std::move(report), {}, std::move(source)};
-  set.probes_run = probes_run(set.report);
-  return set;
-}
 
 ReportSet read_report_set(const std::filesystem::path& path) {
   std::error_code ec;

@@ -35,6 +35,9 @@ struct ReportSet {
 // A report already read and checked, as one set.
 ReportSet as_report_set(Json report, std::string source);
 
+// Adds `more`'s rows (read from `file`) to `set`: one GPU model, no row twice. Throws UsageError.
+void merge_into(ReportSet& set, const Json& more, const std::string& file);
+
 // A report file, or a folder of them (*.json directly inside it, from one GPU model, with no row
 // in two files). Throws UsageError.
 ReportSet read_report_set(const std::filesystem::path& file_or_folder);
