@@ -1,5 +1,7 @@
 #pragma once
 // Constructed reports and in-process CLI runs, for host and GPU tests.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -61,9 +63,10 @@ inline tkprobe::ReportSet report_set(const tkprobe::Json& report, const std::str
   return tkprobe::as_report_set(report, source);
 }
 
-// A fresh, empty folder for one test's files.
+// A fresh, empty folder for one test's files, its own per process: ctest runs each test in a
+// process of its own, side by side under -j, and tests of one file share names.
 inline std::filesystem::path temp_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("tkprobe-test-" + name);
+  auto dir = std::filesystem::temp_directory_path() / ("tkprobe-test-" + name + "-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
