@@ -226,18 +226,6 @@ def report(tool, host, device, rows, spans):
     return round_significant(doc)
 
 
-def report_text(doc):
-    """As tkprobe lays a report out: a line a section, and a line a row and a finding."""
-    dump = lambda x: json.dumps(x, separators=(",", ":"))
-    parts = []
-    for key, value in doc.items():
-        if key in ("results", "findings") and value:
-            parts.append(f"  {dump(key)}: [\n" + ",\n".join("    " + dump(v) for v in value) + "\n  ]")
-        else:
-            parts.append(f"  {dump(key)}: {dump(value)}")
-    return "{\n" + ",\n".join(parts) + "\n}\n"
-
-
 def markdown(doc):
     """A line a row: time, rate, errors, ours' paired speed over the peer's, status."""
     lines = ["| shape | kernel | ms | TFLOP/s | rel. error | worst row | tk / it (paired) | status |",
@@ -585,7 +573,7 @@ def main(argv=None):
     except RuntimeError as e:  # a CUDA error: tkprobe's exit code 4
         print(f"compare_based.py: {first_line(e)}", file=sys.stderr)
         return 4
-    sdpa.write_atomic(args.out, report_text(doc))
+    sdpa.write_atomic(args.out, sdpa.report_text(doc))
     print(markdown(doc), end="")
     return 1 if any(r["status"] == "failed" for r in doc["results"]) else 0
 

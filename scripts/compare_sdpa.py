@@ -210,6 +210,18 @@ def side_by_side(*reports):
     return "\n".join(lines) + "\n"
 
 
+def report_text(doc):
+    """As tkprobe lays a report out: a line a section, and a line a row and a finding."""
+    dump = lambda x: json.dumps(x, separators=(",", ":"))
+    parts = []
+    for key, value in doc.items():
+        if key in ("results", "findings") and value:
+            parts.append(f"  {dump(key)}: [\n" + ",\n".join("    " + dump(v) for v in value) + "\n  ]")
+        else:
+            parts.append(f"  {dump(key)}: {dump(value)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
 def write_atomic(path, text):
     """As tkprobe writes reports: the whole file or nothing."""
     tmp = f"{path}.tmp.{os.getpid()}"
@@ -638,7 +650,7 @@ def main():
     except ImportError:
         no_device("needs PyTorch with CUDA (e.g. pip install torch)")
     doc = run_all(args)
-    write_atomic(args.out, json.dumps(doc, indent=2) + "\n")
+    write_atomic(args.out, report_text(doc))
     if args.against:
         print(side_by_side(tkreport.load(args.against), doc), end="")
     elif args.tk_lib:

@@ -126,7 +126,7 @@ def check_reader(m, doc, validate, tkprobe, source_dir, failures):
     schema = os.path.join(source_dir, "results", "report.schema.json")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "based-peers.json")
-        m.sdpa.write_atomic(path, m.report_text(doc))
+        m.sdpa.write_atomic(path, m.sdpa.report_text(doc))
         with open(path) as f:
             text = f.read()
         check(json.loads(text) == doc and '\n    {"probe":"based-peers"' in text,
@@ -138,7 +138,7 @@ def check_reader(m, doc, validate, tkprobe, source_dir, failures):
         check(c.returncode == 1 and "fla-fused" in c.stdout, f"tkprobe compare: {c.returncode} {c.stderr}", failures)
         passing = dict(doc, results=[r for r in doc["results"] if r["status"] != "failed"])
         clean = os.path.join(tmp, "clean.json")
-        m.sdpa.write_atomic(clean, m.report_text(passing))
+        m.sdpa.write_atomic(clean, m.sdpa.report_text(passing))
         c = subprocess.run([tkprobe, "compare", clean, clean], capture_output=True, text=True)
         check(c.returncode == 0, f"tkprobe compare on passing rows: {c.returncode} {c.stdout} {c.stderr}", failures)
 
