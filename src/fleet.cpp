@@ -13,8 +13,6 @@
 namespace tkprobe {
 namespace {
 
-double median(const std::vector<double>& v) { return summarize(v).median; }
-
 // One card's rows by key, the cards in the order first given.
 struct Card {
   ReportSet set;
@@ -65,15 +63,13 @@ void judge(FleetRow& row, double threshold_pct) {
   std::vector<double> present;
   for (const auto& v : row.values)
     if (v) present.push_back(*v);
-  const double mad = present.size() >= 3 ? [&] {
-    const double m = median(present);
-    std::vector<double> dev;
-    for (double x : present) dev.push_back(std::abs(x - m));
-    return median(dev);
-  }() : 0.0;
-  row.reference = present.size() >= 3 ? median(present)
+  const bool has_median = present.size() >= 3;
+  row.reference = has_median              ? summarize(present).median
                   : row.higher_is_better ? *std::max_element(present.begin(), present.end())
                                          : *std::min_element(present.begin(), present.end());
+  std::vector<double> deviations;
+  for (double x : present) deviations.push_back(std::abs(x - row.reference));
+  const double mad = has_median ? summarize(deviations).median : 0.0;
   for (std::size_t i = 0; i < row.values.size(); ++i) {
     if (!row.values[i] || row.reference == 0) {
       row.loss_pct.push_back(std::nullopt);
@@ -82,7 +78,7 @@ void judge(FleetRow& row, double threshold_pct) {
     const double x = *row.values[i];
     const double loss = 100 * (row.higher_is_better ? row.reference - x : x - row.reference) / row.reference;
     row.loss_pct.push_back(loss);
-    const bool far_from_noise = present.size() < 3 || std::abs(x - row.reference) > kMaxMads * 1.4826 * mad;
+    const bool far_from_noise = !has_median || std::abs(x - row.reference) > kMaxMads * kMadToSigma * mad;
     if (loss > threshold_pct && far_from_noise) row.outliers.push_back(int(i));
   }
 }

@@ -16,7 +16,8 @@
 
 namespace tkprobe {
 
-inline constexpr double kMaxMads = 3.5;  // Iglewicz and Hoaglin's cut for a modified z-score
+inline constexpr double kMaxMads = 3.5;       // Iglewicz and Hoaglin's cut for a modified z-score
+inline constexpr double kMadToSigma = 1.4826;  // a normal sample's standard deviation over its MAD
 
 struct FleetOptions {
   double threshold_pct = 5;  // the floor: a card within this much of the fleet is never an outlier

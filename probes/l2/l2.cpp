@@ -115,7 +115,7 @@ class L2 final : public Probe {
     for (const auto& c : map.cycles) all.insert(all.end(), c.begin(), c.end());
     ctx.finding(name(), groups.empty()
                             ? fmt::format("no SM sees two latency levels among {} L2 lines: median {:.0f} cycles from "
-                                          "every SM", lines, l2::median_of(all))
+                                          "every SM", lines, summarize(all).median)
                             : fmt::format("{} SMs fall into {} group(s) by which of {} L2 lines they reach fastest{}",
                                           map.smids.size(), groups.size(), lines,
                                           groups.size() == 2 ? fmt::format(" ({:.0f}% of the lines near to exactly one "
@@ -133,17 +133,19 @@ class L2 final : public Probe {
       share.push_back(splits[m].near_share);
       ids.push_back(map.smids[m]);
     }
+    const Stats near_stats = summarize(near), far_stats = summarize(far);  // over the group's SMs
+    const double near_share_pct = 100 * summarize(share).median;
     Result r(name(), {{"test", "partition"}, {"group", index}});
-    r.metric("near_cycles", summarize(near), "cycles", Better::lower);  // over the group's SMs
-    r.metric("far_cycles", summarize(far), "cycles", Better::lower);
+    r.metric("near_cycles", near_stats, "cycles", Better::lower);
+    r.metric("far_cycles", far_stats, "cycles", Better::lower);
     r.value("sms", int(g.members.size()));
-    r.value("near_share_pct", 100 * l2::median_of(share));
+    r.value("near_share_pct", near_share_pct);
     r.value("min_agreement_pct", 100 * g.min_agreement);
     r.value("smids", id_ranges(ids));
     ctx.add(std::move(r));
     ctx.finding(name(), fmt::format("group {} ({} SMs: {}): near lines {:.0f} cycles, far {:.0f} ({:.0f}% of the lines "
-                                    "near)", index, g.members.size(), id_ranges(ids), l2::median_of(near),
-                                    l2::median_of(far), 100 * l2::median_of(share)));
+                                    "near)", index, g.members.size(), id_ranges(ids), near_stats.median,
+                                    far_stats.median, near_share_pct));
   }
 
   // Every SM reads its group's near lines, far lines, or every line; the near and far lists are cut

@@ -6,18 +6,13 @@
 #include <cstddef>
 #include <vector>
 
+#include "src/stats.hpp"
+
 namespace tkprobe::l2 {
 
 inline constexpr double kMinLevelRatio = 1.15;  // two levels only where the far median is 15% above the near one
 inline constexpr double kTrimShare = 0.02;      // the gap is sought inside the middle 96% of the lines
 inline constexpr double kSameGroup = 0.9;       // SMs that agree on 90% of the lines share a partition
-
-inline double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 struct Split {
   double threshold = 0;                    // a line is near when its latency is below this
@@ -45,8 +40,9 @@ inline Split split_levels(const std::vector<double>& cycles) {
     out.near.push_back(c < out.threshold);
     (c < out.threshold ? low : high).push_back(c);
   }
-  out.near_cycles = median_of(low);
-  out.far_cycles = median_of(high);
+  if (low.empty() || high.empty()) return out;  // every latency the same: one level
+  out.near_cycles = summarize(low).median;
+  out.far_cycles = summarize(high).median;
   out.near_share = double(low.size()) / double(cycles.size());
   out.two_levels = out.far_cycles >= kMinLevelRatio * out.near_cycles;
   return out;

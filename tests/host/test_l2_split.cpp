@@ -43,6 +43,7 @@ TEST(L2Split, TwoLevelsSplitAtTheGapStraySamplesIgnored) {
 TEST(L2Split, OneLevelIsNotTwo) {
   const l2::Split s = l2::split_levels(latencies(std::vector<bool>(512, true), 280, 280, 2));
   EXPECT_FALSE(s.two_levels) << s.near_cycles << " vs " << s.far_cycles;
+  EXPECT_FALSE(l2::split_levels(std::vector<double>(64, 280)).two_levels) << "every latency the same";
 }
 
 // Two partitions of SMs, each seeing the other's lines far: two groups, in the order the SMs came,
@@ -60,10 +61,4 @@ TEST(L2Split, SmsGroupByTheLinesTheySeeNear) {
   EXPECT_GT(l2::complementary_share(groups[0], groups[1]), 0.99);
   sets.push_back(std::vector<bool>(512, true));
   EXPECT_EQ(l2::group_by_near_lines(sets).size(), 3u);
-}
-
-TEST(L2Split, MedianOfEvenAndOddCounts) {
-  EXPECT_DOUBLE_EQ(l2::median_of({3, 1, 2}), 2);
-  EXPECT_DOUBLE_EQ(l2::median_of({4, 1, 3, 2}), 2.5);
-  EXPECT_DOUBLE_EQ(l2::median_of({}), 0);
 }
