@@ -116,4 +116,11 @@ TEST(Fleet, BadInputsExitTwoSayingWhy) {
   EXPECT_TRUE(mentions(versions.err, "tkprobe.report/1")) << versions.err;
   EXPECT_EQ(fleet_files({card(0, {{"p", 100}}), card(1, {{"p", 100}})}, {"--threshold", "nan"}).code, 2);
   EXPECT_EQ(fleet_files({card(0, {{"p", 100}}), card(1, {{"p", 100}})}, {"--probes", "nope"}).code, 2);
+  EXPECT_EQ(fleet_files({card(0, {{"p", 100}}), card(1, {{"p", 100}})}, {"--format", "pdf"}).code, 2);
+  EXPECT_EQ(fixtures::run({"fleet"}).code, 2) << "no reports";
+  const auto nowhere = fixtures::temp_dir("fleet-nowhere") / "missing" / "fleet.md";
+  const auto unwritable = fleet_files(eight_cards(5, 8), {"--markdown", nowhere.string()});
+  EXPECT_EQ(unwritable.code, 2);
+  EXPECT_TRUE(mentions(unwritable.err, "does not exist")) << unwritable.err;
+  EXPECT_FALSE(std::filesystem::exists(nowhere.parent_path()));
 }
