@@ -78,6 +78,7 @@ class L2 final : public Probe {
     DeviceBuffer<std::uint32_t> cycles(std::size_t(blocks) * lines), smid(blocks);
     std::map<std::uint32_t, std::vector<std::uint32_t>> least;  // by SM id: a block may land elsewhere each run
     LatencyMap map;
+    l2::prepare_map(smem);
     for (int run = 0; run < kMapRuns; ++run) {
       cycles.poison();
       l2::launch_map(buffer, lines, blocks, smem, {cycles.get(), smid.get()}, ctx.harness.stream());

@@ -65,9 +65,12 @@ __global__ void stream_kernel(StreamArgs a) {
 
 }  // namespace
 
+void prepare_map(int smem_bytes) {
+  TK_CUDA(cudaFuncSetAttribute(map_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+}
+
 void launch_map(const std::uint32_t* buffer, int lines, int blocks, int smem_bytes, const MapOut& out,
                 cudaStream_t stream) {
-  TK_CUDA(cudaFuncSetAttribute(map_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   map_kernel<<<blocks, 32, smem_bytes, stream>>>(buffer, lines, out);
   TK_CUDA(cudaGetLastError());
 }

@@ -20,6 +20,9 @@ struct MapOut {
   std::uint32_t* smid;    // [block]: the SM the block ran on
 };
 
+// Lets the map kernel take `smem_bytes` of dynamic shared memory: once, before its launches.
+void prepare_map(int smem_bytes);
+
 // `blocks` blocks of one thread's work, each with `smem_bytes` of dynamic shared memory (enough
 // that no SM takes two), over `lines` lines of `buffer` (zeros: each load's value is the next
 // load's offset). Blocks are SMs: launch as many as there are.
