@@ -3,10 +3,10 @@
 
     scripts/plot.py REPORT.json [REPORT.json ...] --out DIR [--probes a,b]
 
-Reads tkprobe.report/1 and /2 documents (results/README.md) and writes DIR/<probe>.png for each probe
-present (DIR/<probe>-<report name>.png when several reports hold the same probe). Only `ok` rows are
-drawn; each figure's footnote counts the skipped and failed rows it leaves out. Every figure's title
-names the GPU and the commit the report was made by.
+Reads tkprobe.report/1, /2 and /3 files (results/README.md; tkreport.py decodes /3) and writes
+DIR/<probe>.png for each probe present (DIR/<probe>-<report name>.png when several reports hold the
+same probe). Only `ok` rows are drawn; each figure's footnote counts the skipped and failed rows it
+leaves out. Every figure's title names the GPU and the commit the report was made by.
 
     mem-latency    latency (cycles, ns on the right) vs footprint, warm and flushed, with the plateaus
                    found in the data shaded and named L1 / L2 / HBM
@@ -23,10 +23,13 @@ names the GPU and the commit the report was made by.
     smem-latency   load-to-use cycles per chain and address form
     overlap        % of clock peak vs filler instructions per wgmma, per filler and warpgroups, 95% lines
     quadrants      FFMA lanes per SM cycle vs warps per SM, against the quadrants' ideal if spread
-    tma-reduce     TB/s added per target tile and method (bulk reduction vs atomics)
+    tma-reduce     TB/s reduced per target tile and method (bulk reduction vs atomics), a panel per op and dtype
     based          TFLOP/s and ms vs sequence length per value dim and normalization, % of clock peak
+    l2             the footprint ladder: one SM's dependent L2-only load latency and every SM's read TB/s
+                   vs footprint, with the L2's size and half of it marked
     cluster        dependent-load cycles (own memory, remote ranks) and streaming bytes per SM cycle
-                   (own, neighbour) vs blocks per cluster, with the clusters resident at once
+                   (own, neighbour) vs blocks per cluster, with the clusters resident at once; where the
+                   report has them, TMA multicast vs each block loading: TB/s delivered and read from L2
 
 No figure, by choice (a note on stdout when a report holds them): `info` is a handful of constants its
 table already shows, and `wgmma-layout`'s rows are pass/fail placement checks (mismatch counts, all
@@ -698,25 +701,41 @@ def plot_quadrants(p, report):
 
 
 def plot_tma_reduce(p, report):
+    # A panel per (op, dtype) the report measured, two to a row (reports before bf16, min and max: f32
+    # add alone).
+    def kind(r):
+        return f"{r['params'].get('op', 'add')} {r['params'].get('dtype', 'f32')}"
+
+    kinds = list(dict.fromkeys(kind(r) for r in p.rows))
     targets = list(dict.fromkeys(r["params"]["target"] for r in p.rows))
     methods = list(dict.fromkeys(r["params"]["method"] for r in p.rows))
-    tbps = {(r["params"]["target"], r["params"]["method"]): metric(r, "tbps") for r in p.rows}
-    fig, ax = figure(figsize=(max(5, 1.6 * len(targets) + 2.5), 4.2))
-    drawn = grouped_bars(ax, targets, methods, lambda g, s: tbps.get((g, s)))
-    label_bars(ax, drawn, "{:.2f}")
-    top = max(h for _, h in drawn)
-    if {"bulk", "atomic"} <= set(methods):  # the finding's comparison, above each pair
-        for g, target in enumerate(targets):
-            bulk, atomic = tbps.get((target, "bulk")), tbps.get((target, "atomic"))
-            if bulk and atomic:
-                ax.text(g, top * 1.08, f"bulk / atomic = {bulk / atomic:.2f}x", ha="center", fontsize=8, color="0.3")
-    ax.set_ylim(0, top * 1.15)
-    legend_on_top(ax, title="method")
-    ax.set_ylabel("bytes added into global memory (TB/s)")
-    sizes = sorted({(r["params"].get("blocks"), r["params"].get("tile_bytes"), r["params"].get("dtype")) for r in p.rows})
-    what = "; ".join(f"{b} blocks, {t // 1024} KiB {d} tiles" for b, t, d in sizes if b and t and d)
-    ax.set_xlabel("where the blocks add their tiles" + (f" ({what})" if what else ""))
-    ax.grid(axis="y", alpha=0.3)
+    tbps = {(kind(r), r["params"]["target"], r["params"]["method"]): metric(r, "tbps") for r in p.rows}
+    top = max(tbps.values())
+    cols = min(len(kinds), 2)
+    rows_n = (len(kinds) + cols - 1) // cols
+    fig, axes = figures(rows_n, cols, figsize=(max(5, 1.6 * len(targets) + 2.5) * cols, 3.6 * rows_n + 0.6),
+                        sharey=True)
+    for ax, k in zip(axes.flat, kinds):
+        drawn = grouped_bars(ax, targets, methods, lambda g, s: tbps.get((k, g, s)))
+        label_bars(ax, drawn, "{:.2f}")
+        if {"bulk", "atomic"} <= set(methods):  # the finding's comparison, above each pair
+            for g, target in enumerate(targets):
+                bulk, atomic = tbps.get((k, target, "bulk")), tbps.get((k, target, "atomic"))
+                if bulk and atomic:
+                    ax.text(g, top * 1.08, f"bulk / atomic = {bulk / atomic:.2f}x", ha="center", fontsize=8,
+                            color="0.3")
+        ax.set_title(k, fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in axes.flat[len(kinds):]:
+        ax.set_visible(False)
+    axes[0][0].set_ylim(0, top * 1.15)  # shared: every panel's bars on one scale
+    legend_on_top(axes[0][0], title="method")
+    for row in axes:
+        row[0].set_ylabel("bytes reduced (TB/s)")
+    sizes = sorted({(r["params"].get("blocks"), r["params"].get("tile_bytes")) for r in p.rows})
+    what = "; ".join(f"{b} blocks, {t // 1024} KiB tiles" for b, t in sizes if b and t)
+    for ax in axes[-1]:
+        ax.set_xlabel("where the blocks reduce their tiles" + (f" ({what})" if what else ""))
     return fig
 
 
@@ -783,15 +802,18 @@ def plot_based(p, report):
 
 def plot_cluster(p, report):
     # Left: a dependent load's cycles per cluster size, own memory and each remote rank the probe
-    # chased; right: 16-byte streaming from the own block and from a neighbour, bytes per SM cycle.
+    # chased; middle: 16-byte streaming from the own block and from a neighbour, bytes per SM cycle;
+    # right (reports from before it have none): a tile delivered to every block of a cluster by TMA
+    # multicast or by each block's own load, TB/s into shared memory and read from L2.
     def size(r):
         return r["params"]["cluster_size"]
 
     sizes = sorted({size(r) for r in p.rows})
     limits = {size(r): r["metrics"].get("max_active_clusters") for r in p.rows if r["params"]["test"] == "limits"}
     ticks = [f"{n}\n({limits[n]} at once)" if limits.get(n) is not None else str(n) for n in sizes]
-    fig, axes = figures(1, 2, figsize=(10, 4.3), sharex=True)
-    left, right = axes[0]
+    multicast = [r for r in p.rows if r["params"]["test"] == "multicast"]
+    fig, axes = figures(1, 3 if multicast else 2, figsize=(15 if multicast else 10, 4.3), sharex=True)
+    left, right = axes[0][:2]
     latency = collections.defaultdict(list)
     for r in p.rows:
         if r["params"]["test"] == "latency":
@@ -818,13 +840,54 @@ def plot_cluster(p, report):
     right.axhline(128, color="0.35", ls=":", lw=0.9, label="shared memory's 128 B per SM cycle")
     right.set_ylim(0, 140)
     right.set_ylabel("bytes per SM cycle, every block streaming")
-    for ax in (left, right):
+    if multicast:
+        plot_cluster_multicast(axes[0][2], multicast, sizes)
+    for ax in axes[0]:
         ax.set_xticks(range(len(sizes)), ticks, fontsize=8)
         ax.set_xlabel("blocks per cluster (clusters resident at once)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="center right")
     p.note("distributed shared memory through ld.shared::cluster; cycles are the SM clock's")
+    if multicast:
+        p.note(f"multicast: {multicast[0]['metrics'].get('tile_bytes', 0) // 1024} KiB TMA tiles; solid: delivered "
+               "into every block's shared memory, dashed: read from L2")
     return fig
+
+
+def plot_cluster_multicast(ax, rows, sizes):
+    """TB/s delivered (solid) and read from L2 (dashed) per cluster size, one colour per delivery."""
+    by_delivery = collections.defaultdict(list)
+    for r in rows:
+        by_delivery[r["params"]["delivery"]].append(
+            (sizes.index(r["params"]["cluster_size"]), metric(r, "delivered_tbps"), metric(r, "l2_read_tbps")))
+    for i, (name, pts) in enumerate(sorted(by_delivery.items())):
+        xs, delivered, read = zip(*sorted(pts))
+        ax.plot(xs, delivered, marker="o", color=f"C{i + 5}", label=name)
+        ax.plot(xs, read, marker=".", ls="--", color=f"C{i + 5}", lw=0.9)
+        for x, y in zip(xs, delivered):
+            ax.annotate(f"{y:.1f}", (x, y), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=7)
+    ax.set_ylim(0, max(y for pts in by_delivery.values() for _, y, _ in pts) * 1.25)
+    ax.set_ylabel("TB/s: delivered into shared memory (read from L2)")
+
+def plot_l2(p, report):
+    fig, axes = figures(1, 2, figsize=(11, 4.5))
+    for ax, test, name, label in ((axes[0][0], "latency", "latency_cycles", "dependent load latency (SM cycles)"),
+                                  (axes[0][1], "stream", "tbps", "every SM reading it (TB/s)")):
+        pts = sorted((r["params"]["footprint_bytes"] / 2**20, metric(r, name)) for r in p.rows
+                     if r["params"]["test"] == test)
+        if pts:
+            ax.plot(*zip(*pts), marker="o")
+        l2 = report.get("device", {}).get("l2_bytes")
+        if l2:
+            for share, style in ((0.5, "--"), (1.0, ":")):
+                ax.axvline(share * l2 / 2**20, color="0.4", ls=style, lw=1,
+                           label=f"{'half the' if share < 1 else 'the'} L2 ({share * l2 / 2**20:.0f} MiB)")
+        ax.set_xlabel("footprint (MiB)")
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8, loc="upper left")
+    return fig
+
 
 # probe -> (what the figure shows, the function that draws it)
 PLOTS = {
@@ -842,9 +905,10 @@ PLOTS = {
     "smem-latency": ("smem-latency: load-to-use latency per chain", plot_smem_latency),
     "overlap": ("overlap: tensor throughput vs non-tensor work per wgmma", plot_overlap),
     "quadrants": ("quadrants: FFMA lanes per SM cycle vs warps", plot_quadrants),
-    "tma-reduce": ("tma-reduce: adding tiles into global memory, bulk vs atomic", plot_tma_reduce),
+    "tma-reduce": ("tma-reduce: reducing tiles into global memory, bulk vs atomic", plot_tma_reduce),
     "based": ("based: the DSL's Based linear-attention forward vs sequence length", plot_based),
     "cluster": ("cluster: distributed shared memory, latency and bandwidth by cluster size", plot_cluster),
+    "l2": ("l2: latency and bandwidth vs footprint", plot_l2),
 }
 KNOWN = sorted(set(PLOTS) | set(NOT_DRAWN))
 

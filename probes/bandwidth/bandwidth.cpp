@@ -13,8 +13,9 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 
-#include "probes/common/bandwidth_kernels.hpp"
 #include "probes/bandwidth/bulk_copy_kernels.hpp"
+#include "probes/common/bandwidth_kernels.hpp"
+#include "probes/common/l2_read.hpp"
 #include "probes/common/smem_banks_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
@@ -25,7 +26,6 @@ namespace {
 
 namespace bw = bandwidth;
 
-constexpr int kL2Passes = 21;           // odd: the XOR over all passes equals one pass's
 constexpr int kL2FootprintDivisor = 4;  // a quarter of L2: resident, with room for the rest
 constexpr int kSmemBytesPerClock = 32 * 4;
 constexpr int kMinSizeMib = 64;
@@ -214,21 +214,11 @@ class Bandwidth final : public Probe {
 
   void run_l2(ProbeContext& ctx) {
     const std::size_t bytes = static_cast<std::size_t>(ctx.device.l2_bytes) / kL2FootprintDivisor;
-    const std::size_t count = bytes / sizeof(uint4);
-    const auto seed = static_cast<std::uint32_t>(ctx.rng());
-    DeviceBuffer<uint4> src(count);
-    DeviceBuffer<std::uint32_t> sink(1);
-    bw::fill(src.get(), count, seed, ctx.harness.stream());
-    const int blocks = ctx.device.sms * bw::kBlocksPerSm;
-    const auto launch = [&](cudaStream_t s) { bw::launch_l2_read(src.get(), count, kL2Passes, sink.get(), blocks, s); };
-    const Measurement m =
-        ctx.harness.time_kernel_rate("bandwidth l2 read", launch, double(bytes) * kL2Passes / 1e12);
-    Result r = row("l2", "read", m, std::nullopt);
+    const L2Read read = measure_l2_read(ctx, bytes, "bandwidth l2 read");
+    Result r = row("l2", "read", read.m, std::nullopt);
     r.params["bytes"] = bytes;
-    sink.poison(0);
-    launch(ctx.harness.stream());
-    const std::uint32_t got = sink.download()[0], want = bw::pattern_xor(count, seed);
-    r.checked({{"what", "XOR of every word read vs the host's"}, {"value", got}, {"expected", want}}, got == want);
+    r.checked({{"what", "XOR of every word read vs the host's"}, {"value", read.xor_read}, {"expected", read.xor_expected}},
+              read.right());
     ctx.add(std::move(r));
   }
 

@@ -3,19 +3,26 @@
 // the partitions by timing, with no address table: every SM times a dependent load from each line
 // of a buffer held in L2, each SM's lines split into a near and a far level (l2_split.hpp), and SMs
 // that see the same lines near form a group. Then every SM streams its group's near lines, its far
-// lines, or all of them, and the TB/s say what a partition's locality is worth.
+// lines, or all of them, and the TB/s say what a partition's locality is worth. Last, a footprint
+// ladder from an eighth of the L2 to one and a half: one SM's dependent latency and every SM's
+// read bandwidth at each footprint, which shows where the lines stop being served as fast.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <numeric>
 
+#include "probes/common/chain.hpp"
+#include "probes/common/global_chase.hpp"
+#include "probes/common/l2_read.hpp"
 #include "probes/l2/l2_kernels.hpp"
 #include "probes/l2/l2_split.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
+#include "src/report.hpp"
 
 namespace tkprobe {
 namespace {
@@ -24,6 +31,12 @@ constexpr int kLines = 2048, kQuickLines = 512;  // lines timed (256 KiB, 64 KiB
 constexpr int kMapRuns = 3;                       // each line's latency: the least of three maps
 constexpr int kPasses = 64, kQuickPasses = 8;     // reads of each block's whole list per stream launch
 constexpr double kLoadsTimed = l2::kLongChase - l2::kShortChase;
+// The ladder's footprints, as shares of the L2: finest around a half, where a footprint outgrows one
+// partition's room if each partition keeps its own copy of what its SMs read.
+constexpr double kLadderShares[] = {0.125, 0.25, 0.375, 0.45, 0.55, 0.625, 0.75, 0.875, 1.0, 1.5};
+constexpr double kQuickLadderShares[] = {0.25, 0.75, 1.5};
+constexpr int kWarmLaps = 2;                  // untimed laps of the chain before the first sample
+constexpr long long kLadderTimedLoads = 16384;  // dependent loads per ladder sample (fixed cost < 0.01%)
 
 // The latency map: per SM (by SM id) the cycles per dependent load of each line, the least over the maps.
 struct LatencyMap {
@@ -51,26 +64,45 @@ class L2 final : public Probe {
     return "The L2's partitions as each SM sees them, found by timing: near vs far latency, SM groups, bandwidth";
   }
 
+  void add_options(CLI::App& cmd) override {
+    cmd.add_option("--map", map_csv_, "Also write the latency map to this CSV file (a row per SM: its id, then the "
+                                      "cycles per load of each line)");
+  }
+  void validate() const override {
+    const std::filesystem::path folder = std::filesystem::path(map_csv_).parent_path();
+    if (!map_csv_.empty() && !folder.empty() && !std::filesystem::is_directory(folder)) {
+      throw UsageError(fmt::format("--map {}: the folder {} does not exist (give a file in an existing folder)",
+                                   map_csv_, folder.string()));
+    }
+  }
+
   void run(ProbeContext& ctx) override {
     const int lines = ctx.options.quick ? kQuickLines : kLines;
     DeviceBuffer<std::uint32_t> buffer(std::size_t(lines) * l2::kLineWords);
     TK_CUDA(cudaMemset(buffer.get(), 0, buffer.size() * sizeof(std::uint32_t)));  // every value an offset of 0
     const LatencyMap map = measure_map(ctx, buffer.get(), lines);
+    if (!map_csv_.empty()) write_map(map);
     std::vector<l2::Split> splits;
-    std::vector<std::vector<bool>> near_sets;
-    for (const auto& c : map.cycles) {
-      splits.push_back(l2::split_levels(c));
-      near_sets.push_back(splits.back().near);
-    }
+    for (const auto& c : map.cycles) splits.push_back(l2::split_levels(c));
     const int two_level_sms = int(std::count_if(splits.begin(), splits.end(), [](auto& s) { return s.two_levels; }));
-    const std::vector<l2::Group> groups =
-        two_level_sms == 0 ? std::vector<l2::Group>{} : l2::group_by_near_lines(near_sets);
+    const std::vector<l2::Group> groups = l2::partition_groups(splits);
     add_summary(ctx, map, groups, two_level_sms, lines);
     for (std::size_t g = 0; g < groups.size(); ++g) add_group(ctx, map, splits, groups[g], int(g));
     measure_streams(ctx, buffer.get(), map, groups, lines);
+    measure_ladder(ctx);
   }
 
  private:
+  std::string map_csv_;
+
+  void write_map(const LatencyMap& map) const {
+    std::string text;
+    for (std::size_t i = 0; i < map.smids.size(); ++i) {
+      text += fmt::format("{},{:.2f}\n", map.smids[i], fmt::join(map.cycles[i], ","));
+    }
+    write_file_atomic(map_csv_, text);
+  }
+
   static LatencyMap measure_map(ProbeContext& ctx, const std::uint32_t* buffer, int lines) {
     const int blocks = ctx.device.sms;
     // More than half an SM's shared memory a block, so that no SM takes two of them.
@@ -109,14 +141,22 @@ class L2 final : public Probe {
     r.value("groups", int(groups.size()));
     r.value("complementary_pct",
             groups.size() == 2 ? Json(100 * l2::complementary_share(groups[0], groups[1])) : Json(nullptr));
+    std::vector<double> sm_medians;  // each SM's median over the lines: how far the SMs sit from the L2 as a whole
+    for (const auto& c : map.cycles) sm_medians.push_back(summarize(c).median);
+    const Stats spread = summarize(sm_medians);
+    r.value("sm_median_least_cycles", spread.min);
+    r.value("sm_median_most_cycles", spread.max);
     r.checked({{"what", "every block of the map ran on an SM of its own (its shared memory keeps a second off)"}},
               map.one_block_per_sm);
     ctx.add(std::move(r));
     std::vector<double> all;
     for (const auto& c : map.cycles) all.insert(all.end(), c.begin(), c.end());
     ctx.finding(name(), groups.empty()
-                            ? fmt::format("no SM sees two latency levels among {} L2 lines: median {:.0f} cycles from "
-                                          "every SM", lines, summarize(all).median)
+                            ? fmt::format("{} of {} SMs see two latency levels (far {:.0f}% above near) among {} L2 "
+                                          "lines: no partition at this footprint; median {:.0f} cycles, each SM's "
+                                          "median {:.0f}-{:.0f}", two_level_sms, map.smids.size(),
+                                          100 * (l2::kMinLevelRatio - 1), lines, summarize(all).median, spread.min,
+                                          spread.max)
                             : fmt::format("{} SMs fall into {} group(s) by which of {} L2 lines they reach fastest{}",
                                           map.smids.size(), groups.size(), lines,
                                           groups.size() == 2 ? fmt::format(" ({:.0f}% of the lines near to exactly one "
@@ -165,7 +205,7 @@ class L2 final : public Probe {
       const bool all = std::string(source) == "all";
       if (!all && groups.empty()) {
         r.status = Status::skipped;
-        r.reason = "no SM sees two latency levels, so there are no near and far lines";
+        r.reason = "the map shows no partition (most SMs see one latency level), so there are no near and far lines";
         ctx.add(std::move(r));
         continue;
       }
@@ -190,6 +230,71 @@ class L2 final : public Probe {
       r.telemetry = t.telemetry;
       ctx.add(std::move(r));
     }
+  }
+
+  // One SM's latency and every SM's read bandwidth at footprints from an eighth of the L2 to one and
+  // a half. Each latency row chases a random cycle of lines with L2-only loads: after kWarmLaps
+  // untimed laps, each sample continues the walk, so every line it loads was last touched one lap
+  // before (the least recently used line of the footprint).
+  void measure_ladder(ProbeContext& ctx) {
+    std::vector<double> latencies;
+    std::vector<std::string> ladder, streams;
+    const auto shares = ctx.options.quick ? std::vector<double>(std::begin(kQuickLadderShares), std::end(kQuickLadderShares))
+                                          : std::vector<double>(std::begin(kLadderShares), std::end(kLadderShares));
+    for (double share : shares) {
+      const std::size_t lines = std::size_t(share * double(ctx.device.l2_bytes)) / global_chase::kLineBytes;
+      const std::size_t bytes = lines * global_chase::kLineBytes;
+      latencies.push_back(measure_ladder_latency(ctx, share, lines));
+      ladder.push_back(fmt::format("{:.0f}% ({:.1f} MiB): {:.0f}", 100 * share, bytes / 1048576.0, latencies.back()));
+      const L2Read read = measure_l2_read(ctx, bytes, fmt::format("l2 ladder stream {:.0f}%", 100 * share));
+      Result r(name(), {{"test", "stream"}, {"l2_share", share}, {"footprint_bytes", bytes}});
+      r.metric("tbps", read.m.stats, "TB/s", Better::higher);
+      r.checked({{"what", "XOR of every word read vs the host's"}, {"value", read.xor_read},
+                 {"expected", read.xor_expected}}, read.right());
+      r.telemetry = read.m.telemetry;
+      streams.push_back(fmt::format("{:.0f}%: {:.2f}", 100 * share, read.m.stats.median));
+      ctx.add(std::move(r));
+    }
+    const int step = l2::first_step(latencies);
+    ctx.finding(name(), fmt::format("one SM's dependent L2-only loads by footprint (share of the L2), cycles: {}; {}",
+                                    fmt::join(ladder, " · "),
+                                    step < 0 ? std::string("no step of 15% above the smallest footprint's")
+                                             : fmt::format("first 15% above the smallest footprint's at {:.0f}% of "
+                                                           "the L2", 100 * shares[step])));
+    ctx.finding(name(), fmt::format("every SM reading the footprint, TB/s: {}", fmt::join(streams, " · ")));
+  }
+
+  double measure_ladder_latency(ProbeContext& ctx, double share, std::size_t lines) {
+    namespace gc = global_chase;
+    const std::vector<std::uint32_t> next = chain::random_cycle(std::uint32_t(lines), ctx.rng);
+    DeviceBuffer<std::uint64_t> buffer(lines * gc::kLineWords), cycles(1), sink(1);
+    DeviceBuffer<ClockWindow> clock(1);
+    {
+      DeviceBuffer<std::uint32_t> d_next(lines);
+      d_next.upload(next);
+      gc::link(buffer.get(), d_next.get(), std::uint32_t(lines), ctx.harness.stream());
+    }
+    const gc::ChaseOut out{cycles.get(), sink.get(), clock.get()};
+    const long long warm = gc::whole_trips(kWarmLaps * (long long)lines);
+    gc::launch_chase(gc::Path::l2_only, buffer.get(), warm, 0, out, ctx.harness.stream());
+    std::uint32_t line = gc::line_after(next, 0, warm);  // where the walk stands
+    bool ended_right = true;
+    const Measurement m = ctx.harness.measure(fmt::format("l2 ladder latency {:.0f}%", 100 * share), [&] {
+      cycles.poison();
+      gc::launch_chase(gc::Path::l2_only, buffer.get() + std::size_t(line) * gc::kLineWords, 0, kLadderTimedLoads, out,
+                       ctx.harness.stream());
+      line = gc::line_after(next, line, kLadderTimedLoads);
+      ended_right &= sink.download()[0] == gc::address_of(buffer.get(), line);
+      const ClockWindow w = clock.download()[0];
+      return Sample{double(cycles.download()[0]) / kLadderTimedLoads, window_mhz(w), (w.end.ns - w.begin.ns) * 1e-9};
+    });
+    Result r(name(), {{"test", "latency"}, {"l2_share", share}, {"footprint_bytes", lines * gc::kLineBytes}});
+    r.metric("latency_cycles", m.stats, "cycles", Better::lower);
+    r.value("latency_ns", m.stats.median / m.sm_clock_mhz * 1e3);
+    r.checked({{"what", "every chase ended on the line the host's walk of the chain predicts"}}, ended_right);
+    r.telemetry = m.telemetry;
+    ctx.add(std::move(r));
+    return m.stats.median;
   }
 
   // Per group (one list where there are none), the lines it reads: its near lines, its far lines,

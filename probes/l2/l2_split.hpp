@@ -13,6 +13,7 @@ namespace tkprobe::l2 {
 inline constexpr double kMinLevelRatio = 1.15;  // two levels only where the far median is 15% above the near one
 inline constexpr double kTrimShare = 0.02;      // the gap is sought inside the middle 96% of the lines
 inline constexpr double kSameGroup = 0.9;       // SMs that agree on 90% of the lines share a partition
+inline constexpr double kMostSms = 0.5;         // partitions are read from the map only where most SMs see two levels
 
 struct Split {
   double threshold = 0;                    // a line is near when its latency is below this
@@ -76,6 +77,31 @@ inline std::vector<Group> group_by_near_lines(const std::vector<std::vector<bool
     }
   }
   return groups;
+}
+
+// The groups of the SMs that see two levels, by their near lines (members index `splits`), or none
+// where fewer than kMostSms of the SMs see two levels: then the map shows no partition at all, and
+// grouping the rest by the widest gap of a single level would group them by noise.
+inline std::vector<Group> partition_groups(const std::vector<Split>& splits) {
+  std::vector<int> two_level;
+  for (std::size_t i = 0; i < splits.size(); ++i)
+    if (splits[i].two_levels) two_level.push_back(int(i));
+  if (splits.empty() || double(two_level.size()) < kMostSms * double(splits.size())) return {};
+  std::vector<std::vector<bool>> sets;
+  for (int i : two_level) sets.push_back(splits[i].near);
+  std::vector<Group> groups = group_by_near_lines(sets);
+  for (Group& g : groups)
+    for (int& m : g.members) m = two_level[m];
+  return groups;
+}
+
+// The footprint ladder (latency against footprint, smallest first): the index of the first
+// footprint whose latency is kMinLevelRatio above the smallest footprint's, where the lines the
+// smallest footprint found stop being served as fast; -1 where none is.
+inline int first_step(const std::vector<double>& latencies) {
+  for (std::size_t i = 1; i < latencies.size(); ++i)
+    if (latencies[i] >= kMinLevelRatio * latencies.front()) return int(i);
+  return -1;
 }
 
 // The share of lines that exactly one of two groups sees near: 1 where each line is near to one

@@ -11,7 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "probes/common/chain.hpp"
-#include "probes/mem-latency/mem_latency_kernels.hpp"
+#include "probes/common/global_chase.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
@@ -19,7 +19,7 @@
 namespace tkprobe {
 namespace {
 
-namespace ml = mem_latency;
+namespace gc = global_chase;
 
 constexpr long long kMinFootprintKib = 16, kMaxFootprintKib = 4ll << 20;  // 16 KiB .. 4 GiB
 
@@ -72,7 +72,7 @@ class MemLatency final : public Probe {
   }
 
   const Result& measure(ProbeContext& ctx, std::size_t bytes) {
-    const auto lines = static_cast<std::uint32_t>(bytes / ml::kLineBytes);
+    const auto lines = static_cast<std::uint32_t>(bytes / gc::kLineBytes);
     const bool warm = bytes <= static_cast<std::size_t>(ctx.device.l2_bytes) / 2;
     const std::vector<std::uint32_t> next = chain::random_cycle(lines, ctx.rng);
     DeviceBuffer<std::uint64_t> buffer(bytes / 8), cycles(1), sink(1);
@@ -80,21 +80,23 @@ class MemLatency final : public Probe {
     {
       DeviceBuffer<std::uint32_t> d_next(lines);
       d_next.upload(next);
-      ml::link(buffer.get(), d_next.get(), lines, ctx.harness.stream());
+      gc::link(buffer.get(), d_next.get(), lines, ctx.harness.stream());
       TK_CUDA(cudaStreamSynchronize(ctx.harness.stream()));
     }
-    const long long warm_steps = warm ? (lines + ml::kUnroll - 1) / ml::kUnroll * ml::kUnroll : 0;
+    const long long warm_steps = warm ? gc::whole_trips(lines) : 0;
     const std::vector<long long> lengths{512, 1024, 2048};
     const std::vector<double> x(lengths.begin(), lengths.end());
     std::vector<std::uint64_t> end_addresses;  // walked once on the host, not in every sample
-    for (long long steps : lengths) end_addresses.push_back(address_after(buffer.get(), next, warm_steps + steps));
+    for (long long steps : lengths) {
+      end_addresses.push_back(gc::address_of(buffer.get(), gc::line_after(next, 0, warm_steps + steps)));
+    }
     bool ended_right = true;
     const Measurement m = ctx.harness.measure(fmt::format("mem-latency {} B", bytes), [&] {
       std::vector<double> y;
       for (std::size_t i = 0; i < lengths.size(); ++i) {
         if (!warm) ctx.harness.flush_l2();
         cycles.poison();
-        ml::launch_chase(buffer.get(), warm_steps, lengths[i], {cycles.get(), sink.get(), clock.get()},
+        gc::launch_chase(gc::Path::l1_and_l2, buffer.get(), warm_steps, lengths[i], {cycles.get(), sink.get(), clock.get()},
                          ctx.harness.stream());
         y.push_back(static_cast<double>(cycles.download()[0]));
         ended_right &= sink.download()[0] == end_addresses[i];
@@ -109,14 +111,6 @@ class MemLatency final : public Probe {
     r.checked({{"what", "every chase ended on the line the host's walk of the chain predicts"}}, ended_right);
     r.telemetry = m.telemetry;
     return ctx.add(std::move(r));
-  }
-
-  // The device address the chase reaches after `steps` loads from line 0.
-  static std::uint64_t address_after(const std::uint64_t* base, const std::vector<std::uint32_t>& next,
-                                     long long steps) {
-    std::uint32_t line = 0;
-    for (long long i = 0; i < steps; ++i) line = next[line];
-    return reinterpret_cast<std::uint64_t>(base + std::uint64_t(line) * ml::kLineWords);
   }
 };
 

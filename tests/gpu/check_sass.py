@@ -10,7 +10,7 @@ import sys
 from collections import namedtuple
 
 UNROLL = 16  # kUnroll in probes/smem-latency/smem_latency_kernels.hpp, probes/common/smem_banks_kernels.hpp
-MEM_UNROLL = 8  # kUnroll in probes/mem-latency/mem_latency_kernels.hpp
+MEM_UNROLL = 8  # kUnroll in probes/common/global_chase.hpp
 PAIR_UNROLL = 4  # kPairUnroll in probes/common/wgmma_kernels.hpp: the first pass + 4 unrolled pairs of passes
 WGMMA_PER_PASS = 4  # kKSlices
 WARP_LOADS_IN_FLIGHT = 8  # kWarpLoadsInFlight in probes/copy-engines/copy_engines_kernels.hpp
@@ -25,7 +25,8 @@ L2_LINE_LOADS = 1 + 8 + 16  # probes/l2/l2_kernels.hpp: the untimed load, kShort
 Expect = namedtuple("Expect", "needle opcode least kernels timed", defaults=(True,))
 EXPECTED = [
     Expect("smem_latency.*chase_kernel", r"LDS", 2 * UNROLL, 2),  # warm-up and timed chase, both addressings
-    Expect("11mem_latency.*chase_kernel", r"LDG\.64(\.\w+)*", 2 * MEM_UNROLL, 1),  # warm lap and timed chase
+    # global_chase (mem-latency, l2): the warm lap and the timed chase, through L1 (.ca) and L2 only (.cg)
+    Expect("12global_chase.*chase_kernel", r"LDG\.64(\.\w+)*", 2 * MEM_UNROLL, 2),
     Expect("strided_kernelILi4E", r"LDS", UNROLL, 1),
     Expect("strided_kernelILi8E", r"LDS\.64", UNROLL, 1),
     Expect("strided_kernelILi16E", r"LDS\.128", UNROLL, 1),
@@ -35,10 +36,13 @@ EXPECTED = [
     # high word; the H200's SASS, results/NOTES.md): the warm-up and the timed chase, then the stream.
     Expect("7cluster.*chase_kernel", r"LD", 2 * CHASE_UNROLL, 1),
     Expect("7cluster.*stream_kernel", r"LD\.128", STREAM_UNROLL, 1),
+    # The multicast test (timed by CUDA events): its two bulk tensor copies, the multicast one and each
+    # block's own (whatever modifiers the SASS gives the multicast form).
+    Expect("7cluster.*multicast_kernel", r"UTMALDG\.2D(\.\w+)*", 2, 1, timed=False),
     # l2: every load of a line's chases (ld.global.cg, whatever modifiers the SASS gives it), and the
     # stream's 16-byte load (timed by CUDA events).
     Expect("2l2.*map_kernel", r"LDG(\.\w+)*", L2_LINE_LOADS, 1),
-    Expect("2l2.*stream_kernel", r"LDG(\.\w+)*\.128", 1, 1, timed=False),
+    Expect("2l2.*stream_kernel", r"LDG(\.\w+)*\.128(\.\w+)*", 1, 1, timed=False),  # LDG.E.128.STRONG.GPU on the H200
     Expect("load_box_kernel", r"UTMALDG\.2D", 1, 1, timed=False),  # tma-swizzle's bulk tensor load
     # copy-engines (timed by CUDA events): one bulk tensor copy issued per box; cp.async.cg as LDGSTS
     # (.BYPASS: L2 only), unrolled 4x; the fallback's kWarpLoadsInFlight loads, then as many stores.

@@ -112,42 +112,73 @@ TEST(CopyEngines, TmaNearsTheCeilingWithFewerRegistersAndInstructionsThanWarpLoa
   }
 }
 
-// Bulk reductions and atomics, each block into its own tile and all into one: every sum exact. Not
-// yet run on the H200, so no bound on the rates yet.
-TEST(TmaReduce, BulkReductionsAndAtomicsSumExactly) {
+// Bulk reductions and atomics, each block into its own tile and all into one, for add in f32 and
+// bf16 and min and max in bf16: every result exact. f32 min and max have no instruction on sm_90
+// for either method: skipped with the reason. The f32 add rows ran on the H200 at 1.2-3.0 TB/s
+// (results/h200/suite.json); the bf16 rows have not run yet (added 2026-12-02 without device time),
+// so every ok row is held to the architecture's bounds: above 0.1 TB/s, below 10 (L2 bandwidth is
+// about 7, HBM 4.8; every reduction reads and writes its bytes at L2).
+TEST(TmaReduce, BulkReductionsAndAtomicsReduceExactly) {
   const Json report = run_probe("tma-reduce");
-  ASSERT_EQ(report["results"].size(), 4u) << "bulk and atomic, own tile and one tile";
+  std::map<std::string, int> ok_rows, skipped_rows;  // by "op dtype"
   for (const auto& r : report["results"]) {
+    const std::string pair = r["params"]["op"].get<std::string>() + " " + r["params"]["dtype"].get<std::string>();
+    if (r["status"] == "skipped") {
+      ++skipped_rows[pair];
+      EXPECT_EQ(r["params"]["dtype"], "f32") << r.dump();
+      EXPECT_NE(r["params"]["op"], "add") << r.dump();
+      EXPECT_NE(r["reason"].get<std::string>().find("sm_90 has no"), std::string::npos) << r.dump();
+      continue;
+    }
+    ++ok_rows[pair];
     EXPECT_EQ(r["status"], "ok") << r.dump();
+    EXPECT_TRUE(r["check"]["passed"].get<bool>()) << r.dump();
     EXPECT_EQ(r["check"]["value"], 0) << r["params"].dump();
+    EXPECT_GT(median(r, "tbps"), 0.1) << r["params"].dump();
+    EXPECT_LT(median(r, "tbps"), 10) << r["params"].dump();
   }
-  EXPECT_EQ(report["findings"].size(), 2u);
+  const std::map<std::string, int> four = {{"add f32", 4}, {"add bf16", 4}, {"min bf16", 4}, {"max bf16", 4}};
+  EXPECT_EQ(ok_rows, four) << "bulk and atomic, own tile and one tile, per measured pair";
+  const std::map<std::string, int> two = {{"min f32", 2}, {"max f32", 2}};
+  EXPECT_EQ(skipped_rows, two) << "one skipped row per method";
+  EXPECT_EQ(report["findings"].size(), 4u) << "one per measured pair";
 }
 
-// The L2 from every SM. Not yet run on the H200 (added 2026-12-02 without device time): the bounds
-// are the architecture's, to be narrowed to the first figures. One block ran on each SM; a
-// dependent L2 hit costs between L1's ~32 cycles and HBM's ~650 (mem-latency), near below far in
-// every group found; the streams sit between HBM's floor and shared memory's 33 TB/s.
+// The L2 from every SM. First run on the H200 (2026-12-02): 132 SMs mapped, 2 of them with two latency
+// levels (no partition at 256 KiB), lines 248-315 cycles; the stream of the whole map 9.4 TB/s. One block ran on each SM; a dependent L2 hit costs between L1's ~32 cycles and HBM's ~700
+// (mem-latency); near below far in every group found; streams between HBM's floor and shared
+// memory's 33 TB/s. The ladder (--quick: a quarter, three quarters and one and a half of the L2):
+// the smallest footprint an L2 hit, the largest slower (a third of it cannot fit).
 TEST(L2, EverySmMapsTheLinesAndTheLevelsAreL2Hits) {
   const Json report = run_probe("l2");
   int maps = 0, groups = 0;
+  std::vector<double> ladder;
   for (const auto& r : report["results"]) {
     const std::string test = r["params"]["test"];
+    if (test != "bandwidth" || r["status"] != "skipped") EXPECT_EQ(r["status"], "ok") << r.dump();
     if (test == "map") {
       ++maps;
-      EXPECT_EQ(r["status"], "ok") << r.dump();
       EXPECT_GE(r["metrics"]["sms"].get<int>(), 100);
+      EXPECT_GT(r["metrics"]["sm_median_least_cycles"].get<double>(), 150) << r.dump();
+      EXPECT_LT(r["metrics"]["sm_median_most_cycles"].get<double>(), 450) << r.dump();
       groups = r["metrics"]["groups"];
     } else if (test == "partition") {
       const double near = median(r, "near_cycles"), far = median(r, "far_cycles");
       EXPECT_GT(near, 100) << r.dump();
       EXPECT_LT(near, far) << r.dump();
-      EXPECT_LT(far, 650) << r.dump();
-    } else if (r["status"] == "ok") {
+      EXPECT_LT(far, 700) << r.dump();
+    } else if (test == "latency") {
+      ladder.push_back(median(r, "latency_cycles"));
+      EXPECT_GT(ladder.back(), 150) << r.dump();
+      EXPECT_LT(ladder.back(), 1200) << r.dump();
+    } else if (r["status"] == "ok") {  // the map's streams and the ladder's
       EXPECT_GT(median(r, "tbps"), 1) << r.dump();
       EXPECT_LT(median(r, "tbps"), 33) << r.dump();
     }
   }
   EXPECT_EQ(maps, 1);
-  EXPECT_EQ(report["results"].size(), 1u + groups + 3) << "the map, a row per group, three streams";
+  ASSERT_EQ(ladder.size(), 3u);
+  EXPECT_LT(ladder.front(), 450) << "a quarter of the L2 is held in it";
+  EXPECT_GT(ladder.back(), ladder.front()) << "one and a half L2s cannot all be held";
+  EXPECT_EQ(report["results"].size(), 1u + groups + 3 + 2 * 3) << "the map, a row per group, three streams, the ladder";
 }

@@ -23,6 +23,9 @@ TEST(Cli, VersionNamesTheCommit) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("tkprobe 0.", 0), 0u) << r.out;
   EXPECT_TRUE(mentions(r.out, "(")) << "the commit it was built from: " << r.out;
+  EXPECT_TRUE(mentions(r.out, "built with the CUDA 1")) << "the CUDA runtime it was built with: " << r.out;
+  EXPECT_TRUE(mentions(r.out, "for drivers supporting CUDA ") && mentions(r.out, "this machine's driver: "))
+      << "the drivers it is for, and the one here (or none): " << r.out;
 }
 
 TEST(Cli, HelpAndListSucceed) {
@@ -112,6 +115,9 @@ TEST(Cli, CompareNeedsTwoFiles) {
 }
 
 TEST(Cli, MemoryProbesRefuseEmptyFootprintsAndUnknownKernels) {
+  const auto map = run({"l2", "--map", "/no/such/folder/map.csv"});
+  EXPECT_EQ(map.code, 2);
+  EXPECT_TRUE(mentions(map.err, "the folder /no/such/folder does not exist")) << map.err;
   const auto footprint = run({"mem-latency", "--footprint", "0"});
   EXPECT_EQ(footprint.code, 2);
   EXPECT_TRUE(mentions(footprint.err, "--footprint 0: give KiB from 16")) << footprint.err;

@@ -62,3 +62,28 @@ TEST(L2Split, SmsGroupByTheLinesTheySeeNear) {
   sets.push_back(std::vector<bool>(512, true));
   EXPECT_EQ(l2::group_by_near_lines(sets).size(), 3u);
 }
+
+// Most SMs one level and two with a stray gap: no partition is read from the map, and the two are
+// not grouped with the rest by noise. Most SMs two levels: groups of those SMs only.
+TEST(L2Split, PartitionsOnlyWhereMostSmsSeeTwoLevels) {
+  std::vector<l2::Split> splits;
+  for (int sm = 0; sm < 10; ++sm) {
+    const bool two = sm < 2;
+    splits.push_back(l2::split_levels(latencies(alternating_halves(512, false), 250, two ? 420 : 260, 40 + sm)));
+  }
+  ASSERT_TRUE(splits[0].two_levels);
+  ASSERT_FALSE(splits[5].two_levels);
+  EXPECT_TRUE(l2::partition_groups(splits).empty());
+  for (int sm = 2; sm < 6; ++sm)
+    splits[sm] = l2::split_levels(latencies(alternating_halves(512, sm % 2 == 1), 250, 420, 60 + sm));
+  const auto groups = l2::partition_groups(splits);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].members, (std::vector<int>{0, 1, 2, 4}));
+  EXPECT_EQ(groups[1].members, (std::vector<int>{3, 5}));
+}
+
+TEST(L2Split, TheLadderStepsWhereLatencyRisesFifteenPercent) {
+  EXPECT_EQ(l2::first_step({280, 282, 290, 410, 420, 650}), 3);
+  EXPECT_EQ(l2::first_step({280, 285, 300}), -1);
+  EXPECT_EQ(l2::first_step({280}), -1);
+}
