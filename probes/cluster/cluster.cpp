@@ -7,14 +7,20 @@
 //              smem-latency
 //   bandwidth  every block of every co-resident cluster reads a 64 KiB buffer in its own memory or its
 //              neighbour's with 16-byte loads: TB/s by CUDA events, bytes per SM cycle at block 0's clock
+//   multicast  every block of every co-resident cluster receives the same sequence of 16 KiB tiles by
+//              TMA, multicast by rank 0 or loaded by each block: TB/s delivered into shared memory and
+//              read from L2 (multicast reads a tile once per cluster), checked by sums of what landed
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <optional>
 
 #include "probes/cluster/cluster_kernels.hpp"
+#include "probes/common/bandwidth_kernels.hpp"
 #include "probes/common/chain.hpp"
 #include "probes/common/chase_slope.hpp"
+#include "probes/common/tma_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
@@ -27,6 +33,41 @@ namespace cl = cluster;
 constexpr int kChainWords = 4096;   // a 16 KiB chain in the target block's memory
 constexpr int kChainStride = 33;    // words between links: 132 bytes, a new bank and line each load
 constexpr int kPasses = 64, kQuickPasses = 8;  // reads of the 64 KiB buffer per block per launch
+// The multicast tiles: 8 MiB, 512 tiles, far more than a round of every co-resident cluster (2 tiles
+// each) and L2-resident (the H200's L2 holds 60 MiB), so the rows measure L2 to shared memory.
+constexpr std::size_t kTileBufferBytes = std::size_t(8) << 20;
+constexpr int kRounds = 512, kQuickRounds = 128;  // rounds of cl::kTilesPerRound tiles per cluster per launch
+
+// The tiles every multicast row loads: bandwidth's hash pattern (no zero word, a fresh seed) as a
+// column of 128x64 bf16 tiles under one tensor map, and each tile's word sum mod 2^32 on the host.
+struct Tiles {
+  static constexpr int kCount = int(kTileBufferBytes / cl::kTileBytes);
+  static constexpr int kWords = cl::kTileBytes / int(sizeof(std::uint32_t));
+
+  explicit Tiles(ProbeContext& ctx)
+      : seed(static_cast<std::uint32_t>(ctx.rng())), words(kTileBufferBytes / sizeof(uint4)), sums(kCount) {
+    bandwidth::fill(words.get(), words.size(), seed, ctx.harness.stream());
+    for (int t = 0; t < kCount; ++t) {
+      for (int w = 0; w < kWords; ++w) sums[t] += bandwidth::pattern(std::uint64_t(t) * kWords + w, seed);
+    }
+    const tma::Extent tensor{std::uint64_t(kCount) * cl::kTileRows, cl::kTileCols};
+    const CUresult r = tma::encode_map(&map, words.get(), cl::kTileElementBytes, tensor, {cl::kTileRows, cl::kTileCols},
+                                       CU_TENSOR_MAP_SWIZZLE_128B);
+    if (r != CUDA_SUCCESS)
+      throw CudaError(fmt::format("cuTensorMapEncodeTiled refused the tile: {}", tma::result_name(r)));
+  }
+  // What every block of cluster c must sum: its tiles (c + k x clusters) % kCount, k < tiles_per_cluster.
+  std::uint32_t expected(int c, int clusters, int tiles_per_cluster) const {
+    std::uint32_t sum = 0;
+    for (int k = 0; k < tiles_per_cluster; ++k) sum += sums[(c + std::size_t(k) * clusters) % kCount];
+    return sum;
+  }
+
+  std::uint32_t seed;
+  DeviceBuffer<uint4> words;
+  std::vector<std::uint32_t> sums;
+  CUtensorMap map{};
+};
 
 class Cluster final : public Probe {
  public:
@@ -47,6 +88,8 @@ class Cluster final : public Probe {
     const int first = chosen.front();
     std::optional<double> own_latency, remote_latency, own_bandwidth, remote_bandwidth;
     std::optional<int> largest;
+    std::optional<Tiles> tiles;
+    std::vector<std::string> multicast_text;
     for (int size : chosen) {
       const auto clusters = limits(ctx, size);
       if (!clusters) continue;
@@ -54,6 +97,12 @@ class Cluster final : public Probe {
       const double remote = latency(ctx, size, 1);
       if (size > 2) latency(ctx, size, size - 1);
       const double neighbour = bandwidth(ctx, size, *clusters, 1);
+      if (!tiles) tiles.emplace(ctx);
+      const auto once = multicast(ctx, *tiles, size, cl::Delivery::multicast);
+      const auto each = multicast(ctx, *tiles, size, cl::Delivery::each_block);
+      if (once && each) {
+        multicast_text.push_back(fmt::format("{}: {:.2f} vs {:.2f} TB/s ({:.2f}x)", size, *once, *each, *once / *each));
+      }
       if (size != first) continue;
       own_latency = latency(ctx, size, 0);
       own_bandwidth = bandwidth(ctx, size, *clusters, 0);
@@ -66,6 +115,12 @@ class Cluster final : public Probe {
                                     "and {} from the neighbour's; the largest size that ran: {}",
                                     first, text(own_latency), text(remote_latency), text(own_bandwidth),
                                     text(remote_bandwidth), largest ? std::to_string(*largest) : std::string("none")));
+    if (!multicast_text.empty()) {
+      ctx.finding(name(), fmt::format("TMA multicast of each {} KiB tile to every block of the cluster against each "
+                                      "block loading it, TB/s delivered into shared memory by cluster size: {}; "
+                                      "multicast reads L2 once per cluster, each block once per block",
+                                      cl::kTileBytes / 1024, fmt::join(multicast_text, "; ")));
+    }
   }
 
  private:
@@ -145,6 +200,60 @@ class Cluster final : public Probe {
     r.telemetry = m.telemetry;
     ctx.add(std::move(r));
     return per_clock;
+  }
+
+  // Every block of as many clusters as run at once receiving the same tiles, multicast by rank 0 or
+  // loaded by each block: TB/s delivered into shared memory (the primary) and read from L2, then a
+  // checked launch in which every block sums every word it received. The delivered TB/s, or none.
+  std::optional<double> multicast(ProbeContext& ctx, const Tiles& tiles, int size, cl::Delivery d) {
+    Result r(name(), {{"test", "multicast"}, {"cluster_size", size}, {"delivery", cl::name(d)}});
+    int clusters = 0;
+    const cudaError_t e = cl::max_active_multicast_clusters(size, &clusters);
+    if (e != cudaSuccess || clusters == 0) {
+      cudaGetLastError();
+      r.status = Status::skipped;
+      r.reason = e != cudaSuccess
+                     ? fmt::format("the occupancy query refuses clusters of {}: {}", size, cudaGetErrorString(e))
+                     : fmt::format("no cluster of {} blocks of {} B fits", size, cl::kMulticastSmem);
+      ctx.add(std::move(r));
+      return std::nullopt;
+    }
+    const int rounds = ctx.options.quick ? kQuickRounds : kRounds, blocks = clusters * size;
+    const int tiles_per_cluster = rounds * cl::kTilesPerRound;
+    cl::Multicast m{tiles.map, d, Tiles::kCount, rounds, false};
+    DeviceBuffer<ClockWindow> clock(1);
+    DeviceBuffer<std::uint32_t> sums(blocks);
+    const auto launch = [&](cudaStream_t s) {
+      TK_CUDA(cl::launch_multicast(size, clusters, m, {clock.get(), sums.get()}, s));
+    };
+    const double delivered = cl::multicast_bytes_per_block(rounds) * blocks;
+    const Measurement meas = ctx.harness.time_kernel_rate(
+        fmt::format("cluster multicast size={} delivery={}", size, cl::name(d)), launch, delivered / 1e12, clock.get());
+
+    m.check = true;
+    sums.poison(0);
+    launch(ctx.harness.stream());
+    const std::vector<std::uint32_t> got = sums.download();
+    int wrong = 0;
+    for (int b = 0; b < blocks; ++b) wrong += got[b] != tiles.expected(b / size, clusters, tiles_per_cluster);
+
+    // Reads of each tile from L2 per cluster: one multicast, or one per block.
+    const int reads = d == cl::Delivery::multicast ? 1 : size;
+    r.metric("delivered_tbps", meas.stats, "TB/s", Better::higher);
+    r.value("l2_read_tbps", meas.stats.median * reads / size);
+    r.value("bytes_per_clk_per_sm", meas.stats.median * 1e12 / (meas.sm_clock_mhz * 1e6 * ctx.device.sms));
+    r.value("clusters", clusters);
+    r.value("blocks", blocks);
+    r.value("tile_bytes", cl::kTileBytes);
+    r.value("tiles_per_block", tiles_per_cluster);
+    r.value("buffer_bytes", kTileBufferBytes);
+    r.checked({{"what", "each block's sum of the words it received vs the host's sum of its cluster's tiles"},
+               {"blocks_wrong", wrong},
+               {"blocks", blocks}},
+              wrong == 0);
+    r.telemetry = meas.telemetry;
+    ctx.add(std::move(r));
+    return meas.stats.median;
   }
 
   static std::string target_name(int target) { return target == 0 ? "own" : fmt::format("rank {}", target); }

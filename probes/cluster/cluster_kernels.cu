@@ -1,7 +1,12 @@
 #include "probes/cluster/cluster_kernels.hpp"
+#include "tk/arch/mbarrier.cuh"
+#include "tk/arch/shared_memory.cuh"
+#include "tk/arch/tma.cuh"
 
 namespace tkprobe::cluster {
 namespace {
+
+using namespace tk::arch;
 
 __device__ __forceinline__ std::uint32_t cluster_rank() {
   std::uint32_t r;
@@ -24,8 +29,12 @@ __device__ __forceinline__ std::uint32_t map_to_rank(std::uint32_t cta_address, 
 
 // Every thread of every block of the cluster; not .aligned, since block 0's thread 0 comes late from
 // its chase (PTX ISA 9.7.13.4 "barrier.cluster"): release and acquire order the blocks' shared writes.
+// A thread alternates arrive and wait; the wait returns once every thread of the cluster has arrived.
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
 __device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+  cluster_arrive();
+  cluster_wait();
 }
 
 __device__ __forceinline__ std::uint32_t load_cluster(std::uint32_t address) {
@@ -103,6 +112,87 @@ __global__ void stream_kernel(Stream s, StreamOut out) {
   cluster_sync();  // every reader is done before any block's memory goes
 }
 
+// The sum mod 2^32 of a landed tile's 32-bit words, this thread's share (consecutive threads read
+// consecutive 16-byte chunks). Where the swizzle put a chunk does not change it; a tile that had not
+// landed, or an earlier tile still in the stage, does.
+__device__ __forceinline__ std::uint32_t sum_tile(const std::uint8_t* tile) {
+  const uint4* chunks = reinterpret_cast<const uint4*>(tile);
+  std::uint32_t sum = 0;
+#pragma unroll
+  for (int c = threadIdx.x; c < kTileBytes / int(sizeof(uint4)); c += kThreads) {
+    const uint4 v = chunks[c];
+    sum += v.x + v.y + v.z + v.w;
+  }
+  return sum;
+}
+
+// Every block of a cluster receives the cluster's tiles through a ring of kRingStages one-tile stages,
+// each with a `full` mbarrier. Round r (kTilesPerRound tiles) fills half r % 2 of the ring, so one
+// round lands while the one before it is read. Each block's thread 0 arms its own barriers with the
+// round's bytes, and the issuer copies: rank 0 one multicast per tile to the whole cluster (which
+// completes the bytes on the barrier at the same offset in every block), or every block its own copy.
+//
+// Round r + 2 refills round r's half, and with multicast the copy comes from rank 0 into every block,
+// so every block must have read round r first: each thread arrives on the cluster barrier once it has
+// read round r, and waits on it at the next trip, before round r + 2 is issued. The same wait keeps a
+// multicast's bytes in the phase they belong to: every block saw that half's previous phase complete
+// before arriving, so bytes that land before the block arms the barrier only leave the phase's
+// transaction count below zero until the arming (PTX ISA 9.7.13.15 "mbarrier": the object's tx-count
+// may be negative; the phase cannot complete without the block's arrival). The cost: the cluster
+// advances a round at a time, at its slowest block's pace, and pays the barrier's round trip once a
+// round, hidden only while the other half is in flight. Both deliveries pay it: the comparison is fair.
+__global__ void __launch_bounds__(kThreads) multicast_kernel(const __grid_constant__ Multicast m, MulticastOut out) {
+  extern __shared__ std::uint8_t smem_raw[];
+  __shared__ alignas(8) std::uint64_t full[kRingStages];
+  const std::uint32_t raw = shared_address(smem_raw);
+  // The same offset in every block of the kernel: a multicast lands at one offset in all of them.
+  std::uint8_t* ring = smem_raw + (kTileAlign - raw % kTileAlign) % kTileAlign;
+  const std::uint32_t size = cluster_size();
+  const int cluster = blockIdx.x / size, clusters = gridDim.x / size;
+  const bool issuer = threadIdx.x == 0 && (m.delivery == Delivery::each_block || cluster_rank() == 0);
+  const auto stage = [](int r, int i) { return r % 2 * kTilesPerRound + i; };
+  const auto bar = [&](int s) { return shared_address(&full[s]); };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kRingStages; ++s) mbarrier_init(bar(s), 1);  // thread 0's arrive.expect_tx
+    fence_mbarrier_init();
+  }
+  cluster_sync();  // every block's barriers exist before rank 0's first multicast signals them
+  const auto load_round = [&](int r) {
+    if (threadIdx.x != 0 || r >= m.rounds) return;
+    for (int i = 0; i < kTilesPerRound; ++i) {
+      const int s = stage(r, i), tile = (cluster + (r * kTilesPerRound + i) * clusters) % m.tiles;
+      mbarrier_arrive_expect_tx(bar(s), kTileBytes);
+      if (!issuer) continue;
+      const std::uint32_t dst = shared_address(ring + s * kTileBytes);
+      if (m.delivery == Delivery::multicast) {
+        tma_load_2d_multicast(dst, m.map, 0, tile * kTileRows, bar(s), std::uint16_t((1u << size) - 1));
+      } else {
+        tma_load_2d(dst, m.map, 0, tile * kTileRows, bar(s));
+      }
+    }
+  };
+  const ClockStamp begin = clock_stamp();
+  std::uint32_t sum = 0;
+  load_round(0);
+  for (int r = 0; r < m.rounds; ++r) {
+    if (r > 0) cluster_wait();  // every thread of the cluster has read round r - 1: its half is free
+    load_round(r + 1);
+    for (int i = 0; i < kTilesPerRound; ++i) {
+      const int s = stage(r, i);
+      mbarrier_wait(bar(s), r / 2 % 2);  // the half's (r / 2)-th use
+      if (m.check) sum += sum_tile(ring + s * kTileBytes);
+    }
+    cluster_arrive();  // this thread is done with round r
+  }
+  cluster_wait();  // every block has every tile: no copy still writes into, or signals, a block that left
+  const ClockStamp end = clock_stamp();
+  if (blockIdx.x == 0 && threadIdx.x == 0) *out.clock = ClockWindow{begin, end};
+  if (m.check) {
+    sum = __reduce_add_sync(0xffffffffu, sum);
+    if (threadIdx.x % warpSize == 0) atomicAdd(out.sums + blockIdx.x, sum);
+  }
+}
+
 // A launch of `blocks` blocks in clusters of `cluster_size`, with `smem` bytes of shared memory each:
 // a configuration only, so that a timed launch does no host-side work but the launch itself.
 cudaLaunchConfig_t config_for(int cluster_size, int blocks, int smem, cudaLaunchAttribute& attribute,
@@ -132,8 +222,9 @@ cudaError_t allow(const void* kernel, int cluster_size, int smem) {
 }  // namespace
 
 cudaError_t prepare(int cluster_size, int chase_words) {
-  const cudaError_t e = allow(reinterpret_cast<const void*>(chase_kernel), cluster_size, chase_words * 4);
-  return e != cudaSuccess ? e : allow(reinterpret_cast<const void*>(stream_kernel), cluster_size, kStreamBytes);
+  cudaError_t e = allow(reinterpret_cast<const void*>(chase_kernel), cluster_size, chase_words * 4);
+  if (e == cudaSuccess) e = allow(reinterpret_cast<const void*>(stream_kernel), cluster_size, kStreamBytes);
+  return e != cudaSuccess ? e : allow(reinterpret_cast<const void*>(multicast_kernel), cluster_size, kMulticastSmem);
 }
 
 cudaError_t launch_chase(int cluster_size, const Chase& chase, const ChaseOut& out, cudaStream_t stream) {
@@ -148,10 +239,24 @@ cudaError_t launch_stream(int cluster_size, int clusters, const Stream& s, const
   return cudaLaunchKernelEx(&config, stream_kernel, s, out);
 }
 
+cudaError_t launch_multicast(int cluster_size, int clusters, const Multicast& m, const MulticastOut& out,
+                             cudaStream_t stream) {
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config =
+      config_for(cluster_size, cluster_size * clusters, kMulticastSmem, attribute, stream);
+  return cudaLaunchKernelEx(&config, multicast_kernel, m, out);
+}
+
 cudaError_t max_active_clusters(int cluster_size, int* clusters) {
   cudaLaunchAttribute attribute;
   const cudaLaunchConfig_t config = config_for(cluster_size, cluster_size, kStreamBytes, attribute, nullptr);
   return cudaOccupancyMaxActiveClusters(clusters, reinterpret_cast<const void*>(stream_kernel), &config);
+}
+
+cudaError_t max_active_multicast_clusters(int cluster_size, int* clusters) {
+  cudaLaunchAttribute attribute;
+  const cudaLaunchConfig_t config = config_for(cluster_size, cluster_size, kMulticastSmem, attribute, nullptr);
+  return cudaOccupancyMaxActiveClusters(clusters, reinterpret_cast<const void*>(multicast_kernel), &config);
 }
 
 }  // namespace tkprobe::cluster

@@ -121,9 +121,9 @@ TEST(Cluster, NeighbourSharedMemoryIsSlowerThanOwnAndFasterThanL2) {
     EXPECT_EQ(r["status"], "ok") << r.dump();
     const auto& p = r["params"];
     rows[p["test"].get<std::string>() + " " + std::to_string(p["cluster_size"].get<int>()) + " " +
-         p.value("target", p.value("source", std::string()))] = &r;
+         p.value("target", p.value("source", p.value("delivery", std::string())))] = &r;
   }
-  ASSERT_EQ(rows.size(), 9u) << "--quick: sizes 2 and 8; their limits, latencies and bandwidths";
+  ASSERT_EQ(rows.size(), 13u) << "--quick: sizes 2 and 8; their limits, latencies, bandwidths and multicast rows";
   EXPECT_GE(rows.at("limits 2 ")->at("metrics")["blocks_at_once"].get<int>(), 132);
   const double own = median(*rows.at("latency 2 own"), "latency_cycles");
   EXPECT_GE(own, 25);
@@ -139,4 +139,30 @@ TEST(Cluster, NeighbourSharedMemoryIsSlowerThanOwnAndFasterThanL2) {
   for (const char* neighbour : {"bandwidth 2 neighbour", "bandwidth 8 neighbour"}) {
     EXPECT_LT(rows.at(neighbour)->at("metrics")["bytes_per_clk_per_sm"].get<double>(), own_bw / 2) << neighbour;
   }
+}
+
+// TMA multicast (not yet run on a GPU): every row's blocks summed what landed and matched the host; the
+// TB/s delivered into shared memory lies between 0.5 (far below the L2's ~7 TB/s that each block's own
+// loads can draw on) and 40 (above shared memory's 128 B per SM cycle: ~33 TB/s at 1980 MHz), and L2
+// reads are the delivered bytes over the cluster size for multicast, equal to them for each block.
+TEST(Cluster, MulticastRowsAreCheckedAndWithinBounds) {
+  const Json report = run_probe("cluster");
+  int multicast_rows = 0;
+  for (const auto& r : report["results"]) {
+    const auto& p = r["params"];
+    if (p["test"] != "multicast") continue;
+    ++multicast_rows;
+    const std::string row = p.dump();
+    EXPECT_EQ(r["status"], "ok") << r.dump();
+    ASSERT_TRUE(r["check"].is_object()) << row;
+    EXPECT_TRUE(r["check"]["passed"].get<bool>()) << row;
+    EXPECT_EQ(r["check"]["blocks_wrong"], 0) << row;
+    const double delivered = median(r, "delivered_tbps"), read = r["metrics"]["l2_read_tbps"];
+    EXPECT_GE(delivered, 0.5) << row;
+    EXPECT_LE(delivered, 40) << row;
+    EXPECT_LE(r["metrics"]["bytes_per_clk_per_sm"].get<double>(), 128 * 1.02) << row;
+    const int size = p["cluster_size"];
+    EXPECT_NEAR(read, p["delivery"] == "multicast" ? delivered / size : delivered, 1e-3 * delivered) << row;
+  }
+  EXPECT_EQ(multicast_rows, 4) << "--quick: sizes 2 and 8, multicast and each block";
 }

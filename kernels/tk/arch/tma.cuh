@@ -19,6 +19,19 @@ __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap
       : "memory");
 }
 
+// tma_load_2d into every block of the cluster whose bit is set in `cta_mask` (bit i: %cluster_ctarank
+// i), read from global memory once (PTX ISA "cp.async.bulk.tensor", .multicast::cluster; sm_90a). The
+// box lands at the same offset `dst` in each block's shared memory and completes its bytes on the
+// mbarrier at the same offset `bar` in each: every receiving block arms its own barrier for them.
+__device__ __forceinline__ void tma_load_2d_multicast(std::uint32_t dst, const CUtensorMap& map, int col, int row,
+                                                      std::uint32_t bar, std::uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
+      "[%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+      "l"(&map), "r"(col), "r"(row), "r"(bar), "h"(cta_mask)
+      : "memory");
+}
+
 // A box of a 3-D tensor map at element coordinates (col, row, depth) into shared memory at `dst`.
 __device__ __forceinline__ void tma_load_3d(std::uint32_t dst, const CUtensorMap& map, int col, int row, int depth,
                                             std::uint32_t bar) {
