@@ -2,14 +2,18 @@
 //
 // A split-K GEMM or a backward pass summing partial results (dQ over key tiles, dK/dV over query
 // heads) adds tiles into global memory. Hopper can do it without threads: one instruction hands a
-// shared-memory tile to the copy engine, which adds it into global memory element by element
-// (cp.reduce.async.bulk .add.f32). Here every block adds a 16 KiB f32 tile `passes` times, either so
-// (one thread issues it) or by all 128 threads with red.global.add.f32, each block into its own
-// tile or all into one (contention at L2). The figure is the bytes added per second; an untimed
-// launch on a zeroed buffer is checked exactly (every element an integer count of additions).
+// shared-memory tile to the copy engine, which reduces it into global memory element by element
+// (cp.reduce.async.bulk). Here every block reduces a 16 KiB tile `passes` times, either so (one
+// thread issues it) or by all 128 threads with red.global, each block into its own tile or all into
+// one (contention at L2), for add, min and max in f32 and bf16 where sm_90 has the instructions. The
+// figure is the bytes reduced per second; an untimed launch from the op's identity is checked exactly.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <limits>
 
 #include "probes/tma-reduce/tma_reduce_kernels.hpp"
 #include "src/device_buffer.hpp"
@@ -23,16 +27,101 @@ namespace tr = tma_reduce;
 
 constexpr int kBlocksPerSm = 2;
 constexpr int kPasses = 64, kQuickPasses = 16;
+// A block's own tile receives `passes` additions of 1 at each element: below bf16's 256 (see
+// exact_below), so its own-tile sums are exact without thinning the ones.
+static_assert(kPasses < 256 && kQuickPasses < 256);
 
-std::string method_name(tr::Method m) {
-  return m == tr::Method::bulk ? "bulk (cp.reduce.async.bulk)" : "atomic (red.global)";
+struct Pair {
+  tr::Op op;
+  tr::Dtype dtype;
+};
+// f32 add first (the probe's only pair before bf16, min and max); f32 min and max have no instruction.
+constexpr Pair kPairs[] = {{tr::Op::add, tr::Dtype::f32},  {tr::Op::add, tr::Dtype::bf16},
+                           {tr::Op::min, tr::Dtype::bf16}, {tr::Op::max, tr::Dtype::bf16},
+                           {tr::Op::min, tr::Dtype::f32},  {tr::Op::max, tr::Dtype::f32}};
+constexpr tr::Method kMethods[] = {tr::Method::bulk, tr::Method::atomic};
+
+const char* op_name(tr::Op op) { return op == tr::Op::add ? "add" : op == tr::Op::min ? "min" : "max"; }
+const char* dtype_name(tr::Dtype t) { return t == tr::Dtype::f32 ? "f32" : "bf16"; }
+const char* method_name(tr::Method m) { return m == tr::Method::bulk ? "bulk" : "atomic"; }
+
+// Why a pair has no figures: the method has no instruction for it on sm_90 (ptxas 13.0 refuses both).
+std::string missing_instruction(tr::Method m, const Pair& p) {
+  const bool bulk = m == tr::Method::bulk;
+  const char* instruction = bulk ? "cp.reduce.async.bulk" : "red.global";
+  const char* section = bulk ? "cp.reduce.async.bulk" : "red";
+  return fmt::format(
+      "sm_90 has no {}.{}.{}: the PTX ISA (\"{}\") gives its .min and .max integer types, .f16 and .bf16 only",
+      instruction, op_name(p.op), dtype_name(p.dtype), section);
+}
+
+// An add's sums stay below this to be checked exactly: every integer up to it is exact in the type
+// (f32: 24 significant bits, bf16: 8), so even one addition too many lands on an exact value and
+// shows (a bf16 sum already at 256 would hide it: 256 + 1 rounds back to 256).
+constexpr long long exact_below(tr::Dtype t) { return t == tr::Dtype::f32 ? 1LL << 24 : 1LL << 8; }
+
+// add's stride (contribution()): the smallest that keeps every element's sum, whatever order the
+// additions land in, below exact_below. Block b adds its ones where element % s == b % s, so at
+// most ceil(adders / s) blocks, each `passes` times, add into one element. f32 never needs one;
+// bf16 does when all blocks add into one tile (on the H200 264 x 64 additions of 1 would round
+// past 256): one element in 88 then carries a 1, the rest 0, and each sums to at most 192.
+int add_stride(tr::Dtype t, int adders, int passes) {
+  int s = 1;
+  while (static_cast<long long>((adders + s - 1) / s) * passes >= exact_below(t)) ++s;
+  return s;
+}
+
+// The op's identity, the value every target element starts from: the check then sees what the
+// reductions brought, and min and max do not start from a value that would already be the answer.
+double identity(tr::Op op) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  return op == tr::Op::add ? 0.0 : op == tr::Op::min ? kInf : -kInf;
+}
+
+// A 4-byte word holding `v` once (f32) or twice (bf16: the high half of the f32, exact for the
+// identities and contribution()'s integers).
+std::uint32_t word_of(tr::Dtype t, float v) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
+  return t == tr::Dtype::f32 ? bits : (bits >> 16) | (bits & 0xFFFF0000u);
+}
+
+// Element e of a target buffer read back as words.
+float element(tr::Dtype t, const std::vector<std::uint32_t>& words, std::size_t e) {
+  if (t == tr::Dtype::f32) return std::bit_cast<float>(words[e]);
+  const std::uint32_t half = (words[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
+  return std::bit_cast<float>(half << 16);
+}
+
+// The exact result at every element of every target: the identity reduced with what each block
+// contributes (`passes` times for add; min and max do not change with repeats). Integers, exact in
+// double and, by add_stride, in the type.
+std::vector<double> expected(const Pair& p, const tr::Launch& l) {
+  const int n = tr::tile_elements(p.dtype);
+  std::vector<double> want(std::size_t(l.targets) * n, identity(p.op));
+  for (int b = 0; b < l.blocks; ++b) {
+    double* tile = want.data() + std::size_t(b % l.targets) * n;
+    for (int e = 0; e < n; ++e) {
+      const double v = tr::contribution(p.op, l.add_stride, b, e);
+      if (p.op == tr::Op::add) tile[e] += v * l.passes;
+      if (p.op == tr::Op::min) tile[e] = std::min(tile[e], v);
+      if (p.op == tr::Op::max) tile[e] = std::max(tile[e], v);
+    }
+  }
+  return want;
+}
+
+long long count_wrong(const Pair& p, const tr::Launch& l, const std::vector<std::uint32_t>& got) {
+  const std::vector<double> want = expected(p, l);
+  long long wrong = 0;
+  for (std::size_t e = 0; e < want.size(); ++e) wrong += double(element(p.dtype, got, e)) != want[e];
+  return wrong;
 }
 
 class TmaReduce final : public Probe {
  public:
   std::string name() const override { return "tma-reduce"; }
   std::string summary() const override {
-    return "Adding f32 tiles into global memory: the TMA's bulk reduction against per-element atomics";
+    return "Reducing tiles into global memory (add f32/bf16, min/max bf16): TMA bulk reduction vs atomics";
   }
   int min_cc() const override { return 90; }
   int max_cc() const override { return 90; }
@@ -40,37 +129,46 @@ class TmaReduce final : public Probe {
   void run(ProbeContext& ctx) override {
     const int blocks = kBlocksPerSm * ctx.device.sms;
     const int passes = ctx.options.quick ? kQuickPasses : kPasses;
-    for (const bool shared_target : {false, true}) {
-      const tr::Launch l{blocks, shared_target ? 1 : blocks, passes};
-      double rates[2] = {};
-      for (tr::Method m : {tr::Method::bulk, tr::Method::atomic}) rates[int(m)] = measure(ctx, m, l);
-      ctx.finding(name(), fmt::format("{}: the bulk reduction adds {:.2f} TB/s, atomics {:.2f} ({:.1f}x), with one "
-                                      "instruction per 16 KiB tile instead of one per 128 bytes",
-                                      shared_target ? "every block into one tile" : "each block into its own tile",
-                                      rates[0], rates[1], rates[0] / rates[1]));
+    for (const Pair& p : kPairs) {
+      if (!tr::has_instructions(p.op, p.dtype)) {
+        add_skipped(ctx, p);
+        continue;
+      }
+      std::string per_target[2];
+      for (const bool one_tile : {false, true}) {
+        const int targets = one_tile ? 1 : blocks;
+        const tr::Launch l{blocks, targets, passes, add_stride(p.dtype, (blocks + targets - 1) / targets, passes)};
+        const double bulk = measure(ctx, tr::Method::bulk, p, l), atomic = measure(ctx, tr::Method::atomic, p, l);
+        per_target[one_tile] = fmt::format("{}: bulk {:.2f} TB/s, atomics {:.2f} ({:.2f}x)",
+                                           one_tile ? "every block into one tile" : "each block into its own tile",
+                                           bulk, atomic, bulk / atomic);
+      }
+      ctx.finding(name(), fmt::format("{} {}: {}; {}; one instruction per 16 KiB tile instead of one per 128 bytes",
+                                      op_name(p.op), dtype_name(p.dtype), per_target[0], per_target[1]));
     }
   }
 
  private:
-  double measure(ProbeContext& ctx, tr::Method m, const tr::Launch& l) {
-    DeviceBuffer<float> dst(std::size_t(l.targets) * tr::kTileFloats);
-    const cudaStream_t stream = ctx.harness.stream();
-    TK_CUDA(cudaMemsetAsync(dst.get(), 0, dst.size() * sizeof(float), stream));
-    tr::launch_reduce(m, l, dst.get(), stream);
-    const long long wrong = count_wrong(dst.download(), l);
+  double measure(ProbeContext& ctx, tr::Method m, const Pair& p, const tr::Launch& l) {
+    DeviceBuffer<std::uint32_t> dst(std::size_t(l.targets) * tr::kTileWords);
+    dst.upload(std::vector<std::uint32_t>(dst.size(), word_of(p.dtype, float(identity(p.op)))));
+    tr::launch_reduce(m, p.op, p.dtype, l, dst.get(), ctx.harness.stream());
+    const long long wrong = count_wrong(p, l, dst.download());
     const double bytes = double(l.blocks) * l.passes * tr::kTileBytes;
     const Measurement t = ctx.harness.time_kernel_rate(
-        fmt::format("tma-reduce {} targets={}", method_name(m), l.targets),
-        [&](cudaStream_t s) { tr::launch_reduce(m, l, dst.get(), s); }, bytes / 1e12);
+        fmt::format("tma-reduce {} {} {} targets={}", op_name(p.op), dtype_name(p.dtype), method_name(m), l.targets),
+        [&](cudaStream_t s) { tr::launch_reduce(m, p.op, p.dtype, l, dst.get(), s); }, bytes / 1e12);
 
-    Result r(name(), {{"method", m == tr::Method::bulk ? "bulk" : "atomic"},
-                      {"dtype", "f32"},
+    Result r(name(), {{"op", op_name(p.op)},
+                      {"dtype", dtype_name(p.dtype)},
+                      {"method", method_name(m)},
                       {"target", l.targets == 1 ? "one tile" : "own tile"},
                       {"blocks", l.blocks},
                       {"tile_bytes", tr::kTileBytes}});
     r.metric("tbps", t.stats, "TB/s", Better::higher);
     r.value("passes", l.passes);
-    r.checked({{"what", "elements of an untimed launch on zeros that differ from the number of tiles added there"},
+    if (p.op == tr::Op::add) r.value("add_stride", l.add_stride);
+    r.checked({{"what", "elements of an untimed launch from the op's identity that differ from the exact result"},
                {"value", wrong}},
               wrong == 0);
     r.telemetry = t.telemetry;
@@ -78,15 +176,13 @@ class TmaReduce final : public Probe {
     return t.stats.median;
   }
 
-  // Tile t received passes x (blocks b with b % targets == t) additions of 1.0: exact in f32.
-  static long long count_wrong(const std::vector<float>& got, const tr::Launch& l) {
-    long long wrong = 0;
-    for (int t = 0; t < l.targets; ++t) {
-      const int adders = l.blocks / l.targets + (t < l.blocks % l.targets ? 1 : 0);
-      const float want = float(adders) * float(l.passes);
-      for (int i = 0; i < tr::kTileFloats; ++i) wrong += got[std::size_t(t) * tr::kTileFloats + i] != want;
+  void add_skipped(ProbeContext& ctx, const Pair& p) {
+    for (tr::Method m : kMethods) {
+      Result r(name(), {{"op", op_name(p.op)}, {"dtype", dtype_name(p.dtype)}, {"method", method_name(m)}});
+      r.status = Status::skipped;
+      r.reason = missing_instruction(m, p);
+      ctx.add(std::move(r));
     }
-    return wrong;
   }
 };
 

@@ -99,6 +99,46 @@ __device__ __forceinline__ void bulk_reduce_add_f32(float* dst, std::uint32_t sr
                : "memory");
 }
 
+// The same for bf16, and its min and max. The PTX ISA ("cp.reduce.async.bulk") requires .noftz on a
+// bf16 add (subnormals kept) and has no .min/.max for .f32: integer types, .f16 and .bf16 only.
+__device__ __forceinline__ void bulk_reduce_add_bf16(void* dst, std::uint32_t src, std::uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.noftz.bf16 [%0], [%1], %2;" ::"l"(dst),
+               "r"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_reduce_min_bf16(void* dst, std::uint32_t src, std::uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.min.bf16 [%0], [%1], %2;" ::"l"(dst), "r"(src),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_reduce_max_bf16(void* dst, std::uint32_t src, std::uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.max.bf16 [%0], [%1], %2;" ::"l"(dst), "r"(src),
+               "r"(bytes)
+               : "memory");
+}
+
+// What the bulk reductions replace: one thread's reduction of 4 bytes into global memory, atomic per
+// element, no result returned (PTX ISA "red", Parallel Synchronization and Communication). `pair`
+// holds two bf16, the one at the lower address in its low half. min and max on bf16 exist only in
+// the vector form (.v2.bf16, PTX ISA 8.1, sm_90), which for add assembles to the same instruction
+// as .bf16x2 (ptxas 13.0, byte for byte); there is no .min/.max for .f32.
+__device__ __forceinline__ void red_add_f32(float* dst, float v) {
+  asm volatile("red.global.add.f32 [%0], %1;" ::"l"(dst), "f"(v) : "memory");
+}
+__device__ __forceinline__ void red_add_bf16x2(void* dst, std::uint32_t pair) {
+  asm volatile("red.global.add.noftz.bf16x2 [%0], %1;" ::"l"(dst), "r"(pair) : "memory");
+}
+__device__ __forceinline__ void red_min_bf16x2(void* dst, std::uint32_t pair) {
+  asm volatile("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; red.global.min.noftz.v2.bf16 [%0], {lo, hi}; }" ::"l"(dst),
+               "r"(pair)
+               : "memory");
+}
+__device__ __forceinline__ void red_max_bf16x2(void* dst, std::uint32_t pair) {
+  asm volatile("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; red.global.max.noftz.v2.bf16 [%0], {lo, hi}; }" ::"l"(dst),
+               "r"(pair)
+               : "memory");
+}
+
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 
 // Waits until at most `Pending` of this thread's bulk groups have not finished reading their
