@@ -38,9 +38,10 @@ install_missing_packages() {
   fi
 }
 
-# The oldest versions the build takes: CMake 3.25 (CMakeLists.txt), nvcc 12.0 (C++20 device code).
+# The oldest versions the build takes: CMake 3.25 (CMakeLists.txt), nvcc 12.1 (C++20 device code; PTX ISA 8.1
+# for tma-reduce's red.global.{min,max}.v2.bf16).
 MIN_CMAKE=3.25
-MIN_NVCC=12.0
+MIN_NVCC=12.1
 
 version_at_least() {  # have, want: dotted versions
   [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" = "$2" ]

@@ -41,7 +41,7 @@ expect("cmake 3.22.1 is older than 3.25" in err and "pip install 'cmake>=3.25'" 
 expect(err.count("\n") == 1, f"one line: {err!r}")
 
 code, err = check("3.25.1", "11.8")
-expect(code == 2 and "nvcc 11.8 is older than 12.0" in err, f"old nvcc: exit {code}, {err!r}")
+expect(code == 2 and "nvcc 11.8 is older than 12.1" in err, f"old nvcc: exit {code}, {err!r}")
 
 code, err = check("3.18.4", None)  # Debian 11's CMake, no toolkit: both in one message
 expect(code == 2 and "cmake 3.18.4" in err and "nvcc not found" in err and err.count("\n") == 1,
@@ -50,8 +50,8 @@ expect(code == 2 and "cmake 3.18.4" in err and "nvcc not found" in err and err.c
 code, err = check("3.25.1", "13.0")
 expect(code == 0 and err == "", f"new enough: exit {code}, {err!r}")
 
-code, err = check("4.4.0", "12.0")  # version order is numeric, not textual
-expect(code == 0, f"cmake 4.4 and nvcc 12.0 are new enough: exit {code}, {err!r}")
+code, err = check("4.4.0", "12.1")  # version order is numeric, not textual
+expect(code == 0, f"cmake 4.4 and nvcc 12.1 are new enough: exit {code}, {err!r}")
 
 for f in failures:
     print("FAIL:", f)
