@@ -34,7 +34,8 @@ in parallel_based, a bf16-rounded sum) rather than fp32 sums. Their timed call i
 the Triton kernel and the few torch operations around it (the division, the casts). fla absent or
 failing to import: each fla row is `skipped` with the reason, and ours is still measured.
 
-The JSON (--out) is a tkprobe.report/2 document (results/README.md): probe "based-peers", params
+The JSON (--out) is a tkprobe.report/2 document, written in version 3's columns as tkprobe writes it
+(tkreport.text; results/README.md): probe "based-peers", params
 kernel ("tk", "fla-fused", "fla-parallel"), seq, batch, heads, feature_dim, value_dim, normalize,
 dtype; fla's rows are peers (`"peer": true`: reported, never judged). A markdown table goes to stdout.
 
@@ -58,6 +59,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import compare_sdpa as sdpa  # noqa: E402 (the GPU session, statistics, atomic write)
+import tkreport  # noqa: E402 (the report's rounding and text, as tkprobe writes)
 
 SCHEMA = "tkprobe.report/2"
 PROBE = "based-peers"
@@ -193,37 +195,13 @@ def findings(rows):
     return out
 
 
-def round_significant(x):
-    """As tkprobe writes version 2 numbers: non-integers to 6 significant digits."""
-    if isinstance(x, bool) or not isinstance(x, float):
-        if isinstance(x, dict):
-            return {k: round_significant(v) for k, v in x.items()}
-        if isinstance(x, list):
-            return [round_significant(v) for v in x]
-        return x
-    return float(f"{x:.6g}") if math.isfinite(x) and x != 0 else x
-
-
-def drop_repeated_check_texts(rows):
-    """Version 2 writes a check's `what` only where it differs from the previous check's (readers
-    put it back)."""
-    last = None
-    for row in rows:
-        what = row.get("check", {}).get("what")
-        if what is None:
-            continue
-        if what == last:
-            del row["check"]["what"]
-        last = what
-
-
 def report(tool, host, device, rows, spans):
     """The tkprobe.report/2 document. `spans`: the NVML readings (before, after) of each measured row."""
     rows = [json.loads(json.dumps(r)) for r in rows]  # the caller's rows stay whole
-    drop_repeated_check_texts(rows)
+    tkreport.drop_repeated_check_texts(rows)
     doc = {"schema": SCHEMA, "tool": dict(tool, probes=[PROBE]), "host": host, "device": device,
            "telemetry": {PROBE: probe_telemetry(spans)}, "results": rows, "findings": findings(rows)}
-    return round_significant(doc)
+    return tkreport.round_significant(doc)
 
 
 def markdown(doc):
@@ -573,7 +551,7 @@ def main(argv=None):
     except RuntimeError as e:  # a CUDA error: tkprobe's exit code 4
         print(f"compare_based.py: {first_line(e)}", file=sys.stderr)
         return 4
-    sdpa.write_atomic(args.out, sdpa.report_text(doc))
+    sdpa.write_atomic(args.out, tkreport.text(doc))
     print(markdown(doc), end="")
     return 1 if any(r["status"] == "failed" for r in doc["results"]) else 0
 

@@ -21,9 +21,10 @@ against SDPA's math backend in fp32, head by head (relative error <= 1e-2), and 
 carries its own errors against that same reference, so the DSL's and FlashAttention-2's sit side
 by side.
 
-The JSON (--out) is a tkprobe.report/1 document (results/README.md): probe "attention", the probe's
-row params with kernel "torch-flash" or "torch-cudnn" and the pass, so `tkprobe compare` reads it and
-its rows sit beside the probe's. --against REPORT prints both side by side.
+The JSON (--out) is a tkprobe report as tkprobe writes one (results/README.md): version 2 (NVML's
+readings once for the probe, numbers to 6 significant digits) in version 3's columns (tkreport.text);
+probe "attention", the probe's row params with kernel "torch-flash" or "torch-cudnn" and the pass, so
+`tkprobe compare` reads it and its rows sit beside the probe's. --against REPORT prints both side by side.
 
     scripts/compare_sdpa.py --out sdpa.json [--quick] [--pass fwd|bwd|fwd+bwd|all] [--reps 50] [--seed N]
                             [--tk-lib build/kernels/libtk_attention_c.so]
@@ -45,9 +46,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tkreport  # noqa: E402 (--against: a tkprobe report of any version)
+import tkreport  # noqa: E402 (--against: a tkprobe report of any version; the report, written as tkprobe does)
 
-SCHEMA = "tkprobe.report/1"
 PROBE = "attention"
 BACKENDS = {"torch-flash": "FLASH_ATTENTION", "torch-cudnn": "CUDNN_ATTENTION"}
 TK_KERNELS = {"wgmma": 0, "mma-sync": 1}  # libtk_attention_c's kernel numbers (kernels/attention/c_api.cpp)
@@ -183,8 +183,11 @@ def finding(kernel, rows, pass_="fwd"):
 
 
 def report(tool, host, device, rows):
+    """The version 2 document, made as tkprobe's to_json makes it: built whole as version 1 (each
+    row with NVML's readings around it), then compacted (tkreport.compacted). `rows` stay whole."""
     findings = [f for f in (finding(k, rows, p) for p in PASSES for k in [*TK_KERNELS, *BACKENDS]) if f]
-    return {"schema": SCHEMA, "tool": tool, "host": host, "device": device, "results": rows, "findings": findings}
+    return tkreport.compacted({"schema": tkreport.SCHEMAS[0], "tool": tool, "host": host, "device": device,
+                               "results": rows, "findings": findings})
 
 
 def side_by_side(*reports):
@@ -208,18 +211,6 @@ def side_by_side(*reports):
             c=" causal" if p["causal"] else "", w="" if p.get("pass", "fwd") == "fwd" else " " + p["pass"], **p)
         lines.append(f"| {shape} | " + " | ".join(cells) + f" | {ratio('torch-flash')} | {ratio('torch-cudnn')} |")
     return "\n".join(lines) + "\n"
-
-
-def report_text(doc):
-    """As tkprobe lays a report out: a line a section, and a line a row and a finding."""
-    dump = lambda x: json.dumps(x, separators=(",", ":"))
-    parts = []
-    for key, value in doc.items():
-        if key in ("results", "findings") and value:
-            parts.append(f"  {dump(key)}: [\n" + ",\n".join("    " + dump(v) for v in value) + "\n  ]")
-        else:
-            parts.append(f"  {dump(key)}: {dump(value)}")
-    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 def write_atomic(path, text):
@@ -619,7 +610,7 @@ def run_all(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True, help="where to write the tkprobe.report/1 JSON")
+    parser.add_argument("--out", required=True, help="where to write the report (JSON)")
     parser.add_argument("--quick", action="store_true", help="the probe's --quick shapes instead of the sweep")
     parser.add_argument("--pass", dest="pass_", default="fwd", choices=[*PASSES, "all"],
                         help="what to time: the forward, the backward, both in one unit, or each of them")
@@ -650,7 +641,7 @@ def main():
     except ImportError:
         no_device("needs PyTorch with CUDA (e.g. pip install torch)")
     doc = run_all(args)
-    write_atomic(args.out, report_text(doc))
+    write_atomic(args.out, tkreport.text(doc))
     if args.against:
         print(side_by_side(tkreport.load(args.against), doc), end="")
     elif args.tk_lib:

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -366,7 +367,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   CLI::App app{"tkprobe: how close code gets to a Hopper GPU's tensor-core peak, and why.", "tkprobe"};
   app.require_subcommand(1, 1);
-  app.set_version_flag("--version", version_text());
+  app.set_version_flag("--version", std::function<std::string()>(version_text));  // asks the driver only when given
   app.footer(
       "Exit codes: 0 ok, 1 a check or regression failed, 2 usage error, 3 no suitable device, "
       "4 CUDA/runtime error.\n");

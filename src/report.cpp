@@ -196,7 +196,15 @@ std::string report_text(const Json& report) {
   return text + "\n}\n";
 }
 
-std::string version_text() { return fmt::format("tkprobe {} ({})", tool_version(), git_sha()); }
+std::string version_text() {
+  const auto cuda = [](int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); };
+  int driver = 0;  // 0 where no driver is installed (cudart loads libcuda only to ask)
+  const bool has_driver = cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0;
+  return fmt::format("tkprobe {} ({})\nbuilt with the CUDA {} runtime, for drivers supporting CUDA {} or later; this "
+                     "machine's driver: {}",
+                     tool_version(), git_sha(), cuda(CUDART_VERSION), cuda(CUDART_VERSION),
+                     has_driver ? "CUDA " + cuda(driver) : std::string("none"));
+}
 
 Json tool_section(const std::vector<std::string>& argv) {
   std::string line;

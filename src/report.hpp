@@ -82,7 +82,9 @@ void restore_check_texts(Json& report);
 // moved. A version 2 document is written as version 3.
 std::string report_text(const Json& report);
 
-// "tkprobe 0.1.0 (<commit>)": what `tkprobe --version` prints and every report's tool section holds.
+// What `tkprobe --version` prints: "tkprobe 0.1.0 (<commit>)" (the version and commit every report's
+// tool section holds), then the CUDA runtime it was built with, the drivers it runs on, and this
+// machine's driver.
 std::string version_text();
 
 // The tool/host sections for a run started with this command line.

@@ -112,7 +112,7 @@ def check_rows(m, failures):
     check(any(t.startswith("tk over fla-fused, paired launch by launch: 2.00x..2.00x") for t in texts) and
           any(t.startswith("fla-parallel: ") and "largest relative error NaN" in t for t in texts),
           f"findings: {texts}", failures)
-    check(m.round_significant({"a": [1 / 3, 7, True, None]}) == {"a": [0.333333, 7, True, None]},
+    check(m.tkreport.round_significant({"a": [1 / 3, 7, True, None]}) == {"a": [0.333333, 7, True, None]},
           "numbers to 6 significant digits, integers and booleans as they are", failures)
     check(rows[1]["check"].get("what"), "the report leaves the caller's rows whole", failures)
     table = m.markdown(doc)
@@ -126,11 +126,12 @@ def check_reader(m, doc, validate, tkprobe, source_dir, failures):
     schema = os.path.join(source_dir, "results", "report.schema.json")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "based-peers.json")
-        m.sdpa.write_atomic(path, m.sdpa.report_text(doc))
+        m.sdpa.write_atomic(path, m.tkreport.text(doc))
         with open(path) as f:
             text = f.read()
-        check(json.loads(text) == doc and '\n    {"probe":"based-peers"' in text,
-              "written as tkprobe writes: a line a row", failures)
+        check(json.loads(text)["schema"] == "tkprobe.report/3" and m.tkreport.decoded(json.loads(text)) == doc
+              and '\n    {"probe":"based-peers","kind":0,' in text,
+              "written as tkprobe writes: version 2 in columns, a line a row", failures)
         v = subprocess.run([validate, schema, path], capture_output=True, text=True)
         check(v.returncode == 0, f"validate_report: {v.stderr}", failures)
         c = subprocess.run([tkprobe, "compare", path, path], capture_output=True, text=True)
@@ -138,7 +139,7 @@ def check_reader(m, doc, validate, tkprobe, source_dir, failures):
         check(c.returncode == 1 and "fla-fused" in c.stdout, f"tkprobe compare: {c.returncode} {c.stderr}", failures)
         passing = dict(doc, results=[r for r in doc["results"] if r["status"] != "failed"])
         clean = os.path.join(tmp, "clean.json")
-        m.sdpa.write_atomic(clean, m.sdpa.report_text(passing))
+        m.sdpa.write_atomic(clean, m.tkreport.text(passing))
         c = subprocess.run([tkprobe, "compare", clean, clean], capture_output=True, text=True)
         check(c.returncode == 0, f"tkprobe compare on passing rows: {c.returncode} {c.stdout} {c.stderr}", failures)
 

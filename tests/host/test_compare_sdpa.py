@@ -2,7 +2,9 @@
 """scripts/compare_sdpa.py's report builder, without torch or a GPU: a report built from a sample
 of constructed timings (forward and backward rows) must pass tkprobe's own schema and reader
 (validate_report) and be readable by `tkprobe compare`, and its rows must carry the probe's params
-and the pass.
+and the pass. The report is compacted and written as tkprobe does (scripts/tkreport.py): the
+version 2 document equal to the one tkprobe makes of the same version 1 rows, written in version
+3's columns and read back equal.
 
 usage: test_compare_sdpa.py VALIDATE_REPORT TKPROBE SOURCE_DIR
 """
@@ -26,7 +28,8 @@ def load_script(source_dir):
 
 
 def sample_report(m):
-    """Every row kind the script writes: measured and passing, failing (NaN: an unwritten output), skipped."""
+    """Every row kind the script writes: measured and passing, failing (NaN: an unwritten output), skipped;
+    the report, and the version 1 document its rows were built as."""
     shapes = m.grid(quick=True)
     rates = [100.0 + i for i in range(20)]
     rows = [m.measured_row("torch-flash", shapes[0], rates, 3e-3, 989.4, m.telemetry(None, None)),
@@ -45,7 +48,9 @@ def sample_report(m):
     device = {"index": 0, "name": "NVIDIA H200", "cc": "9.0", "sms": 132, "l2_bytes": 62914560,
               "smem_per_sm": 233472, "smem_per_block_optin": 232448, "sm_clock_max_mhz": 1980,
               "mem_clock_mhz": 3201, "power_limit_w": 700.0}
-    return m.report(tool, host, device, rows)
+    doc = m.report(tool, host, device, rows)
+    return doc, {"schema": "tkprobe.report/1", "tool": tool, "host": host, "device": device, "results": rows,
+                 "findings": doc["findings"]}
 
 
 def check(condition, what, failures):
@@ -58,8 +63,12 @@ def main():
     m = load_script(source_dir)
     failures = []
 
-    doc = sample_report(m)
+    doc, v1 = sample_report(m)
     rows = doc["results"]
+    check(doc["schema"] == "tkprobe.report/2" and doc["telemetry"]["attention"]["rows"] == 4
+          and doc["telemetry"]["attention"]["throttled_rows"] == 1, f"version 2: {doc['telemetry']}", failures)
+    check(rows[0]["telemetry"] == {} and "what" in rows[0]["check"] and "what" not in rows[1]["check"],
+          "NVML's readings once for the probe, a check's text where it changes", failures)
     check(all(set(r["params"]) == PROBE_KEYS for r in rows), "every row carries the probe's params", failures)
     check(rows[0]["status"] == "ok" and rows[0]["check"]["passed"], "a small error passes", failures)
     check(rows[1]["status"] == "failed" and not rows[1]["check"]["passed"], "a NaN error fails", failures)
@@ -77,10 +86,20 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "sdpa.json")
-        m.write_atomic(path, json.dumps(doc, indent=2) + "\n")
+        m.write_atomic(path, m.tkreport.text(doc))
+        with open(path) as f:
+            text = f.read()
+        check(json.loads(text)["schema"] == "tkprobe.report/3" and m.tkreport.load(path) == doc
+              and '\n    {"probe":"attention","kind":0,' in text, "written in columns, read back equal", failures)
         schema = os.path.join(source_dir, "results", "report.schema.json")
         v = subprocess.run([validate, schema, path], capture_output=True, text=True)
         check(v.returncode == 0, f"validate_report: {v.stderr}", failures)
+        # tkprobe's own compaction of the version 1 rows is the same document, number for number.
+        v1_path = os.path.join(tmp, "v1.json")
+        m.write_atomic(v1_path, json.dumps(v1, indent=2) + "\n")
+        v = subprocess.run([validate, schema, v1_path, "--print-v2"], capture_output=True, text=True)
+        check(v.returncode == 0 and json.loads(v.stdout) == doc == m.tkreport.compacted(v1),
+              f"tkprobe's compact_report and tkreport.compacted differ: {v.stderr}", failures)
         c = subprocess.run([tkprobe, "compare", path, path], capture_output=True, text=True)
         # The failed row fails compare (exit 1) however it compares; the reader must not refuse it (2).
         check(c.returncode == 1 and "torch-flash" in c.stdout, f"tkprobe compare: {c.returncode} {c.stderr}", failures)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""scripts/plot.py without a GPU: every figure drawn from the committed reports (results/h200) is a
-non-empty PNG; the TMA swizzle map reads the same from a v1 and a v2 placement; bad input (not a
+"""scripts/plot.py without a GPU: every figure drawn from the committed reports (results/h200) and
+from the version 1 fixtures (tests/host/data/v1) is a non-empty PNG; the TMA swizzle map reads the same from a v1 and a v2 placement; bad input (not a
 report, not JSON, an unknown probe, an unwritable --out) is one message, exit 2, and no file.
 Exit 77 (skipped) where matplotlib is not installed for this python3.
 
@@ -19,7 +19,8 @@ import unittest
 ROOT = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
 SCRIPT = os.path.join(ROOT, "scripts", "plot.py")
 SUITE = os.path.join(ROOT, "results", "h200", "suite.json")
-ARCHIVE = os.path.join(ROOT, "results", "h200", "archive")
+ARCHIVE = os.path.join(ROOT, "results", "h200", "archive")  # the peers' records
+V1 = os.path.join(ROOT, "tests", "host", "data", "v1")  # rows cut from the H200's version 1 reports
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import tkreport  # noqa: E402 (the suite baseline, a version 3 file, as the version 2 document)
@@ -86,19 +87,25 @@ class Figures(unittest.TestCase):
         for probe in ("info", "wgmma-layout"):  # no figure, by choice: a note, not an error
             self.assertIn(f"{probe} (suite.json): no figure", run.stdout)
 
-    def test_every_archived_report(self):
-        reports = sorted(os.path.join(ARCHIVE, f) for f in os.listdir(ARCHIVE) if f.endswith(".json"))
+    def check_every_report_in(self, folder):
+        reports = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".json"))
+        self.assertTrue(reports, f"no report in {folder}")
         plots = load_script().PLOTS
         expected = []
         for path in reports:
-            with open(path) as f:
-                expected += [(p, path) for p in ok_probes(json.load(f)) & set(plots)]
+            expected += [(p, path) for p in ok_probes(tkreport.load(path)) & set(plots)]
         counts = {p: sum(q == p for q, _ in expected) for p, _ in expected}
         names = [p if counts[p] == 1 else f"{p}-{os.path.splitext(os.path.basename(path))[0]}" for p, path in expected]
         with tempfile.TemporaryDirectory() as out:
             run = plot(*reports, "--out", out)
             self.assertEqual(run.returncode, 0, run.stderr)
             self.check_pngs(out, names)
+
+    def test_every_archived_record(self):
+        self.check_every_report_in(ARCHIVE)
+
+    def test_every_version_1_fixture(self):
+        self.check_every_report_in(V1)
 
     def test_probes_limits_the_figures(self):
         with tempfile.TemporaryDirectory() as out:
@@ -108,8 +115,8 @@ class Figures(unittest.TestCase):
             self.assertIn("info (suite.json): no figure", run.stdout)
 
     def test_swizzle_v1_and_v2_placements_agree(self):
-        # The suite is schema v2 now: the v1 placements are the archive's.
-        with open(os.path.join(ARCHIVE, "tma-swizzle.json")) as f:
+        # The suite is schema v2 now: the v1 placements are the H200's version 1 report's (two rows of it).
+        with open(os.path.join(V1, "tma-swizzle.json")) as f:
             v1 = json.load(f)
         self.assertEqual(v1["schema"], "tkprobe.report/1")
         v2 = to_v2(v1)

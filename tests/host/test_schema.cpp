@@ -1,10 +1,15 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fstream>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "src/probe.hpp"
 #include "src/report.hpp"
@@ -57,7 +62,29 @@ TEST(Schema, CommittedH200ReportsConform) {
     EXPECT_EQ(report["device"]["name"], "NVIDIA H200") << name;
     EXPECT_FALSE(report["results"].empty()) << name;
   }
-  EXPECT_GE(files, 18) << "suite.json, claims.json and the archive's 16 reports";
+  EXPECT_GE(files, 4) << "suite.json, claims.json and the peers' two records (archive/)";
+}
+
+// Issue 17's sizes: the committed reports (every *.json under results/h200; the plots are pictures,
+// not reports) under 400 KB together, the suite baseline, what `tkprobe all` writes, under 250 KB.
+TEST(Schema, CommittedH200ReportsFitTheirSizes) {
+  constexpr std::uintmax_t kAllBytes = 400 * 1000, kSuiteBytes = 250 * 1000;
+  const std::filesystem::path root = std::string(TKPROBE_SOURCE_DIR) + "/results/h200";
+  std::vector<std::pair<std::uintmax_t, std::string>> files;
+  std::uintmax_t total = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+    if (entry.path().extension() != ".json") continue;
+    files.emplace_back(entry.file_size(), std::filesystem::relative(entry.path(), root).string());
+    total += files.back().first;
+  }
+  std::sort(files.rbegin(), files.rend());
+  std::string sizes;
+  for (const auto& [bytes, name] : files) sizes += fmt::format("\n  {:>8.1f} KB  results/h200/{}", bytes / 1000.0, name);
+  EXPECT_LE(total, kAllBytes) << fmt::format("the reports in results/h200 hold {:.1f} KB, over {} KB:", total / 1000.0,
+                                             kAllBytes / 1000) << sizes;
+  const auto suite = std::filesystem::file_size(root / "suite.json");
+  EXPECT_LE(suite, kSuiteBytes) << fmt::format("results/h200/suite.json is {:.1f} KB, over {} KB (what `tkprobe all` "
+                                               "writes):", suite / 1000.0, kSuiteBytes / 1000) << sizes;
 }
 
 // The suite baseline is what `tkprobe all` runs: every registered probe has rows in it, nothing
