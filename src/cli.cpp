@@ -287,7 +287,8 @@ SubRun run_for_claims(const ClaimRun& run, const CommonOptions& o, bool full, st
   const int code = run_cli(int(argv.size()), argv.data(), sub_out, sub_err);
   const bool stops = code == int(Exit::usage) || code == int(Exit::runtime) || sub_out.str().empty();
   if (stops || code != int(Exit::ok)) err << sub_err.str();
-  return {stops ? Json() : Json::parse(sub_out.str()), code};
+  // The run writes the report as a file holds it (version 3, in columns): decoded as read_report does.
+  return {stops ? Json() : parse_report(sub_out.str(), fmt::format("{}'s report", run.probe)), code};
 }
 
 // What the claims read: a report's "device", "host" and "results", merged over the claims' probe runs

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -266,37 +267,41 @@ Json read_report(const std::filesystem::path& path) {
   }
   std::ifstream in(path);
   if (!in) throw UsageError(fmt::format("{}: cannot open the file", path.string()));
+  return parse_report(std::string(std::istreambuf_iterator<char>(in), {}), path.string());
+}
+
+Json parse_report(std::string_view text, const std::string& source) {
   Json j;
   try {
-    j = Json::parse(in);
+    j = Json::parse(text);
   } catch (const Json::parse_error& e) {
     throw UsageError(fmt::format("{}: not JSON (byte {}), so not a tkprobe report (expected schema '{}')",
-                                 path.string(), e.byte, kReportSchema));
+                                 source, e.byte, kReportSchema));
   } catch (const Json::exception&) {  // out_of_range: a number JSON cannot hold as a double (1e999)
-    throw UsageError(fmt::format("{}: holds a number out of a double's range, so not a tkprobe report", path.string()));
+    throw UsageError(fmt::format("{}: holds a number out of a double's range, so not a tkprobe report", source));
   }
   if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string()) {
     throw UsageError(
-        fmt::format("{}: not a tkprobe report: no \"schema\" field (expected '{}')", path.string(), kReportSchema));
+        fmt::format("{}: not a tkprobe report: no \"schema\" field (expected '{}')", source, kReportSchema));
   }
   const auto schema = j["schema"].get<std::string>();
   if (schema != kReportSchemaV3 && schema != kReportSchema && schema != kReportSchemaV1) {
-    throw UsageError(fmt::format("{}: report schema '{}' is not supported (valid: '{}', '{}', '{}')", path.string(),
+    throw UsageError(fmt::format("{}: report schema '{}' is not supported (valid: '{}', '{}', '{}')", source,
                                  schema, kReportSchemaV3, kReportSchema, kReportSchemaV1));
   }
   if (schema == kReportSchemaV3) {
     try {
       j = from_columns(j);
     } catch (const std::invalid_argument& e) {
-      throw UsageError(fmt::format("{}: {}", path.string(), e.what()));
+      throw UsageError(fmt::format("{}: {}", source, e.what()));
     } catch (const Json::exception& e) {  // a kind or value of the wrong JSON type
-      throw UsageError(fmt::format("{}: not a well-formed version 3 report ({})", path.string(), e.what()));
+      throw UsageError(fmt::format("{}: not a well-formed version 3 report ({})", source, e.what()));
     }
   }
   if (schema != kReportSchemaV1) restore_check_texts(j);
   const auto problems = report_problems(j);
   if (!problems.empty()) {
-    throw UsageError(fmt::format("{}: {}{}", path.string(), problems.front(),
+    throw UsageError(fmt::format("{}: {}{}", source, problems.front(),
                                  problems.size() > 1 ? fmt::format(" (and {} more problems)", problems.size() - 1)
                                                      : std::string()));
   }

@@ -102,5 +102,7 @@ void require_writable_target(const std::filesystem::path& path, std::string_view
 // UsageError when the file is missing, is not JSON, is not a tkprobe report, or carries another
 // schema version (the message names the valid ones).
 Json read_report(const std::filesystem::path& path);
+// The same for a report's text (`source` names it in messages): what `tkprobe <probe> --json -` writes.
+Json parse_report(std::string_view text, const std::string& source);
 
 }  // namespace tkprobe

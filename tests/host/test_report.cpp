@@ -217,6 +217,20 @@ TEST(ReportV3, WritingInColumnsLosesNothing) {
   EXPECT_EQ(tkprobe::compact_report(tkprobe::from_columns(written)), tkprobe::compact_report(suite));
 }
 
+// What `tkprobe <probe> --json -` writes (the text a file holds, version 3) reads back through
+// parse_report as the file would: `tkprobe claims` reads its probe runs so (it once parsed them as
+// plain JSON and indexed the column-encoded rows as objects: type_error.305 on the H200).
+TEST(ReportV3, TheTextOfAReportParsesAsTheFileReads) {
+  const auto dir = fixtures::temp_dir("report-text");
+  const Json v2 = tkprobe::compact_report(archived_v1_reports().front());
+  const std::string text = tkprobe::report_text(v2);
+  tkprobe::write_file_atomic(dir / "r.json", text);
+  const Json parsed = tkprobe::parse_report(text, "a probe's stdout");
+  EXPECT_EQ(parsed, tkprobe::read_report(dir / "r.json"));
+  EXPECT_TRUE(parsed["results"].front()["params"].is_object()) << "rows decoded from their columns";
+  EXPECT_THROW(tkprobe::parse_report("{}", "a probe's stdout"), tkprobe::UsageError);
+}
+
 // A version 3 file whose rows do not match their kinds is a usage error naming the file and row.
 TEST(ReportV3, ARowThatDoesNotMatchItsKindIsRefused) {
   const Json v2 = tkprobe::compact_report(archived_v1_reports().front());
