@@ -871,8 +871,9 @@ def plot_cluster_multicast(ax, rows, sizes):
 
 def plot_l2(p, report):
     fig, axes = figures(1, 2, figsize=(11, 4.5))
-    for ax, test, name, label in ((axes[0][0], "latency", "latency_cycles", "dependent load latency (SM cycles)"),
-                                  (axes[0][1], "stream", "tbps", "every SM reading it (TB/s)")):
+    for ax, test, name, label, corner in (
+            (axes[0][0], "latency", "latency_cycles", "one SM's dependent L2-only load (SM cycles)", "upper left"),
+            (axes[0][1], "stream", "tbps", "every SM reading it (TB/s)", "lower left")):
         pts = sorted((r["params"]["footprint_bytes"] / 2**20, metric(r, name)) for r in p.rows
                      if r["params"]["test"] == test)
         if pts:
@@ -885,7 +886,7 @@ def plot_l2(p, report):
         ax.set_xlabel("footprint (MiB)")
         ax.set_ylabel(label)
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize=8, loc="upper left")
+        ax.legend(fontsize=8, loc=corner)
     return fig
 
 

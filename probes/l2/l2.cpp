@@ -1,9 +1,10 @@
 // l2: the L2 as each SM sees it. The account says "50 MB of L2 in two ~25 MB partitions joined by a
 // crossbar" and "~12 TB/s"; mem-latency sees one L2 plateau and bandwidth 7 TB/s. This probe finds
 // the partitions by timing, with no address table: every SM times a dependent load from each line
-// of a buffer held in L2, each SM's lines split into a near and a far level (l2_split.hpp), and SMs
-// that see the same lines near form a group. Then every SM streams its group's near lines, its far
-// lines, or all of them, and the TB/s say what a partition's locality is worth. Last, a footprint
+// of a buffer held in L2, and the part of each latency that depends on the pair of SM and line (not
+// on either alone) splits the SMs and the lines in two (l2_split.hpp). Then every SM streams its
+// group's near lines, its far lines, or all of them, and the TB/s say what a partition's locality is
+// worth. Last, a footprint
 // ladder from an eighth of the L2 to one and a half: one SM's dependent latency and every SM's
 // read bandwidth at each footprint, which shows where the lines stop being served as fast.
 #include <fmt/format.h>
@@ -82,13 +83,10 @@ class L2 final : public Probe {
     TK_CUDA(cudaMemset(buffer.get(), 0, buffer.size() * sizeof(std::uint32_t)));  // every value an offset of 0
     const LatencyMap map = measure_map(ctx, buffer.get(), lines);
     if (!map_csv_.empty()) write_map(map);
-    std::vector<l2::Split> splits;
-    for (const auto& c : map.cycles) splits.push_back(l2::split_levels(c));
-    const int two_level_sms = int(std::count_if(splits.begin(), splits.end(), [](auto& s) { return s.two_levels; }));
-    const std::vector<l2::Group> groups = l2::partition_groups(splits);
-    add_summary(ctx, map, groups, two_level_sms, lines);
-    for (std::size_t g = 0; g < groups.size(); ++g) add_group(ctx, map, splits, groups[g], int(g));
-    measure_streams(ctx, buffer.get(), map, groups, lines);
+    const l2::Partitions parts = l2::find_partitions(map.cycles);
+    add_summary(ctx, map, parts, lines);
+    for (std::size_t g = 0; g < parts.groups.size(); ++g) add_group(ctx, map, parts.groups[g], int(g));
+    measure_streams(ctx, buffer.get(), map, parts.groups, lines);
     measure_ladder(ctx);
   }
 
@@ -133,14 +131,13 @@ class L2 final : public Probe {
     return map;
   }
 
-  void add_summary(ProbeContext& ctx, const LatencyMap& map, const std::vector<l2::Group>& groups, int two_level_sms,
-                   int lines) {
+  void add_summary(ProbeContext& ctx, const LatencyMap& map, const l2::Partitions& parts, int lines) {
     Result r(name(), {{"test", "map"}, {"lines", lines}});
     r.value("sms", int(map.smids.size()));
-    r.value("sms_with_two_levels", two_level_sms);
-    r.value("groups", int(groups.size()));
-    r.value("complementary_pct",
-            groups.size() == 2 ? Json(100 * l2::complementary_share(groups[0], groups[1])) : Json(nullptr));
+    r.value("groups", int(parts.groups.size()));
+    r.value("pattern_share_pct", 100 * parts.pattern_share);
+    r.value("near_cycles", parts.near_cycles);
+    r.value("far_cycles", parts.far_cycles);
     std::vector<double> sm_medians;  // each SM's median over the lines: how far the SMs sit from the L2 as a whole
     for (const auto& c : map.cycles) sm_medians.push_back(summarize(c).median);
     const Stats spread = summarize(sm_medians);
@@ -149,39 +146,36 @@ class L2 final : public Probe {
     r.checked({{"what", "every block of the map ran on an SM of its own (its shared memory keeps a second off)"}},
               map.one_block_per_sm);
     ctx.add(std::move(r));
-    std::vector<double> all;
-    for (const auto& c : map.cycles) all.insert(all.end(), c.begin(), c.end());
-    ctx.finding(name(), groups.empty()
-                            ? fmt::format("{} of {} SMs see two latency levels (far {:.0f}% above near) among {} L2 "
-                                          "lines: no partition at this footprint; median {:.0f} cycles, each SM's "
-                                          "median {:.0f}-{:.0f}", two_level_sms, map.smids.size(),
-                                          100 * (l2::kMinLevelRatio - 1), lines, summarize(all).median, spread.min,
-                                          spread.max)
-                            : fmt::format("{} SMs fall into {} group(s) by which of {} L2 lines they reach fastest{}",
-                                          map.smids.size(), groups.size(), lines,
-                                          groups.size() == 2 ? fmt::format(" ({:.0f}% of the lines near to exactly one "
-                                                                           "group)", 100 * l2::complementary_share(groups[0], groups[1]))
-                                                             : ""));
+    const std::string pattern =
+        fmt::format("the part of each latency that depends on the pair of SM and line is {:.0f}% one pattern, whose "
+                    "sides lie at {:.0f} and {:.0f} cycles; each SM's median {:.0f}-{:.0f}",
+                    100 * parts.pattern_share, parts.near_cycles, parts.far_cycles, spread.min, spread.max);
+    ctx.finding(name(), parts.groups.empty()
+                            ? fmt::format("no two partitions among {} L2 lines from {} SMs: {}", lines,
+                                          map.smids.size(), pattern)
+                            : fmt::format("two partitions among {} L2 lines: {} and {} SMs, each reaching its own half "
+                                          "of the lines faster: {}", lines, parts.groups[0].members.size(),
+                                          parts.groups[1].members.size(), pattern));
   }
 
-  void add_group(ProbeContext& ctx, const LatencyMap& map, const std::vector<l2::Split>& splits, const l2::Group& g,
-                 int index) {
-    std::vector<double> near, far, share;
+  // A group's row: its SMs' medians over its near lines and over the others.
+  void add_group(ProbeContext& ctx, const LatencyMap& map, const l2::Group& g, int index) {
+    std::vector<double> near, far;
     std::vector<std::uint32_t> ids;
     for (int m : g.members) {
-      near.push_back(splits[m].near_cycles);
-      far.push_back(splits[m].far_cycles);
-      share.push_back(splits[m].near_share);
+      std::vector<double> sm_near, sm_far;
+      for (std::size_t l = 0; l < g.near.size(); ++l) (g.near[l] ? sm_near : sm_far).push_back(map.cycles[m][l]);
+      near.push_back(summarize(sm_near).median);
+      far.push_back(summarize(sm_far).median);
       ids.push_back(map.smids[m]);
     }
     const Stats near_stats = summarize(near), far_stats = summarize(far);  // over the group's SMs
-    const double near_share_pct = 100 * summarize(share).median;
+    const double near_share_pct = 100.0 * double(std::count(g.near.begin(), g.near.end(), true)) / double(g.near.size());
     Result r(name(), {{"test", "partition"}, {"group", index}});
     r.metric("near_cycles", near_stats, "cycles", Better::lower);
     r.metric("far_cycles", far_stats, "cycles", Better::lower);
     r.value("sms", int(g.members.size()));
     r.value("near_share_pct", near_share_pct);
-    r.value("min_agreement_pct", 100 * g.min_agreement);
     r.value("smids", id_ranges(ids));
     ctx.add(std::move(r));
     ctx.finding(name(), fmt::format("group {} ({} SMs: {}): near lines {:.0f} cycles, far {:.0f} ({:.0f}% of the lines "
@@ -205,7 +199,7 @@ class L2 final : public Probe {
       const bool all = std::string(source) == "all";
       if (!all && groups.empty()) {
         r.status = Status::skipped;
-        r.reason = "the map shows no partition (most SMs see one latency level), so there are no near and far lines";
+        r.reason = "the map shows no two partitions, so there are no near and far lines";
         ctx.add(std::move(r));
         continue;
       }

@@ -8,78 +8,54 @@ namespace l2 = tkprobe::l2;
 
 namespace {
 
-// A made-up SM's latencies: lines with `near[i]` at about `near_cycles`, the others at `far_cycles`,
-// each with up to 3% noise, and two stray samples far above everything.
-std::vector<double> latencies(const std::vector<bool>& near, double near_cycles, double far_cycles, unsigned seed) {
+// A made-up map: each SM at its own distance from the L2 (up to 40 cycles), each line in a slice of
+// its own distance (up to 20), with up to 8 cycles of noise; where `gap` > 0, SMs of the upper half
+// (by a shuffled order) and lines of their half meet `gap` cycles faster than across halves.
+l2::Map made_up_map(int sms, int lines, double gap, unsigned seed, std::vector<int>* sm_half = nullptr,
+                    std::vector<int>* line_half = nullptr) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> noise(0.97, 1.03);
-  std::vector<double> out;
-  for (bool n : near) out.push_back((n ? near_cycles : far_cycles) * noise(rng));
-  out[3] = 5000;
-  out[7] = 4000;
-  return out;
-}
-
-std::vector<bool> alternating_halves(int lines, bool invert) {
-  std::vector<bool> out;
-  for (int i = 0; i < lines; ++i) out.push_back(((i / 4) % 2 == 0) != invert);  // a line's partition: its 512 B block
-  return out;
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<double> sm_off(sms), line_off(lines);
+  std::vector<int> sh(sms), lh(lines);
+  for (int i = 0; i < sms; ++i) sm_off[i] = 40 * u(rng), sh[i] = u(rng) < 0.5;
+  for (int j = 0; j < lines; ++j) line_off[j] = 20 * u(rng), lh[j] = u(rng) < 0.5;
+  l2::Map m(sms, std::vector<double>(lines));
+  for (int i = 0; i < sms; ++i)
+    for (int j = 0; j < lines; ++j) m[i][j] = 250 + sm_off[i] + line_off[j] + 8 * u(rng) + (sh[i] == lh[j] ? 0 : gap);
+  if (sm_half) *sm_half = sh;
+  if (line_half) *line_half = lh;
+  return m;
 }
 
 }  // namespace
 
-TEST(L2Split, TwoLevelsSplitAtTheGapStraySamplesIgnored) {
-  const auto near = alternating_halves(512, false);
-  const l2::Split s = l2::split_levels(latencies(near, 250, 420, 1));
-  EXPECT_TRUE(s.two_levels);
-  EXPECT_NEAR(s.near_cycles, 250, 8);
-  EXPECT_NEAR(s.far_cycles, 420, 13);
-  EXPECT_NEAR(s.near_share, 0.5, 0.01);
-  int wrong = 0;
-  for (int i = 0; i < 512; ++i) wrong += i != 3 && i != 7 && s.near[i] != near[i];
-  EXPECT_EQ(wrong, 0);
-}
-
-TEST(L2Split, OneLevelIsNotTwo) {
-  const l2::Split s = l2::split_levels(latencies(std::vector<bool>(512, true), 280, 280, 2));
-  EXPECT_FALSE(s.two_levels) << s.near_cycles << " vs " << s.far_cycles;
-  EXPECT_FALSE(l2::split_levels(std::vector<double>(64, 280)).two_levels) << "every latency the same";
-}
-
-// Two partitions of SMs, each seeing the other's lines far: two groups, in the order the SMs came,
-// whose near lines are each other's complement; a third pattern would be a third group.
-TEST(L2Split, SmsGroupByTheLinesTheySeeNear) {
-  std::vector<std::vector<bool>> sets;
-  for (int sm = 0; sm < 8; ++sm) {
-    sets.push_back(l2::split_levels(latencies(alternating_halves(512, sm % 3 == 2), 250, 420, 10 + sm)).near);
+// Two halves 30 cycles apart under 40 cycles of SM spread and 20 of line spread (the H200's map):
+// found, every SM and line on its side, the levels ~30 apart.
+TEST(L2Split, TwoPartitionsShowAsOnePatternInThePairsPart) {
+  std::vector<int> sm_half, line_half;
+  const l2::Map m = made_up_map(132, 512, 30, 1, &sm_half, &line_half);
+  const l2::Partitions p = l2::find_partitions(m);
+  ASSERT_EQ(p.groups.size(), 2u);
+  EXPECT_GT(p.pattern_share, 0.8);
+  EXPECT_NEAR(p.far_cycles - p.near_cycles, 30, 6);
+  EXPECT_EQ(p.groups[0].members.front(), 0) << "group 0 holds the first SM";
+  EXPECT_EQ(p.groups[0].members.size() + p.groups[1].members.size(), 132u);
+  for (const l2::Group& g : p.groups) {
+    for (int i : g.members) EXPECT_EQ(sm_half[i], sm_half[g.members.front()]) << "an SM on the wrong side";
+    for (int j = 0; j < 512; ++j) {
+      EXPECT_EQ(g.near[j], line_half[j] == sm_half[g.members.front()]) << "line " << j;
+    }
   }
-  const auto groups = l2::group_by_near_lines(sets);
-  ASSERT_EQ(groups.size(), 2u);
-  EXPECT_EQ(groups[0].members, (std::vector<int>{0, 1, 3, 4, 6, 7}));
-  EXPECT_EQ(groups[1].members, (std::vector<int>{2, 5}));
-  EXPECT_GT(groups[0].min_agreement, 0.99);
-  EXPECT_GT(l2::complementary_share(groups[0], groups[1]), 0.99);
-  sets.push_back(std::vector<bool>(512, true));
-  EXPECT_EQ(l2::group_by_near_lines(sets).size(), 3u);
+  for (int j = 0; j < 512; ++j) EXPECT_NE(p.groups[0].near[j], p.groups[1].near[j]) << "each line near to one group";
 }
 
-// Most SMs one level and two with a stray gap: no partition is read from the map, and the two are
-// not grouped with the rest by noise. Most SMs two levels: groups of those SMs only.
-TEST(L2Split, PartitionsOnlyWhereMostSmsSeeTwoLevels) {
-  std::vector<l2::Split> splits;
-  for (int sm = 0; sm < 10; ++sm) {
-    const bool two = sm < 2;
-    splits.push_back(l2::split_levels(latencies(alternating_halves(512, false), 250, two ? 420 : 260, 40 + sm)));
-  }
-  ASSERT_TRUE(splits[0].two_levels);
-  ASSERT_FALSE(splits[5].two_levels);
-  EXPECT_TRUE(l2::partition_groups(splits).empty());
-  for (int sm = 2; sm < 6; ++sm)
-    splits[sm] = l2::split_levels(latencies(alternating_halves(512, sm % 2 == 1), 250, 420, 60 + sm));
-  const auto groups = l2::partition_groups(splits);
-  ASSERT_EQ(groups.size(), 2u);
-  EXPECT_EQ(groups[0].members, (std::vector<int>{0, 1, 2, 4}));
-  EXPECT_EQ(groups[1].members, (std::vector<int>{3, 5}));
+// No pattern in the pair's part (only SM and line offsets and noise): no partitions, however large
+// the offsets are.
+TEST(L2Split, OffsetsAndNoiseAloneAreNoPartition) {
+  const l2::Partitions p = l2::find_partitions(made_up_map(132, 512, 0, 2));
+  EXPECT_TRUE(p.groups.empty());
+  EXPECT_LT(p.pattern_share, l2::kPatternShare);
+  EXPECT_TRUE(l2::find_partitions(l2::Map(8, std::vector<double>(64, 280))).groups.empty()) << "every latency equal";
 }
 
 TEST(L2Split, TheLadderStepsWhereLatencyRisesFifteenPercent) {

@@ -78,7 +78,7 @@ class Figures(unittest.TestCase):
         plots = load_script().PLOTS
         expected = ok_probes(report) & set(plots)
         self.assertGreaterEqual(len(expected), 16, "the suite should draw every probe that has a figure")
-        for probe in ("overlap", "quadrants", "tma-reduce", "based", "cluster"):  # the baseline's newest probes
+        for probe in ("overlap", "quadrants", "tma-reduce", "based", "cluster", "l2"):  # the baseline's newest probes
             self.assertIn(probe, expected, f"{probe}: no figure from the suite")
         with tempfile.TemporaryDirectory() as out:
             run = plot(SUITE, "--out", out)
