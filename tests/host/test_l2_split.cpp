@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "probes/l2/l2_split.hpp"
 
@@ -56,6 +59,35 @@ TEST(L2Split, OffsetsAndNoiseAloneAreNoPartition) {
   EXPECT_TRUE(p.groups.empty());
   EXPECT_LT(p.pattern_share, l2::kPatternShare);
   EXPECT_TRUE(l2::find_partitions(l2::Map(8, std::vector<double>(64, 280))).groups.empty()) << "every latency equal";
+}
+
+// The H200's own map (180acf5's `tkprobe l2 --map`, its first 64 of 2048 lines: `cut -d, -f1-65`;
+// a row per SM: its id, then cycles per load): two halves of SMs in TPC pairs, ~30 cycles apart.
+TEST(L2Split, TheH200MapHasTwoHalves) {
+  std::ifstream in(std::string(TKPROBE_SOURCE_DIR) + "/tests/host/data/l2_map_h200.csv");
+  l2::Map m;
+  std::vector<int> smids;
+  for (std::string line; std::getline(in, line);) {
+    std::stringstream fields(line);
+    std::string f;
+    std::getline(fields, f, ',');
+    smids.push_back(std::stoi(f));
+    m.emplace_back();
+    while (std::getline(fields, f, ',')) m.back().push_back(std::stod(f));
+  }
+  ASSERT_EQ(m.size(), 132u);
+  const l2::Partitions p = l2::find_partitions(m);
+  ASSERT_EQ(p.groups.size(), 2u);
+  EXPECT_GT(p.pattern_share, 0.7);
+  EXPECT_NEAR(p.near_cycles, 268, 10);
+  EXPECT_NEAR(p.far_cycles, 301, 10);
+  EXPECT_EQ(p.groups[0].members.size(), 62u);
+  const auto in_group = [&](int g, int smid) {
+    const auto& mm = p.groups[g].members;
+    return std::any_of(mm.begin(), mm.end(), [&](int i) { return smids[i] == smid; });
+  };
+  for (int smid : {0, 1, 4, 5, 6, 7}) EXPECT_TRUE(in_group(0, smid)) << smid;
+  for (int smid : {2, 3, 8, 9, 10, 11}) EXPECT_TRUE(in_group(1, smid)) << smid;
 }
 
 TEST(L2Split, TheLadderStepsWhereLatencyRisesFifteenPercent) {
