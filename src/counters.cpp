@@ -223,4 +223,14 @@ std::vector<CounterValue> measure_counters(const std::vector<std::string>& metri
   return out;
 }
 
+std::optional<double> warp_instructions_per_kib(const std::function<void()>& launch, double bytes, std::string& why) {
+  constexpr double kBytesPerKib = 1024;
+  const CounterValue c = measure_counters({kWarpInstructionsIssued}, launch).front();
+  if (!c.available) {
+    if (why.empty()) why = c.reason;
+    return std::nullopt;
+  }
+  return c.value / (bytes / kBytesPerKib);
+}
+
 }  // namespace tkprobe

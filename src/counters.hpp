@@ -4,6 +4,7 @@
 // report. The main use: SASS instructions a kernel issues ("smsp__inst_executed.sum", counted per
 // warp), which tells what a copy or compute loop costs the SM beyond its time.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ std::vector<CounterValue> measure_counters(const std::vector<std::string>& metri
 
 // The metric for SASS instructions issued, counted once per warp instruction.
 inline constexpr const char* kWarpInstructionsIssued = "smsp__inst_executed.sum";
+
+// Warp instructions `launch` issues per KiB of its `bytes`, or nothing where the counters cannot be
+// read; then `why` holds the reason (the first one, where it already held one: a probe says it once).
+std::optional<double> warp_instructions_per_kib(const std::function<void()>& launch, double bytes, std::string& why);
 
 // Part of the reason wherever the driver lets only admins read the counters
 // (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): a GPU test skips on it rather than fails.

@@ -31,7 +31,6 @@ using ce::Engine;
 
 constexpr std::size_t kTensorBytes = std::size_t(1) << 30;
 constexpr int kMaxCtasPerSm = 32;  // Hopper keeps at most 32 CTAs resident on an SM
-constexpr double kBytesPerKib = 1024;
 
 const std::vector<std::string> kBoxes{"64x64", "128x64", "256x64"}, kQuickBoxes{"64x64", "128x64"};
 const std::vector<int> kCtasPerSm{1, 2, 4}, kQuickCtasPerSm{1, 2};
@@ -176,16 +175,6 @@ class CopyEngines final : public Probe {
     return p;
   }
 
-  // Warp instructions issued per KiB over one launch, or nothing (the reason kept for the findings).
-  std::optional<double> instructions_per_kib(const std::function<void()>& launch, std::size_t bytes) {
-    const CounterValue c = measure_counters({kWarpInstructionsIssued}, launch).front();
-    if (!c.available) {
-      if (counters_unavailable_.empty()) counters_unavailable_ = c.reason;
-      return std::nullopt;
-    }
-    return c.value / (double(bytes) / kBytesPerKib);
-  }
-
   // One row: the engine, box and CTAs per SM timed, checked and costed; nothing when the CTAs
   // do not fit on an SM (the row says why).
   std::optional<Best> measure(ProbeContext& ctx, Source& source, Engine e, tma::Box box, int ctas) {
@@ -217,7 +206,8 @@ class CopyEngines final : public Probe {
     launch(ctx.harness.stream());
     const std::uint32_t got = source.sink.download()[0], want = source.expected_xor(tensor.bytes);
     const int concurrent = concurrent_blocks_per_sm(spans.download());
-    const auto per_kib = instructions_per_kib([&] { launch(ctx.harness.stream()); }, tensor.bytes);
+    const auto per_kib =
+        warp_instructions_per_kib([&] { launch(ctx.harness.stream()); }, double(tensor.bytes), counters_unavailable_);
 
     const double ceiling = hbm_ceiling_tbps(ctx.device);
     const Best row{m.stats.median,

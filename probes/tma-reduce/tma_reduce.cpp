@@ -14,8 +14,10 @@
 #include <bit>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 #include "probes/tma-reduce/tma_reduce_kernels.hpp"
+#include "src/counters.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
@@ -138,18 +140,32 @@ class TmaReduce final : public Probe {
       for (const bool one_tile : {false, true}) {
         const int targets = one_tile ? 1 : blocks;
         const tr::Launch l{blocks, targets, passes, add_stride(p.dtype, (blocks + targets - 1) / targets, passes)};
-        const double bulk = measure(ctx, tr::Method::bulk, p, l), atomic = measure(ctx, tr::Method::atomic, p, l);
-        per_target[one_tile] = fmt::format("{}: bulk {:.2f} TB/s, atomics {:.2f} ({:.2f}x)",
+        const Figures bulk = measure(ctx, tr::Method::bulk, p, l), atomic = measure(ctx, tr::Method::atomic, p, l);
+        per_target[one_tile] = fmt::format("{}: bulk {:.2f} TB/s, atomics {:.2f} ({:.2f}x), {} warp instructions per "
+                                           "KiB against {}",
                                            one_tile ? "every block into one tile" : "each block into its own tile",
-                                           bulk, atomic, bulk / atomic);
+                                           bulk.tbps, atomic.tbps, bulk.tbps / atomic.tbps,
+                                           per_kib_text(bulk.instructions_per_kib),
+                                           per_kib_text(atomic.instructions_per_kib));
       }
-      ctx.finding(name(), fmt::format("{} {}: {}; {}; one instruction per 16 KiB tile instead of one per 128 bytes",
-                                      op_name(p.op), dtype_name(p.dtype), per_target[0], per_target[1]));
+      ctx.finding(name(), fmt::format("{} {}: {}; {}", op_name(p.op), dtype_name(p.dtype), per_target[0], per_target[1]));
+    }
+    if (!counters_unavailable_.empty()) {
+      ctx.finding(name(), "SASS instructions per KiB not measured (n/a): " + counters_unavailable_);
     }
   }
 
  private:
-  double measure(ProbeContext& ctx, tr::Method m, const Pair& p, const tr::Launch& l) {
+  std::string counters_unavailable_;  // why instruction counts are missing, once per run
+
+  struct Figures {
+    double tbps;
+    std::optional<double> instructions_per_kib;  // SASS warp instructions issued (CUPTI), the whole kernel's
+  };
+
+  static std::string per_kib_text(const std::optional<double>& v) { return v ? fmt::format("{:.3g}", *v) : "n/a"; }
+
+  Figures measure(ProbeContext& ctx, tr::Method m, const Pair& p, const tr::Launch& l) {
     DeviceBuffer<std::uint32_t> dst(std::size_t(l.targets) * tr::kTileWords);
     dst.upload(std::vector<std::uint32_t>(dst.size(), word_of(p.dtype, float(identity(p.op)))));
     tr::launch_reduce(m, p.op, p.dtype, l, dst.get(), ctx.harness.stream());
@@ -167,13 +183,17 @@ class TmaReduce final : public Probe {
                       {"tile_bytes", tr::kTileBytes}});
     r.metric("tbps", t.stats, "TB/s", Better::higher);
     r.value("passes", l.passes);
+    // Counted after the check: the profiler may replay the launch, adding into the targets again.
+    const auto per_kib = warp_instructions_per_kib(
+        [&] { tr::launch_reduce(m, p.op, p.dtype, l, dst.get(), ctx.harness.stream()); }, bytes, counters_unavailable_);
+    r.value("warp_instructions_per_kib", per_kib ? Json(*per_kib) : Json(nullptr));
     if (p.op == tr::Op::add) r.value("add_stride", l.add_stride);
     r.checked({{"what", "elements of an untimed launch from the op's identity that differ from the exact result"},
                {"value", wrong}},
               wrong == 0);
     r.telemetry = t.telemetry;
     ctx.add(std::move(r));
-    return t.stats.median;
+    return {t.stats.median, per_kib};
   }
 
   void add_skipped(ProbeContext& ctx, const Pair& p) {
