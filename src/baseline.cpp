@@ -111,4 +111,14 @@ Json make_baseline(const std::vector<ReportSet>& runs) {
   return compact_report(std::move(baseline));
 }
 
+std::vector<const Json*> unsteady_rows(const Json& baseline, double threshold_pct) {
+  std::vector<const Json*> out;
+  for (const auto& r : baseline["results"]) {
+    if (r.value("peer", false)) continue;  // a peer's rows are shown, never judged
+    const Json* stats = metric_stats(r, r.value("primary", ""));
+    if (stats && stats->contains("drift_pct") && (*stats)["drift_pct"].get<double>() > threshold_pct) out.push_back(&r);
+  }
+  return out;
+}
+
 }  // namespace tkprobe

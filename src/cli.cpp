@@ -190,6 +190,18 @@ int run_baseline(const BaselineArgs& args, std::ostream& out) {
   out << fmt::format("{}: {} rows from {} runs (kept run {}, {})\n", args.out, baseline["results"].size(),
                      runs.size(), baseline["tool"]["baseline"]["kept"].get<int>() + 1,
                      runs[baseline["tool"]["baseline"]["kept"].get<std::size_t>()].source);
+  const double threshold = CompareOptions{}.threshold_pct;
+  const auto unsteady = unsteady_rows(baseline, threshold);
+  if (!unsteady.empty()) {
+    out << fmt::format("warning: {} row(s) drifted more than the {}% threshold over these runs; compare holds "
+                       "them to {}%, so a run at the far end of their drift fails with the code unchanged:\n",
+                       unsteady.size(), threshold, threshold);
+    for (const Json* r : unsteady) {
+      const std::string metric = (*r)["primary"];
+      out << fmt::format("  {} {}: {} drifted {:.1f}%\n", (*r)["probe"].get<std::string>(), params_text((*r)["params"]),
+                         metric, (*r)["metrics"][metric]["drift_pct"].get<double>());
+    }
+  }
   return static_cast<int>(Exit::ok);
 }
 
