@@ -223,14 +223,23 @@ std::vector<CounterValue> measure_counters(const std::vector<std::string>& metri
   return out;
 }
 
-std::optional<double> warp_instructions_per_kib(const std::function<void()>& launch, double bytes, std::string& why) {
+std::optional<double> InstructionCounts::per_kib(const std::function<void()>& launch, double bytes) {
   constexpr double kBytesPerKib = 1024;
   const CounterValue c = measure_counters({kWarpInstructionsIssued}, launch).front();
   if (!c.available) {
-    if (why.empty()) why = c.reason;
+    if (why_.empty()) why_ = c.reason;
     return std::nullopt;
   }
   return c.value / (bytes / kBytesPerKib);
+}
+
+std::string InstructionCounts::text(const std::optional<double>& per_kib) {
+  return per_kib ? fmt::format("{:.4g}", *per_kib) : "n/a";  // 124.2, 36.9, 0.5123
+}
+
+std::optional<std::string> InstructionCounts::unavailable_finding() const {
+  if (why_.empty()) return std::nullopt;
+  return "SASS instructions per KiB not measured (n/a): " + why_;
 }
 
 }  // namespace tkprobe

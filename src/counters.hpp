@@ -28,9 +28,20 @@ std::vector<CounterValue> measure_counters(const std::vector<std::string>& metri
 // The metric for SASS instructions issued, counted once per warp instruction.
 inline constexpr const char* kWarpInstructionsIssued = "smsp__inst_executed.sum";
 
-// Warp instructions `launch` issues per KiB of its `bytes`, or nothing where the counters cannot be
-// read; then `why` holds the reason (the first one, where it already held one: a probe says it once).
-std::optional<double> warp_instructions_per_kib(const std::function<void()>& launch, double bytes, std::string& why);
+// SASS warp instructions per KiB, counted row by row over a probe's run (copy-engines, tma-reduce):
+// each count, or nothing where the counters cannot be read, and then, once, why.
+class InstructionCounts {
+ public:
+  // Warp instructions `launch` issues per KiB of its `bytes`; nothing where the counters cannot be read.
+  std::optional<double> per_kib(const std::function<void()>& launch, double bytes);
+  // "12.3", or "n/a" for a count that could not be read.
+  static std::string text(const std::optional<double>& per_kib);
+  // The finding a probe adds where some count could not be read (the first reason), or nothing.
+  std::optional<std::string> unavailable_finding() const;
+
+ private:
+  std::string why_;
+};
 
 // Part of the reason wherever the driver lets only admins read the counters
 // (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): a GPU test skips on it rather than fails.

@@ -89,8 +89,6 @@ struct Best {
   std::optional<double> instructions_per_kib;
 };
 
-std::string per_kib_text(const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v) : "n/a"; }
-
 class CopyEngines final : public Probe {
  public:
   std::string name() const override { return "copy-engines"; }
@@ -137,7 +135,7 @@ class CopyEngines final : public Probe {
   std::vector<std::string> boxes_;
   std::vector<int> ctas_per_sm_;
   std::string engine_ = "all";
-  std::string counters_unavailable_;  // why instruction counts are missing, once per run
+  InstructionCounts counts_;
 
   std::vector<tma::Box> boxes(bool quick) const {
     std::vector<tma::Box> out;
@@ -206,8 +204,7 @@ class CopyEngines final : public Probe {
     launch(ctx.harness.stream());
     const std::uint32_t got = source.sink.download()[0], want = source.expected_xor(tensor.bytes);
     const int concurrent = concurrent_blocks_per_sm(spans.download());
-    const auto per_kib =
-        warp_instructions_per_kib([&] { launch(ctx.harness.stream()); }, double(tensor.bytes), counters_unavailable_);
+    const auto per_kib = counts_.per_kib([&] { launch(ctx.harness.stream()); }, double(tensor.bytes));
 
     const double ceiling = hbm_ceiling_tbps(ctx.device);
     const Best row{m.stats.median,
@@ -241,7 +238,7 @@ class CopyEngines final : public Probe {
                                       "CTA copy, {} registers/thread, {} SASS instructions issued per KiB (counted "
                                       "per warp)",
                                       ce::name(e), b.tbps, b.pct_ceiling, b.config, b.copying_threads, b.threads,
-                                      b.registers, per_kib_text(b.instructions_per_kib)));
+                                      b.registers, InstructionCounts::text(b.instructions_per_kib)));
     }
     if (best.count(Engine::tma) && best.count(Engine::warp)) {
       const Best &tma = best.at(Engine::tma), &warp = best.at(Engine::warp);
@@ -254,9 +251,7 @@ class CopyEngines final : public Probe {
                               "thread, {} the warp instructions per KiB",
                               tma.tbps / warp.tbps, double(tma.registers) / warp.registers, instructions));
     }
-    if (!counters_unavailable_.empty()) {
-      ctx.finding(name(), "SASS instructions per KiB not measured (n/a): " + counters_unavailable_);
-    }
+    if (const auto note = counts_.unavailable_finding()) ctx.finding(name(), *note);
   }
 };
 

@@ -145,25 +145,21 @@ class TmaReduce final : public Probe {
                                            "KiB against {}",
                                            one_tile ? "every block into one tile" : "each block into its own tile",
                                            bulk.tbps, atomic.tbps, bulk.tbps / atomic.tbps,
-                                           per_kib_text(bulk.instructions_per_kib),
-                                           per_kib_text(atomic.instructions_per_kib));
+                                           InstructionCounts::text(bulk.instructions_per_kib),
+                                           InstructionCounts::text(atomic.instructions_per_kib));
       }
       ctx.finding(name(), fmt::format("{} {}: {}; {}", op_name(p.op), dtype_name(p.dtype), per_target[0], per_target[1]));
     }
-    if (!counters_unavailable_.empty()) {
-      ctx.finding(name(), "SASS instructions per KiB not measured (n/a): " + counters_unavailable_);
-    }
+    if (const auto note = counts_.unavailable_finding()) ctx.finding(name(), *note);
   }
 
  private:
-  std::string counters_unavailable_;  // why instruction counts are missing, once per run
+  InstructionCounts counts_;
 
   struct Figures {
     double tbps;
     std::optional<double> instructions_per_kib;  // SASS warp instructions issued (CUPTI), the whole kernel's
   };
-
-  static std::string per_kib_text(const std::optional<double>& v) { return v ? fmt::format("{:.3g}", *v) : "n/a"; }
 
   Figures measure(ProbeContext& ctx, tr::Method m, const Pair& p, const tr::Launch& l) {
     DeviceBuffer<std::uint32_t> dst(std::size_t(l.targets) * tr::kTileWords);
@@ -184,8 +180,8 @@ class TmaReduce final : public Probe {
     r.metric("tbps", t.stats, "TB/s", Better::higher);
     r.value("passes", l.passes);
     // Counted after the check: the profiler may replay the launch, adding into the targets again.
-    const auto per_kib = warp_instructions_per_kib(
-        [&] { tr::launch_reduce(m, p.op, p.dtype, l, dst.get(), ctx.harness.stream()); }, bytes, counters_unavailable_);
+    const auto per_kib =
+        counts_.per_kib([&] { tr::launch_reduce(m, p.op, p.dtype, l, dst.get(), ctx.harness.stream()); }, bytes);
     r.value("warp_instructions_per_kib", per_kib ? Json(*per_kib) : Json(nullptr));
     if (p.op == tr::Op::add) r.value("add_stride", l.add_stride);
     r.checked({{"what", "elements of an untimed launch from the op's identity that differ from the exact result"},
