@@ -116,7 +116,9 @@ std::vector<const Json*> unsteady_rows(const Json& baseline, double threshold_pc
   for (const auto& r : baseline["results"]) {
     if (r.value("peer", false)) continue;  // a peer's rows are shown, never judged
     const Json* stats = metric_stats(r, r.value("primary", ""));
-    if (stats && stats->contains("drift_pct") && (*stats)["drift_pct"].get<double>() > threshold_pct) out.push_back(&r);
+    if (stats && stats->contains("drift_pct") && (*stats)["drift_pct"].get<double>() > max_drift_band_pct(threshold_pct)) {
+      out.push_back(&r);
+    }
   }
   return out;
 }

@@ -193,9 +193,9 @@ int run_baseline(const BaselineArgs& args, std::ostream& out) {
   const double threshold = CompareOptions{}.threshold_pct;
   const auto unsteady = unsteady_rows(baseline, threshold);
   if (!unsteady.empty()) {
-    out << fmt::format("warning: {} row(s) drifted more than the {}% threshold over these runs; compare holds "
-                       "them to {}%, so a run at the far end of their drift fails with the code unchanged:\n",
-                       unsteady.size(), threshold, threshold);
+    out << fmt::format("warning: {} row(s) drifted more than {}% over these runs; compare holds them to {}% at the "
+                       "{}% threshold, so a run at the far end of their drift fails with the code unchanged:\n",
+                       unsteady.size(), max_drift_band_pct(threshold), max_drift_band_pct(threshold), threshold);
     for (const Json* r : unsteady) {
       const std::string metric = (*r)["primary"];
       out << fmt::format("  {} {}: {} drifted {:.1f}%\n", (*r)["probe"].get<std::string>(), params_text((*r)["params"]),

@@ -84,7 +84,7 @@ void judge(CompareRow& row, const Json& base, const Json& now, double threshold_
     row.verdict = Verdict::same;
   } else {
     row.verdict = row.loss_pct > 0 ? Verdict::slower : Verdict::faster;
-    row.fails = row.loss_pct > threshold_pct;
+    row.fails = row.loss_pct > std::max(threshold_pct, row.band_pct);
   }
 }
 
@@ -165,9 +165,10 @@ std::string per_second_twin(const std::string& metric) {
 }
 
 double noise_band_pct(const Json& s, double threshold_pct) {
-  const double spread = s.contains("drift_pct") ? s["drift_pct"].get<double>()
-                                                : 200.0 * std::sqrt(2.0) * s.value("cv", 0.0);
-  return std::clamp(spread, kMinBandPct, std::max(kMinBandPct, threshold_pct));
+  const bool drift = s.contains("drift_pct");
+  const double spread = drift ? s["drift_pct"].get<double>() : 200.0 * std::sqrt(2.0) * s.value("cv", 0.0);
+  const double cap = drift ? max_drift_band_pct(threshold_pct) : threshold_pct;
+  return std::clamp(spread, kMinBandPct, std::max(kMinBandPct, cap));
 }
 
 bool Comparison::failed() const { return failing() > 0; }

@@ -74,10 +74,16 @@ const Json* metric_stats(const Json& row, const std::string& metric);
 std::string per_second_twin(const std::string& metric);
 
 // The noise band of a baseline's primary metric, in percent: the drift its runs showed
-// (`drift_pct`, recorded by `tkprobe baseline`), else two standard deviations of the difference of
-// two medians with the baseline's CV; at least kMinBandPct, at most the threshold.
+// (`drift_pct`, recorded by `tkprobe baseline`), at most kDriftBandCap times the threshold; else two
+// standard deviations of the difference of two medians with the baseline's CV, at most the threshold
+// (one run's spread cannot see the drift between runs); at least kMinBandPct either way. A row fails
+// when it loses more than the threshold and more than its band: a row whose unchanged runs drifted 5.5%
+// apart is held to 5.5%, none to more than 7% at the 5% default, so 8% more time always fails.
 inline constexpr double kMinBandPct = 0.5;
+inline constexpr double kDriftBandCap = 1.4;
 double noise_band_pct(const Json& base_stats, double threshold_pct);
+// The largest band a recorded drift may give at `threshold_pct`.
+constexpr double max_drift_band_pct(double threshold_pct) { return kDriftBandCap * threshold_pct; }
 
 // Throws UsageError when the reports come from different GPU models and that is not allowed.
 Comparison compare_reports(const ReportSet& base, const ReportSet& now, const CompareOptions& options);

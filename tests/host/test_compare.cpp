@@ -104,6 +104,27 @@ TEST(Compare, RecordedDriftIsTheBand) {
   EXPECT_EQ(compare_json(base, report({timed_result("p", {}, 103, 0.0001)})).rows[0].verdict, Verdict::slower);
 }
 
+// attention wgmma D=128 N=4096 causal on the H200 (180acf5): 61.5, 61.8, 58.6% of the clock peak over
+// three runs, 5.5% apart: held to its drift, not failed at the 5% threshold; a drift past 7% (1.4x the
+// threshold) gives no wider band, so 8% more time, a rate 7.4% lower, always fails.
+TEST(Compare, ARowIsHeldToItsRecordedDriftUpToACap) {
+  const auto drifted = [](double drift_pct) {
+    auto base = report({timed_result("p", {}, 100, 0.0001)});
+    base["results"][0]["metrics"]["cycles"]["drift_pct"] = drift_pct;
+    base["results"][0]["metrics"]["cycles"]["runs"] = 3;
+    return base;
+  };
+  const auto now = [](double cycles) { return report({timed_result("p", {}, cycles, 0.0001)}); };
+  const auto c = compare_json(drifted(6.0), now(105.5));
+  EXPECT_EQ(c.rows[0].verdict, Verdict::same);
+  EXPECT_FALSE(c.failed()) << "5.5% slower, inside its 6% drift";
+  EXPECT_TRUE(compare_json(drifted(6.0), now(106.5)).failed()) << "past its drift and the threshold";
+  const auto capped = compare_json(drifted(12.0), now(107.5));
+  EXPECT_DOUBLE_EQ(capped.rows[0].band_pct, 7.0);
+  EXPECT_TRUE(capped.failed()) << "7.5% slower: the band stops at 1.4x the threshold";
+  EXPECT_TRUE(compare_json(drifted(1.0), now(105.5)).failed()) << "a steady row fails past the threshold";
+}
+
 // Figures of the H200 (attention, N=1024, three runs of one commit): a power-state change moves the
 // per-second figure of a clock-bound row and the per-clock figure of a memory-bound one; a raw run
 // cannot tell which it is, so each is judged by the reading that holds.
