@@ -2,7 +2,10 @@
 """Confirms a model with the hardware's own counters. The target program launches kernels and
 prints one JSON line per launch, in order: {"case", "value": metric, "per": metric or absent,
 "expected"}. ncu then profiles the same launches, and each metric `value` (divided by `per`
-when given) must equal `expected` within 2%. Exit 77 (skipped) without ncu or a GPU."""
+when given) must equal `expected` within 2%. Where the model gives bounds rather than a figure, a
+line has "min" and/or "max" instead of "expected", and the figure must lie within them. "show":
+[metrics] adds their counts to the line printed, which always gives the measured figure.
+Exit 77 (skipped) without ncu or a GPU."""
 import csv
 import io
 import json
@@ -23,7 +26,8 @@ def main():
         return 77
     plain.check_returncode()
     expected = [json.loads(line) for line in plain.stdout.splitlines() if line.startswith("{")]
-    names = sorted({e["value"] for e in expected} | {e["per"] for e in expected if "per" in e})
+    names = sorted({e["value"] for e in expected} | {e["per"] for e in expected if "per" in e}
+                   | {m for e in expected for m in e.get("show", [])})
     prof = subprocess.run(["ncu", "--clock-control", "none", "--csv", "--page", "raw", "--metrics", ",".join(names),
                            target], capture_output=True, text=True)
     if prof.returncode != 0:
@@ -39,10 +43,16 @@ def main():
         value = number(row[exp["value"]])
         per = number(row[exp["per"]]) if "per" in exp else 1.0
         measured = value / per if per else float("nan")
-        ok = value > 0 and abs(measured - exp["expected"]) <= 0.02 * exp["expected"]
+        if "expected" in exp:
+            ok = value > 0 and abs(measured - exp["expected"]) <= 0.02 * exp["expected"]
+            model, shown = f"model {exp['expected']}", f"{measured:.2f}"
+        else:  # NaN (per 0) fails both comparisons
+            ok = measured >= exp.get("min", float("-inf")) and measured <= exp.get("max", float("inf"))
+            model, shown = f"bounds [{exp.get('min', '-')}, {exp.get('max', '-')}]", f"{measured:.4g}"
         failures += not ok
         ratio = f" ({value:.0f} / {per:.0f})" if "per" in exp else ""
-        print(f"{'ok  ' if ok else 'FAIL'} {exp['case']}: ncu {measured:.2f}{ratio}, model {exp['expected']}")
+        extra = "".join(f"; {m} {number(row[m]):.2f}" for m in exp.get("show", []))
+        print(f"{'ok  ' if ok else 'FAIL'} {exp['case']}: ncu {shown}{ratio}, {model}{extra}")
     print(f"{len(expected) - failures} passed, {failures} failed")
     return 1 if failures else 0
 
