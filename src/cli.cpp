@@ -314,7 +314,8 @@ struct ClaimsInput {
 };
 
 ClaimsInput measure_claims(CommonOptions& o, bool full, std::ostream& err) {
-  ClaimsInput in{{{"device", nullptr}, {"host", nullptr}, {"results", Json::array()}}};
+  ClaimsInput in;
+  in.report = {{"device", nullptr}, {"host", nullptr}, {"results", Json::array()}};
   for (const ClaimRun& run : claim_runs()) {
     err << fmt::format("claims: {} {}...\n", run.probe, full ? "" : "--quick");
     const SubRun sub = run_for_claims(run, o, full, err);

@@ -101,6 +101,8 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
   return m;
 }
 
+Stats timed_samples(std::span<const double> all, const Measurement& m) { return summarize(all.last(m.stats.n)); }
+
 Measurement Harness::time_kernel_ms(std::string_view label, const std::function<void(cudaStream_t)>& launch,
                                     const ClockWindow* device_clock) {
   return time_kernel(label, launch, device_clock, nullptr, [](double ms) { return ms; });

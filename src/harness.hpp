@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "src/device.hpp"
@@ -110,6 +111,11 @@ class Harness {
   void* l2_scrub_ = nullptr;
   unsigned scrub_value_ = 0;
 };
+
+// The statistics of the samples `m` kept of `all`, which recorded something per sample of `m`,
+// warm-up included (warm-up samples come first): figures taken beside a paired measurement, each
+// from the same samples as the pair's ratio.
+Stats timed_samples(std::span<const double> all, const Measurement& m);
 
 // Each sample's rate (TFLOP/s) as a percentage of the clock peak at the SM clock that sample ran
 // at (SMs x FLOP/clk/SM x that clock: steady where the clock is not); empty when a sample carried

@@ -10,7 +10,6 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <optional>
-#include <span>
 
 #include "kernels/gemm/gemm.hpp"
 #include "probes/common/cublaslt_gemm.hpp"
@@ -179,11 +178,6 @@ class Gemm final : public Probe {
                {"max", kMaxSpotError}},
               spot < kMaxSpotError);
     ctx.add(std::move(r));
-  }
-
-  // The statistics of the samples `paired` kept: its warm-up samples come first and are dropped.
-  static Stats timed_samples(const std::vector<double>& all, const Measurement& paired) {
-    return summarize(std::span(all).last(paired.stats.n));
   }
 
   Result row(const std::string& kernel, const std::string& shape, const Stats& tflops, const Measurement& timed,

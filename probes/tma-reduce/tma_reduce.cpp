@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <span>
 #include <vector>
 
 #include "probes/tma-reduce/tma_reduce_kernels.hpp"
@@ -173,7 +172,7 @@ class TmaReduce final : public Probe {
   Pairing measure(ProbeContext& ctx, const Pair& p, const tr::Launch& l) {
     Target bulk(tr::Method::bulk, p, l), atomic(tr::Method::atomic, p, l);
     const double bytes = double(l.blocks) * l.passes * tr::kTileBytes;
-    std::vector<double> bulk_tbps, atomic_tbps;
+    std::vector<double> bulk_tbps, atomic_tbps, atomic_vs_bulk;
     const Measurement paired = ctx.harness.measure(
         fmt::format("tma-reduce {} {} targets={}", op_name(p.op), dtype_name(p.dtype), l.targets), [&] {
           const double bulk_ms = ctx.harness.launch_ms([&](cudaStream_t s) { bulk.launch(s); });
@@ -181,17 +180,14 @@ class TmaReduce final : public Probe {
           const double atomic_ms = ctx.harness.launch_ms([&](cudaStream_t s) { atomic.launch(s); });
           bulk_tbps.push_back(bytes / (bulk_ms * 1e9));
           atomic_tbps.push_back(bytes / (atomic_ms * 1e9));
+          atomic_vs_bulk.push_back(bulk_ms / atomic_ms);  // the ratio the other way up, for the atomic row
           return Sample{atomic_ms / bulk_ms, std::nan(""), (bulk_ms + atomic_ms) / 1e3};
         });
-    // The samples `paired` kept: its warm-up samples come first.
-    const auto kept = [&](const std::vector<double>& all) { return summarize(std::span(all).last(paired.stats.n)); };
-    std::vector<double> atomic_vs_bulk(paired.stats.n);  // each sample's ratio the other way up
-    std::transform(bulk_tbps.end() - paired.stats.n, bulk_tbps.end(), atomic_tbps.end() - paired.stats.n,
-                   atomic_vs_bulk.begin(), [](double b, double a) { return a / b; });
-    const Pairing out{kept(bulk_tbps).median, kept(atomic_tbps).median, paired.stats.median,
-                      bulk.count(ctx, counts_, bytes), atomic.count(ctx, counts_, bytes)};
-    ctx.add(bulk.row(kept(bulk_tbps), "vs_atomic", paired.stats, paired, out.bulk_per_kib));
-    ctx.add(atomic.row(kept(atomic_tbps), "vs_bulk", summarize(atomic_vs_bulk), paired, out.atomic_per_kib));
+    const Stats bulk_stats = timed_samples(bulk_tbps, paired), atomic_stats = timed_samples(atomic_tbps, paired);
+    const Pairing out{bulk_stats.median, atomic_stats.median, paired.stats.median, bulk.count(ctx, counts_, bytes),
+                      atomic.count(ctx, counts_, bytes)};
+    ctx.add(bulk.row(bulk_stats, "vs_atomic", paired.stats, paired, out.bulk_per_kib));
+    ctx.add(atomic.row(atomic_stats, "vs_bulk", timed_samples(atomic_vs_bulk, paired), paired, out.atomic_per_kib));
     return out;
   }
 

@@ -21,6 +21,7 @@
 #include "src/device.hpp"
 #include "src/device_buffer.hpp"
 #include "src/residency.hpp"
+#include "tests/gpu/skip_without_device.hpp"
 
 using namespace tkprobe;
 namespace cl = tkprobe::cluster;
@@ -166,11 +167,7 @@ void wgmma_share(const DeviceInfo& device, WgmmaBuffers& buf, Filler filler, int
 }  // namespace
 
 int main() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("skipped: no CUDA device\n");
-    return 77;
-  }
+  if (!test::have_device()) return test::kSkipped;
   const DeviceInfo device = query_device(0);
 
   // cluster. The neighbour stream: every load is another block's memory, so requests = its warp

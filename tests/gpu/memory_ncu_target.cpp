@@ -8,6 +8,7 @@
 #include "probes/common/bandwidth_kernels.hpp"
 #include "probes/tma-reduce/tma_reduce_kernels.hpp"
 #include "src/device_buffer.hpp"
+#include "tests/gpu/skip_without_device.hpp"
 
 using namespace tkprobe;
 namespace tr = tma_reduce;
@@ -67,11 +68,7 @@ void l2_read(const cudaDeviceProp& p, double share, const char* value, const cha
 }  // namespace
 
 int main() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("skipped: no CUDA device\n");
-    return 77;
-  }
+  if (!test::have_device()) return test::kSkipped;
   for (const auto& [metric, per_sector] : {std::pair{kRedFromSms, 1.0}, std::pair{kRedAtSlices, kLookupsPerReduction}})
     for (tr::Dtype t : {tr::Dtype::f32, tr::Dtype::bf16})
       for (tr::Method m : {tr::Method::bulk, tr::Method::atomic}) reduce(m, t, metric, per_sector);

@@ -22,6 +22,7 @@
 #include "tk/ops/warpgroup/tma.cuh"
 #include "tk/sync/pipeline.cuh"
 #include "tk/types/sv.cuh"
+#include "tests/gpu/skip_without_device.hpp"
 
 namespace {
 
@@ -89,11 +90,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: ring_racecheck lane0|syncwarp|fence|all\n");
     return 2;
   }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("skipped: no CUDA device\n");
-    return 77;
-  }
+  if (!tkprobe::test::have_device()) return tkprobe::test::kSkipped;
   std::vector<float> src(kSteps * kLength), expected(kConsumerWarps * 32, 0.0f);
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = 0.25f * float(i % 97) - 7.0f;  // exact in fp32 sums
   for (int lane = 0; lane < 32; ++lane) {

@@ -6,6 +6,7 @@
 #include "probes/smem-banks/bank_model.hpp"
 #include "probes/common/smem_banks_kernels.hpp"
 #include "src/device_buffer.hpp"
+#include "tests/gpu/skip_without_device.hpp"
 
 using namespace tkprobe;
 using tk::layout::Swizzle;
@@ -17,11 +18,7 @@ constexpr const char* kLdsmInstructions = "smsp__sass_inst_executed_op_ldsm.sum"
 constexpr const char* kLdsmWavefronts = "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum";
 
 int main() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("skipped: no CUDA device\n");
-    return 77;
-  }
+  if (!test::have_device()) return test::kSkipped;
   DeviceBuffer<std::uint64_t> cycles(1);
   DeviceBuffer<std::uint32_t> sink(1024);
   DeviceBuffer<ClockWindow> clock(1);

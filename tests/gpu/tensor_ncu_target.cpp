@@ -8,6 +8,7 @@
 #include "probes/common/wgmma_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/residency.hpp"
+#include "tests/gpu/skip_without_device.hpp"
 
 using namespace tkprobe;
 using namespace tkprobe::tensor;
@@ -46,11 +47,7 @@ void mma_sync(Buffers& buf, DType d, int ilp, int hmma_per_mma) {
 }  // namespace
 
 int main() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("skipped: no CUDA device\n");
-    return 77;
-  }
+  if (!test::have_device()) return test::kSkipped;
   Buffers buf;
   buf.image.poison(0);
   buf.a.poison(0);
