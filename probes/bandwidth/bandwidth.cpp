@@ -217,6 +217,7 @@ class Bandwidth final : public Probe {
     const L2Read read = measure_l2_read(ctx, bytes, "bandwidth l2 read");
     Result r = row("l2", "read", read.m, std::nullopt);
     r.params["bytes"] = bytes;
+    r.value("passes", read.passes);
     r.checked({{"what", "XOR of every word read vs the host's"}, {"value", read.xor_read}, {"expected", read.xor_expected}},
               read.right());
     ctx.add(std::move(r));

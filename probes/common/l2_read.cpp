@@ -13,9 +13,10 @@ L2Read measure_l2_read(ProbeContext& ctx, std::size_t bytes, std::string_view la
   DeviceBuffer<std::uint32_t> sink(1);
   bw::fill(src.get(), count, seed, ctx.harness.stream());
   const int blocks = ctx.device.sms * bw::kBlocksPerSm;
-  const auto launch = [&](cudaStream_t s) { bw::launch_l2_read(src.get(), count, kL2ReadPasses, sink.get(), blocks, s); };
   L2Read out;
-  out.m = ctx.harness.time_kernel_rate(label, launch, double(count * sizeof(uint4)) * kL2ReadPasses / 1e12);
+  out.passes = l2_read_passes(bytes);
+  const auto launch = [&](cudaStream_t s) { bw::launch_l2_read(src.get(), count, out.passes, sink.get(), blocks, s); };
+  out.m = ctx.harness.time_kernel_rate(label, launch, double(count * sizeof(uint4)) * out.passes / 1e12);
   sink.poison(0);
   launch(ctx.harness.stream());
   out.xor_read = sink.download()[0];

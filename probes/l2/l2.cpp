@@ -248,6 +248,7 @@ class L2 final : public Probe {
       const L2Read read = measure_l2_read(ctx, bytes, fmt::format("l2 ladder stream {:.0f}%", 100 * share));
       Result r(name(), {{"test", "stream"}, {"l2_share", share}, {"footprint_bytes", bytes}});
       r.metric("tbps", read.m.stats, "TB/s", Better::higher);
+      r.value("passes", read.passes);
       r.checked({{"what", "XOR of every word read vs the host's"}, {"value", read.xor_read},
                  {"expected", read.xor_expected}}, read.right());
       r.telemetry = read.m.telemetry;
