@@ -19,7 +19,8 @@ shift
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tkprobe="${TKPROBE:-$here/build/tkprobe}"
 mkdir -p "$out/reports"
-# $SLURMD_NODENAME names each node's report (expanded by each task's shell).
+# $SLURMD_NODENAME names each node's report (expanded by each task's shell). The task takes as many
+# CPUs as this node has (a fleet's nodes are alike), one per GPU's run and more.
 srun --kill-on-bad-exit=0 --cpus-per-task="${SLURM_CPUS_ON_NODE:-1}" bash -c \
   '"$0" all --devices all --json "$1/reports/${SLURMD_NODENAME}.json" "${@:2}" \
   > "$1/reports/${SLURMD_NODENAME}.log" 2>&1 || echo "tkprobe all exit $? on ${SLURMD_NODENAME}"' \
