@@ -75,19 +75,26 @@ Json make_baseline(const std::vector<ReportSet>& runs) {
   const auto rows = rows_by_key(runs);
 
   // Per row: the metric it is judged by (the primary, or its per-second twin where that drifted far
-  // less over the runs: compare.hpp says why), its drift, and which run holds the primary's median.
-  std::map<std::string, std::pair<std::string, double>> judged_by;
+  // less over the runs: compare.hpp says why), each reading's drift, and which run holds the primary's
+  // median. Both readings keep their drift: compare judges a row that neither held still by the one
+  // that loses less, each within its own band.
+  struct Judged {
+    std::string metric;
+    std::map<std::string, double> drift;  // per reading: the primary, and its twin where it has one
+  };
+  std::map<std::string, Judged> judged_by;
   std::vector<int> at_median(runs.size(), 0);
   for (const auto& [key, row] : rows[0]) {
     const std::string primary = row->value("primary", "");
     const std::vector<double> m = medians(rows, key, primary);
     const double drift = drift_of(m);
     if (drift < 0) continue;
-    judged_by[key] = {primary, drift};
+    Judged& j = judged_by[key];
+    j = {primary, {{primary, drift}}};
     const std::string twin = per_second_twin(primary);
-    if (const double twin_drift = drift_of(medians(rows, key, twin));
-        twin_drift >= 0 && kTwinSteadier * twin_drift < drift && drift > kMinBandPct) {
-      judged_by[key] = {twin, twin_drift};
+    if (const double twin_drift = drift_of(medians(rows, key, twin)); twin_drift >= 0) {
+      j.drift[twin] = twin_drift;
+      if (kTwinSteadier * twin_drift < drift && drift > kMinBandPct) j.metric = twin;
     }
     std::vector<double> sorted = m;
     std::sort(sorted.begin(), sorted.end());
@@ -99,11 +106,12 @@ Json make_baseline(const std::vector<ReportSet>& runs) {
   for (auto& r : baseline["results"]) {
     const auto it = judged_by.find(row_key(r));
     if (it == judged_by.end()) continue;
-    const auto& [metric, drift] = it->second;
-    r["primary"] = metric;
-    Json& stats = r["metrics"][metric];
-    stats["drift_pct"] = drift;
-    stats["runs"] = runs.size();
+    r["primary"] = it->second.metric;
+    for (const auto& [metric, drift] : it->second.drift) {
+      Json& stats = r["metrics"][metric];
+      stats["drift_pct"] = drift;
+      stats["runs"] = runs.size();
+    }
   }
   Json sources = Json::array();
   for (const auto& run : runs) sources.push_back(run.report["tool"]["started_at"]);
@@ -115,10 +123,15 @@ std::vector<const Json*> unsteady_rows(const Json& baseline, double threshold_pc
   std::vector<const Json*> out;
   for (const auto& r : baseline["results"]) {
     if (r.value("peer", false)) continue;  // a peer's rows are shown, never judged
-    const Json* stats = metric_stats(r, r.value("primary", ""));
-    if (stats && stats->contains("drift_pct") && (*stats)["drift_pct"].get<double>() > max_drift_band_pct(threshold_pct)) {
-      out.push_back(&r);
-    }
+    const auto unsteady = [&](const std::string& metric) {
+      const Json* stats = metric_stats(r, metric);
+      return stats && stats->contains("drift_pct") &&
+             (*stats)["drift_pct"].get<double>() > max_drift_band_pct(threshold_pct);
+    };
+    // A row with a per-second twin is judged by the reading that loses less once its primary drifted
+    // past the band (compare.cpp), and a power state moves its two readings apart, never both down.
+    const std::string primary = r.value("primary", ""), twin = per_second_twin(primary);
+    if (unsteady(primary) && (twin.empty() || !metric_stats(r, twin))) out.push_back(&r);
   }
   return out;
 }

@@ -19,9 +19,9 @@ inline constexpr int kMinBaselineRuns = 2;
 Json make_baseline(const std::vector<ReportSet>& runs);
 
 // The judged rows (peers' are not) of a baseline whose runs drifted further apart on the metric they
-// are judged by than compare's band may reach at `threshold_pct` (max_drift_band_pct): a run at the far
-// end of such a row's drift fails against the baseline even with the code unchanged. `tkprobe baseline`
-// names them.
+// are judged by than compare's band may reach at `threshold_pct` (max_drift_band_pct), and that have
+// no per-second twin for compare to fall back on: a run at the far end of such a row's drift fails
+// against the baseline even with the code unchanged. `tkprobe baseline` names them.
 std::vector<const Json*> unsteady_rows(const Json& baseline, double threshold_pct);
 
 }  // namespace tkprobe

@@ -64,11 +64,14 @@ void judge(CompareRow& row, const Json& base, const Json& now, double threshold_
     return;
   }
   Reading best = reading_of(row.metric, *b, *n, threshold_pct);
-  // A raw base (no recorded drift) cannot tell a clock-bound row from a memory-bound one: the
-  // per-second reading beside a per-clock one judges it where it loses less (compare.hpp).
+  // A raw base (no recorded drift) cannot tell a clock-bound row from a memory-bound one, and a
+  // baseline whose runs drifted past the widest band on the per-clock reading found it bound by
+  // neither alone: the per-second reading beside a per-clock one judges it where it loses less
+  // (compare.hpp).
   const std::string twin = per_second_twin(row.metric);
   const Json *bt = metric_stats(base, twin), *nt = metric_stats(now, twin);
-  if (bt && nt && !b->contains("drift_pct") && bt->at("median").get<double>() != 0) {
+  const bool held = b->contains("drift_pct") && b->at("drift_pct").get<double>() <= max_drift_band_pct(threshold_pct);
+  if (bt && nt && !held && bt->at("median").get<double>() != 0) {
     const Reading per_second = reading_of(twin, *bt, *nt, threshold_pct);
     if (per_second.loss_pct < best.loss_pct) best = per_second;
   }

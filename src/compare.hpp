@@ -70,8 +70,9 @@ const Json* metric_stats(const Json& row, const std::string& metric);
 // bound by memory, whose clock does not move with the power state, holds still per second (attention's
 // N=1024 causal forward on the H200: 12% apart per clock over three runs, 4% per second). A baseline
 // made by `tkprobe baseline` judges each such row by whichever of the two drifted less over its runs;
-// against a raw run, which cannot tell, a row is judged by the reading that loses less, since a
-// slower kernel loses on both at the same clock.
+// against a raw run, which cannot tell, and where the baseline's per-clock reading drifted past the
+// widest band (bound by neither clock alone), a row is judged by the reading that loses less, since
+// a slower kernel loses on both at the same clock.
 std::string per_second_twin(const std::string& metric);
 
 // The noise band of a baseline's primary metric, in percent: the drift its runs showed

@@ -73,6 +73,22 @@ TEST(Baseline, JudgesPerSecondOnlyWhereThatHeldFarSteadier) {
   EXPECT_TRUE(tkprobe::report_problems(memory_bound).empty());
 }
 
+// Both readings keep their drift; a row whose per-clock reading drifted past the widest band is judged
+// by the reading that loses less (test_compare.cpp), which a power state cannot move both ways, so it
+// is not named unsteady; a row without a twin is (RowsThatDriftedPastTheThresholdAreNamed).
+TEST(Baseline, RecordsBothReadingsDriftAndNamesOnlyRowsNoReadingHolds) {
+  std::vector<tkprobe::ReportSet> runs;
+  for (const auto& [pct, tflops] : std::vector<std::pair<double, double>>{{42.744, 374.256}, {43.088, 377.248}, {47.801, 346.76}})
+    runs.push_back(report_set(report({fixtures::clocked_result(pct, tflops)})));
+  const Json b = tkprobe::make_baseline(runs);
+  const Json& m = b["results"][0]["metrics"];
+  EXPECT_EQ(b["results"][0]["primary"], "pct_clock_peak");
+  EXPECT_NEAR(m["pct_clock_peak"]["drift_pct"].get<double>(), 100 * (47.801 / 42.744 - 1), 1e-3);
+  EXPECT_NEAR(m["tflops"]["drift_pct"].get<double>(), 100 * (377.248 / 346.76 - 1), 1e-3);
+  EXPECT_TRUE(tkprobe::unsteady_rows(b, 5.0).empty());
+  EXPECT_TRUE(tkprobe::report_problems(b).empty());
+}
+
 TEST(Baseline, RefusesRunsOfDifferentSuitesOrGpusOrTooFew) {
   EXPECT_THROW(tkprobe::make_baseline({run(1, 1, "r1")}), tkprobe::UsageError);
   auto other = report({timed_result("p", {{"row", "a"}}, 1, 0.001), timed_result("p", {{"row", "c"}}, 1, 0.001)});
