@@ -105,6 +105,9 @@ def load_report(path):
         raise BadInput(f"{path}: {e}")
     if not isinstance(report.get("results"), list):
         raise BadInput(f"{path}: not a tkprobe report: no 'results' list")
+    if "devices" in report:  # a figure is of one GPU: rows of several would be drawn as one
+        raise BadInput(f"{path}: a report of several devices (--devices, {len(report['devices'])} here); plot a "
+                       "report of one (tkprobe ... --device N)")
     for i, row in enumerate(report["results"]):
         if not (isinstance(row, dict) and isinstance(row.get("probe"), str) and isinstance(row.get("params"), dict)
                 and isinstance(row.get("metrics"), dict) and row.get("status") in ("ok", "skipped", "failed")):

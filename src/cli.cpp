@@ -8,7 +8,10 @@
 #include <cstdlib>
 #include <limits>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <random>
@@ -21,10 +24,12 @@
 #include "src/claims.hpp"
 #include "src/compare.hpp"
 #include "src/compare_output.hpp"
+#include "src/devices.hpp"
 #include "src/errors.hpp"
 #include "src/fleet.hpp"
 #include "src/format.hpp"
 #include "src/probe.hpp"
+#include "src/report_devices.hpp"
 
 namespace tkprobe {
 namespace {
@@ -100,9 +105,26 @@ CLI::Validator whole_number_up_to(unsigned long long max) {
       "0..N");
 }
 
+// A --devices list: "all", or indices separated by commas, none twice (parse_device_list).
+const CLI::Validator kDeviceList(
+    [](std::string& text) {
+      try {
+        parse_device_list(text);
+        return std::string();
+      } catch (const UsageError& e) {
+        return std::string(e.what());
+      }
+    },
+    "all|N,N,...");
+
 void add_common_options(CLI::App& cmd, CommonOptions& o) {
-  cmd.add_option("--device", o.device, "CUDA device index")
-      ->check(whole_number_up_to(std::numeric_limits<int>::max()));
+  auto* device = cmd.add_option("--device", o.device, "CUDA device index")
+                     ->check(whole_number_up_to(std::numeric_limits<int>::max()));
+  cmd.add_option("--devices", o.devices,
+                 "Run on several GPUs side by side, one report: all, or indices such as 0,2,5 (each row names its "
+                 "device)")
+      ->check(kDeviceList)
+      ->excludes(device);
   cmd.add_option("--json", o.json_path, "Write the JSON report to FILE ('-' for stdout)");
   cmd.add_option_function<std::string>(
          "--format", [&o](const std::string& name) { o.format = kFormats.at(name); },
@@ -172,8 +194,10 @@ int run_compare(CompareArgs& args, const std::vector<std::unique_ptr<Probe>>& pr
 int run_fleet(FleetArgs& args, const std::vector<std::unique_ptr<Probe>>& probes, std::ostream& out) {
   args.options.probes = chosen_probes(args.probes, probes);
   if (!args.markdown_path.empty()) require_writable_target(args.markdown_path, "--markdown");
-  std::vector<ReportSet> reports;
-  for (const auto& path : args.reports) reports.push_back(read_report_set(path));
+  std::vector<ReportSet> reports;  // each file alone: fleet merges a card's reports itself, by its UUID
+  for (const auto& path : args.reports) {
+    for (const auto& file : report_files(path)) reports.push_back(as_report_set(read_report(file), file.string()));
+  }
   const Fleet f = fleet_of(reports, args.options);
   const std::string markdown = fleet_markdown(f);
   out << (args.format == "json" ? fleet_json(f).dump(2) + "\n" : markdown);
@@ -237,48 +261,208 @@ Report new_report(const std::vector<std::string>& args, std::uint64_t seed, cons
   return report;
 }
 
-// Usage errors first (before any device work), then the device, then every probe.
-int run_probes(const std::vector<Probe*>& probes, CommonOptions& o, const std::vector<std::string>& args,
-               std::ostream& out, std::ostream& err) {
+// Checks made before any device work: the report's folder, every probe's options; the seed drawn.
+void prepare(const std::vector<Probe*>& probes, CommonOptions& o) {
   if (!o.json_path.empty() && o.json_path != "-") require_writable_target(o.json_path);
   for (const Probe* p : probes) p->validate();
   if (!o.seed_given) o.seed = fresh_seed();
+}
 
+Json probe_list(const std::vector<Probe*>& probes) {
+  Json names = Json::array();
+  for (const Probe* p : probes) names.push_back(p->name());
+  return names;
+}
+
+// What decides a run's exit code besides its rows.
+struct Outcome {
+  bool lacked_device = false, runtime_error = false;
+  void add(const Outcome& o) {
+    lacked_device |= o.lacked_device;
+    runtime_error |= o.runtime_error;
+  }
+};
+
+// Why `p` cannot run in `ctx`, or "": one that spans devices needs two or more, and every device
+// it runs on needs the compute capability its code is built for.
+std::string why_not(const Probe& p, const ProbeContext& ctx) {
+  if (p.spans_devices() && ctx.across.size() < 2) {
+    return ctx.across.empty()
+               ? fmt::format("measures between GPUs: select two or more with --devices (this run has one, device {})",
+                             ctx.device.index)
+               : fmt::format("measures between GPUs: --devices selected one (device {}); it needs two or more",
+                             ctx.device.index);
+  }
+  std::vector<const DeviceInfo*> devices{&ctx.device};
+  for (const DeviceSlot& slot : ctx.across) devices.push_back(&slot.info);
+  for (const DeviceInfo* d : devices) {
+    if (d->cc() < p.min_cc() || d->cc() > p.max_cc()) return unsupported_device(p, *d);
+  }
+  return "";
+}
+
+// Every probe in turn: one that cannot run here gets a `skipped` row saying why, one that meets a
+// CUDA error a `failed` row.
+Outcome run_each(const std::vector<Probe*>& probes, ProbeContext& ctx, std::ostream& err) {
+  Outcome outcome;
+  for (Probe* p : probes) {
+    if (const std::string why = why_not(*p, ctx); !why.empty()) {
+      outcome.lacked_device = true;
+      ctx.add(without_figures(*p, Status::skipped, why));
+      continue;
+    }
+    try {
+      p->run(ctx);
+    } catch (const CudaError& e) {
+      outcome.runtime_error = true;
+      ctx.add(without_figures(*p, Status::failed, e.what()));
+      err << "tkprobe: " << p->name() << ": " << e.what() << '\n';
+    }
+  }
+  return outcome;
+}
+
+int exit_code(const Outcome& outcome, const Json& report) {
+  const auto& rows = report["results"];
+  const bool any_failed = std::any_of(rows.begin(), rows.end(), [](const Json& r) { return r["status"] == "failed"; });
+  if (outcome.runtime_error) return static_cast<int>(Exit::runtime);
+  if (any_failed) return static_cast<int>(Exit::check_failed);
+  return static_cast<int>(outcome.lacked_device ? Exit::no_device : Exit::ok);
+}
+
+void emit(const Json& report, const CommonOptions& o, std::ostream& out) {
+  print_report(out, report, o.json_path == "-" ? Format::json : o.format);
+  if (!o.json_path.empty() && o.json_path != "-") write_file_atomic(o.json_path, report_text(report));
+}
+
+// `tkprobe all` without --probes (`suite`) on `devices` devices: the probes in_suite.
+void keep_suite(std::vector<Probe*>& probes, bool suite, std::size_t devices) {
+  if (suite) std::erase_if(probes, [&](const Probe* p) { return !in_suite(*p, devices); });
+}
+
+// Usage errors first (before any device work), then the device, then every probe.
+int run_probes(std::vector<Probe*> probes, bool suite, CommonOptions& o, const std::vector<std::string>& args,
+               std::ostream& out, std::ostream& err) {
+  keep_suite(probes, suite, 1);
+  prepare(probes, o);
   const DeviceInfo device = query_device(o.device);
   TK_CUDA(cudaSetDevice(device.index));
   Report report = new_report(args, o.seed, device);
-  report.tool["probes"] = Json::array();
-  for (const Probe* p : probes) report.tool["probes"].push_back(p->name());
+  report.tool["probes"] = probe_list(probes);
 
   Progress progress;
   Harness harness(timing_config(o), device, progress);
   std::mt19937_64 rng(o.seed);
   ProbeContext context{o, device, harness, rng, report};
-  bool lacked_device = false, runtime_error = false;
-  for (Probe* p : probes) {
-    if (device.cc() < p->min_cc() || device.cc() > p->max_cc()) {
-      lacked_device = true;
-      context.add(without_figures(*p, Status::skipped, unsupported_device(*p, device)));
-      continue;
-    }
-    try {
-      p->run(context);
-    } catch (const CudaError& e) {
-      runtime_error = true;
-      context.add(without_figures(*p, Status::failed, e.what()));
-      err << "tkprobe: " << p->name() << ": " << e.what() << '\n';
+  const Outcome outcome = run_each(probes, context, err);
+  const Json j = to_json(report);
+  emit(j, o, out);
+  return exit_code(outcome, j);
+}
+
+// A fresh folder for the device runs' reports and messages, removed with everything in it.
+struct ScratchFolder {
+  std::filesystem::path path;
+  ScratchFolder() {
+    std::string name = (std::filesystem::temp_directory_path() / "tkprobe-devices-XXXXXX").string();
+    if (!mkdtemp(name.data())) throw std::runtime_error(fmt::format("cannot make a folder {}", name));
+    path = name;
+  }
+  ~ScratchFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+};
+
+std::string device_text(const DeviceInfo& d) { return fmt::format("{} ({}, {})", d.index, d.name, d.pci_bus_id); }
+
+// Each device's run of `probes`: this executable again, once per device, all at once
+// (src/devices.hpp says why), each device's messages passed on after it ends, every line marked
+// with its device. A run that exits 4, dies or writes no report makes this one a runtime error.
+std::vector<DeviceRun> run_each_device(const std::vector<Probe*>& probes, bool from_all,
+                                       const std::vector<DeviceInfo>& devices, const CommonOptions& o,
+                                       const std::vector<std::string>& args, std::ostream& err, Outcome& outcome) {
+  std::vector<DeviceRun> runs;
+  for (const auto& d : devices) runs.push_back({to_json(d), nullptr});
+  if (probes.empty()) return runs;
+  const ScratchFolder scratch;
+  std::vector<std::string> names;
+  for (const Probe* p : probes) names.push_back(p->name());
+  std::vector<std::vector<std::string>> commands;
+  std::vector<std::string> reports, logs;
+  std::string which;
+  for (const auto& d : devices) {
+    reports.push_back((scratch.path / fmt::format("device{}.json", d.index)).string());
+    logs.push_back((scratch.path / fmt::format("device{}.log", d.index)).string());
+    commands.push_back(device_run_args(args, d.index, reports.back(), o.seed, from_all ? names : std::vector<std::string>{}));
+    which += (which.empty() ? "" : ", ") + device_text(d);
+  }
+  err << fmt::format("tkprobe: running on {} device(s) side by side: {}\n", devices.size(), which);
+  const std::vector<ChildExit> exits = run_side_by_side(self_executable(), commands, logs);
+  for (std::size_t k = 0; k < devices.size(); ++k) {
+    std::ifstream log(logs[k]);
+    for (std::string line; std::getline(log, line);) err << fmt::format("[device {}] {}\n", devices[k].index, line);
+    const bool wrote = std::filesystem::exists(reports[k]);
+    if (wrote) runs[k].report = read_report(reports[k]);
+    const ChildExit& e = exits[k];
+    outcome.lacked_device |= e.code == int(Exit::no_device);
+    if (!wrote || e.signaled || e.code == int(Exit::runtime) || e.code == int(Exit::usage)) {
+      outcome.runtime_error = true;
+      err << fmt::format("tkprobe: device {}'s run {} {}{}\n", devices[k].index, e.signaled ? "was killed, exit" : "exited",
+                         e.code, wrote ? "" : ", and wrote no report");
     }
   }
+  return runs;
+}
 
-  const Json j = to_json(report);
-  print_report(out, j, o.json_path == "-" ? Format::json : o.format);
-  if (!o.json_path.empty() && o.json_path != "-") write_file_atomic(o.json_path, report_text(j));
+// The probes that span devices, here, once every device's own run is done: a harness on each device.
+Json run_across(const std::vector<Probe*>& probes, const std::vector<DeviceInfo>& devices, const CommonOptions& o,
+                const std::vector<std::string>& args, std::ostream& err, Outcome& outcome) {
+  Progress progress;
+  std::vector<std::unique_ptr<Harness>> harnesses;
+  std::vector<DeviceSlot> slots;
+  for (const auto& d : devices) {
+    TK_CUDA(cudaSetDevice(d.index));  // the harness's stream and events belong to the current device
+    harnesses.push_back(std::make_unique<Harness>(timing_config(o), d, progress));
+    slots.push_back({d, *harnesses.back()});
+  }
+  TK_CUDA(cudaSetDevice(devices.front().index));
+  Report report = new_report(args, o.seed, devices.front());
+  std::mt19937_64 rng(o.seed);
+  ProbeContext context{o, devices.front(), *harnesses.front(), rng, report, slots};
+  outcome.add(run_each(probes, context, err));
+  for (std::size_t k = 0; k < devices.size(); ++k) {
+    cudaSetDevice(devices[k].index);
+    harnesses[k].reset();
+  }
+  return to_json(report);
+}
 
-  const bool any_failed = std::any_of(report.results.begin(), report.results.end(),
-                                      [](const Result& r) { return r.status == Status::failed; });
-  if (runtime_error) return static_cast<int>(Exit::runtime);
-  if (any_failed) return static_cast<int>(Exit::check_failed);
-  return static_cast<int>(lacked_device ? Exit::no_device : Exit::ok);
+// --devices: each device's own run (probes of one device), then the probes that span devices, one
+// report. `from_all`: the command is `tkprobe all`; `suite`: without --probes.
+int run_on_devices(std::vector<Probe*> probes, bool from_all, bool suite, CommonOptions& o,
+                   const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  prepare(probes, o);
+  std::vector<DeviceInfo> devices;
+  for (int index : select_devices(parse_device_list(o.devices), cuda_device_count())) {
+    devices.push_back(query_device(index));
+  }
+  keep_suite(probes, suite, devices.size());
+  const auto spans = [](const Probe* p) { return p->spans_devices(); };
+  std::vector<Probe*> own, across;
+  std::partition_copy(probes.begin(), probes.end(), std::back_inserter(across), std::back_inserter(own), spans);
+
+  Json tool = tool_section(args);
+  tool["seed"] = o.seed;
+  tool["probes"] = probe_list(probes);
+  Outcome outcome;
+  const auto runs = run_each_device(own, from_all, devices, o, args, err, outcome);
+  const Json spanning = across.empty() ? Json() : run_across(across, devices, o, args, err, outcome);
+  const Json j = merge_device_runs(std::move(tool), host_section(devices.front().driver), runs, spanning);
+  emit(j, o, out);
+  return exit_code(outcome, j);
 }
 
 // One probe run for `claims`, in this process: its report (whatever its exit), or the exit code
@@ -344,6 +528,11 @@ int run_claims(CommonOptions& o, bool full, const std::string& from, const std::
     if (in.code) return *in.code;
   } else {
     in.report = read_report(from);
+    if (has_devices(in.report)) {
+      throw UsageError(fmt::format("--from {}: a report of several devices (--devices); the claims are judged for one "
+                                   "GPU: give a report made with --device N",
+                                   from));
+    }
     in.probes = in.report["tool"].value("probes", Json::array());
     report.tool["judged_from"] = from;
   }
@@ -474,17 +663,26 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (chosen == claims_cmd) return run_claims(common, claims_full, claims_from, args, out, err);
     common.timeout_given = chosen->count("--timeout") > 0;
     std::vector<Probe*> selected;
+    bool suite = false;  // `all` without --probes: in_suite decides once the devices are known
     if (chosen == all) {
       const auto only = chosen_probes(suite_probes, probes);
+      suite = only.empty();
       for (auto& p : probes)
-        if (only.empty() || only.count(p->name())) {
+        if (suite || only.count(p->name())) {
           p->use_suite_settings();
           selected.push_back(p.get());
         }
     } else {
-      selected.push_back(by_command.at(chosen));
+      Probe* p = by_command.at(chosen);
+      if (p->spans_devices() && chosen->count("--device")) {
+        throw UsageError(fmt::format("{} measures between GPUs: choose them with --devices (default: all), not --device",
+                                     p->name()));
+      }
+      if (p->spans_devices() && common.devices.empty()) common.devices = "all";
+      selected.push_back(p);
     }
-    return run_probes(selected, common, args, out, err);
+    if (!common.devices.empty()) return run_on_devices(selected, chosen == all, suite, common, args, out, err);
+    return run_probes(selected, suite, common, args, out, err);
   } catch (const UsageError& e) {
     err << "tkprobe: " << e.what() << '\n';
     return static_cast<int>(Exit::usage);

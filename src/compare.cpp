@@ -7,6 +7,7 @@
 #include <map>
 
 #include "src/errors.hpp"
+#include "src/report_devices.hpp"
 
 namespace tkprobe {
 namespace {
@@ -180,8 +181,12 @@ int Comparison::failing() const {
   return static_cast<int>(std::count_if(rows.begin(), rows.end(), [](const CompareRow& r) { return r.fails; }));
 }
 
-Comparison compare_reports(const ReportSet& base, const ReportSet& now, const CompareOptions& options) {
-  const auto base_gpu = gpu_model(base.report), now_gpu = gpu_model(now.report);
+namespace {
+
+// Base and new of one device each (or the rows that span devices of each: no device, no model).
+Comparison compare_parts(const ReportSet& base, const ReportSet& now, const CompareOptions& options) {
+  const bool models = !base.report["device"].is_null() && !now.report["device"].is_null();
+  const auto base_gpu = models ? gpu_model(base.report) : "", now_gpu = models ? gpu_model(now.report) : "";
   if (base_gpu != now_gpu && !options.allow_device_mismatch) {
     throw UsageError(
         fmt::format("the reports come from different GPUs ('{}' vs '{}'); "
@@ -193,7 +198,7 @@ Comparison compare_reports(const ReportSet& base, const ReportSet& now, const Co
     if (selected(options, r)) now_by_key[row_key(r)] = &r;
 
   Comparison out;
-  out.caution = card_caution(base.report["device"], now.report["device"]);
+  if (models) out.caution = card_caution(base.report["device"], now.report["device"]);
   out.threshold_pct = options.threshold_pct;
   out.base_source = base.source;
   out.new_source = now.source;
@@ -217,6 +222,65 @@ Comparison compare_reports(const ReportSet& base, const ReportSet& now, const Co
     CompareRow row = base_row(r);
     row.verdict = Verdict::added;
     out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+// The side of a pair that lacks a device: `part` without its rows, as a run of `probes` that
+// measured nothing there.
+ReportSet empty_part(const ReportPart& part, const Json& probes, const std::string& source) {
+  Json report = part.report;
+  report["results"] = Json::array();
+  report["findings"] = Json::array();
+  report["tool"]["probes"] = probes;
+  return as_report_set(std::move(report), source);
+}
+
+const ReportPart* part_of(const std::vector<ReportPart>& parts, int device) {
+  for (const auto& p : parts)
+    if (p.device == device) return &p;
+  return nullptr;
+}
+
+void append(Comparison& into, Comparison&& c, int device, std::vector<std::string>& cautions) {
+  for (auto& row : c.rows) {
+    row.device = device;
+    into.rows.push_back(std::move(row));
+  }
+  if (!c.caution.empty()) cautions.push_back(std::move(c.caution));
+}
+
+}  // namespace
+
+Comparison compare_reports(const ReportSet& base, const ReportSet& now, const CompareOptions& options) {
+  if (!has_devices(base.report) && !has_devices(now.report)) return compare_parts(base, now, options);
+  const bool base_is_one = !has_devices(base.report);
+  const auto base_parts = report_parts(base.report), now_parts = report_parts(now.report);
+  Comparison out;
+  out.threshold_pct = options.threshold_pct;
+  out.base_source = base.source;
+  out.new_source = now.source;
+  std::vector<std::string> cautions;
+  for (const auto& n : now_parts) {
+    const ReportPart* b = base_is_one ? (n.device == kSpansDevices ? nullptr : &base_parts.front())
+                                      : part_of(base_parts, n.device);
+    const ReportSet now_set = as_report_set(n.report, now.source);
+    const ReportSet base_set = b ? as_report_set(b->report, base.source) : empty_part(n, Json::array(), base.source);
+    append(out, compare_parts(base_set, now_set, options), n.device, cautions);
+  }
+  for (const auto& b : base_is_one ? std::vector<ReportPart>{} : base_parts) {
+    if (part_of(now_parts, b.device)) continue;
+    // A device new did not run on: its rows are missing where new ran their probes on its other
+    // devices; the rows that span devices, where new ran none, did not run.
+    const Json probes = b.device == kSpansDevices ? Json::array() : now_parts.front().report["tool"]["probes"];
+    const ReportSet now_set = empty_part(b, probes, now.source);
+    append(out, compare_parts(as_report_set(b.report, base.source), now_set, options), b.device, cautions);
+  }
+  if (cautions.size() == 1) out.caution = cautions.front();
+  if (cautions.size() > 1) {
+    out.caution = fmt::format("{} of new's devices are other cards than base's (UUIDs differ): the bands hold the "
+                              "drift between runs on one card, not the differences between cards",
+                              cautions.size());
   }
   return out;
 }

@@ -34,6 +34,7 @@ std::string_view to_string(Verdict);
 
 struct CompareRow {
   std::string probe;
+  int device = -1;     // the device of a report of several devices it ran on; -1: one device's report, or p2p
   std::string params;  // "key=value key=value", for reading
   Json params_json;    // the same, as the report has them
   std::string metric;
@@ -87,6 +88,11 @@ double noise_band_pct(const Json& base_stats, double threshold_pct);
 constexpr double max_drift_band_pct(double threshold_pct) { return kDriftBandCap * threshold_pct; }
 
 // Throws UsageError when the reports come from different GPU models and that is not allowed.
+// Reports of several devices (--devices) are compared device by device (src/report_devices.hpp): a
+// base of one device is the baseline of every device of new; a base of several pairs each of its
+// devices with new's device of the same index (one that new lacks has its rows missing, failing: a
+// GPU that fell off the bus; one that base lacks has its rows new), and the rows that span devices
+// (p2p) with new's.
 Comparison compare_reports(const ReportSet& base, const ReportSet& now, const CompareOptions& options);
 
 }  // namespace tkprobe

@@ -14,13 +14,16 @@ std::string figure(const CompareRow& r, double x) {
   return r.has_figures() ? fmt::format("{:.4g} {}", x, r.unit) : std::string("-");
 }
 
+// Rows of a report of several devices carry a device column; others read as they always have.
 std::string table(const std::vector<const CompareRow*>& rows) {
-  std::string md =
-      "| probe | params | metric | base | new | change | band | verdict |\n"
-      "|---|---|---|---:|---:|---:|---:|---|\n";
+  const bool devices = std::any_of(rows.begin(), rows.end(), [](const CompareRow* r) { return r->device >= 0; });
+  std::string md = fmt::format("| probe |{} params | metric | base | new | change | band | verdict |\n"
+                               "|---|{}---|---|---:|---:|---:|---:|---|\n",
+                               devices ? " device |" : "", devices ? "---:|" : "");
   for (const CompareRow* r : rows) {
     const bool numbers = r->has_figures();
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {}{} |\n", r->probe, r->params,
+    const std::string device = !devices ? "" : r->device >= 0 ? fmt::format(" {} |", r->device) : " - |";
+    md += fmt::format("| {} |{} {} | {} | {} | {} | {} | {} | {}{} |\n", r->probe, device, r->params,
                       r->metric.empty() ? "-" : r->metric, figure(*r, r->base), figure(*r, r->now),
                       numbers ? fmt::format("{:+.2f}%", r->delta_pct) : "-",
                       numbers && r->verdict != Verdict::peer ? fmt::format("±{:.2f}%", r->band_pct) : "-",
@@ -114,7 +117,8 @@ std::string to_junit(const Comparison& c) {
   for (const auto& r : c.rows) {
     if (!r.judged()) continue;
     ++tests;
-    const std::string name = xml_escaped(r.params.empty() ? r.probe : r.probe + " " + r.params);
+    const std::string on = r.device >= 0 ? fmt::format(" device={}", r.device) : "";
+    const std::string name = xml_escaped(r.params.empty() ? r.probe + on : r.probe + on + " " + r.params);
     cases += fmt::format("    <testcase classname=\"tkprobe.{}\" name=\"{}\">", xml_escaped(r.probe), name);
     if (r.fails) {
       const std::string message = xml_escaped(failure_message(r, c.threshold_pct));
@@ -146,6 +150,7 @@ Json to_json(const Comparison& c) {
                     {"verdict", to_string(r.verdict)},
                     {"judged", r.judged()},
                     {"fails", r.fails}});
+    if (r.device >= 0) rows.back()["device"] = r.device;  // rows of a report of several devices
   }
   Json out{{"threshold_pct", c.threshold_pct}, {"failed", c.failed()}, {"failing", c.failing()}, {"rows", rows}};
   if (!c.caution.empty()) out["caution"] = c.caution;

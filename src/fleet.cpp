@@ -8,6 +8,7 @@
 
 #include "src/compare.hpp"
 #include "src/errors.hpp"
+#include "src/report_devices.hpp"
 #include "src/stats.hpp"
 
 namespace tkprobe {
@@ -19,6 +20,33 @@ struct Card {
   std::map<std::string, const Json*> rows;
 };
 
+std::string hostname(const ReportSet& set) { return set.report["host"].value("hostname", "?"); }
+
+void add_card(std::vector<Card>& cards, ReportSet card, const FleetOptions& o) {
+  if (!cards.empty() && gpu_model(card.report) != gpu_model(cards.front().set.report) && !o.allow_device_mismatch) {
+    throw UsageError(fmt::format("{} is from a {} but {} from a {}: pass --allow-device-mismatch to hold them "
+                                 "together", card.source, gpu_model(card.report), cards.front().set.source,
+                                 gpu_model(cards.front().set.report)));
+  }
+  const std::string id = gpu_identity(card.report);
+  auto same = std::find_if(cards.begin(), cards.end(), [&](const Card& c) { return gpu_identity(c.set.report) == id; });
+  if (same == cards.end()) {
+    cards.push_back({std::move(card), {}});
+    return;
+  }
+  if (hostname(same->set) != hostname(card)) {
+    throw UsageError(fmt::format("{} and {} both name card {}, on hosts {} and {}: a UUID names one card, so one of "
+                                 "them is a copy or mislabelled",
+                                 same->set.source, card.source, id, hostname(same->set), hostname(card)));
+  }
+  merge_into(same->set, card.report, card.source);  // the same card's other report: its rows join, none twice
+  same->set.source += ", " + card.source;
+}
+
+// The cards in `reports`: each report of one device, and each device of a report of several
+// (src/report_devices.hpp); the rows that span devices (p2p) belong to a node, not a card, and are
+// left out. A card in two reports merges where both come from one host: the same UUID on two hosts
+// is a copied report or a mislabelled card, not one card.
 std::vector<Card> cards_of(const std::vector<ReportSet>& reports, const FleetOptions& o) {
   std::vector<Card> cards;
   for (const auto& r : reports) {
@@ -27,18 +55,10 @@ std::vector<Card> cards_of(const std::vector<ReportSet>& reports, const FleetOpt
                                    "or 3 files)", r.source, r.report["schema"].get<std::string>(),
                                    reports.front().source, reports.front().report["schema"].get<std::string>()));
     }
-    if (gpu_model(r.report) != gpu_model(reports.front().report) && !o.allow_device_mismatch) {
-      throw UsageError(fmt::format("{} is from a {} but {} from a {}: pass --allow-device-mismatch to hold them "
-                                   "together", r.source, gpu_model(r.report), reports.front().source,
-                                   gpu_model(reports.front().report)));
-    }
-    const std::string id = gpu_identity(r.report);
-    auto same = std::find_if(cards.begin(), cards.end(), [&](const Card& c) { return gpu_identity(c.set.report) == id; });
-    if (same == cards.end()) {
-      cards.push_back({r, {}});
-    } else {  // the same card's other report: its rows join, none twice
-      merge_into(same->set, r.report, r.source);
-      same->set.source += ", " + r.source;
+    for (auto& part : report_parts(r.report)) {
+      if (part.device == kSpansDevices) continue;
+      const std::string source = has_devices(r.report) ? fmt::format("{} device {}", r.source, part.device) : r.source;
+      add_card(cards, as_report_set(std::move(part.report), source), o);
     }
   }
   if (cards.size() < 2) {

@@ -1,6 +1,7 @@
 #pragma once
-// `tkprobe fleet REPORT...`: which GPU of many is not like the others. Each report (or folder) is
-// one card's run, named by its device section; reports of one card are merged. Per judged row, every
+// `tkprobe fleet REPORT...`: which GPU of many is not like the others. Each report (each file of a
+// folder) is one card's run, named by its device section, or a run of several (--devices), each of
+// whose devices is a card; reports of one card are merged. Per judged row, every
 // card's primary median is held to the fleet's: a card is an outlier where it is worse than the
 // fleet's median by more than the threshold AND by more than kMaxMads robust deviations (1.4826 x
 // the median absolute deviation), so that eight identical cards are never flagged for noise and one
@@ -27,7 +28,7 @@ struct FleetOptions {
 
 struct FleetGpu {
   std::string id;      // device.uuid, else host:PCI bus id
-  std::string source;  // the report files, for messages
+  std::string source;  // the report files (and the device, in a report of several), for messages
 };
 
 struct FleetRow {
@@ -51,7 +52,7 @@ struct Fleet {
 std::string gpu_identity(const Json& report);
 
 // Throws UsageError: fewer than two cards, cards of different models (unless allowed), version 1
-// reports beside later ones, the same row twice for one card.
+// reports beside later ones, the same row twice for one card, one card (UUID) on two hosts.
 Fleet fleet_of(const std::vector<ReportSet>& reports, const FleetOptions& options);
 
 // The table people read: the verdict, a line per card (rows, outlier rows, its worst row), then each

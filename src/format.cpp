@@ -36,19 +36,22 @@ void add_unique(std::vector<std::string>& keys, const std::string& key) {
   if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
 }
 
-// Columns for one probe's rows: its params, a status column if any row is not ok, its metrics
-// (a stats metric shows its median; the primary one is followed by its CV).
+// Columns for one probe's rows: the device where they come from several (--devices), its params, a
+// status column if any row is not ok, its metrics (a stats metric shows its median; the primary one
+// is followed by its CV).
 std::vector<Column> columns_for(const std::vector<const Json*>& rows) {
   std::vector<std::string> params, metrics;
   std::string primary;
-  bool any_not_ok = false;
+  bool any_not_ok = false, devices = false;
   for (const Json* r : rows) {
     for (const auto& [k, _] : (*r)["params"].items()) add_unique(params, k);
     for (const auto& [k, _] : (*r)["metrics"].items()) add_unique(metrics, k);
     if (primary.empty()) primary = r->value("primary", "");
     any_not_ok |= r->value("status", "ok") != "ok";
+    devices |= r->contains("device");
   }
   std::vector<Column> cols;
+  if (devices) cols.push_back({"device", false, "device"});
   for (const auto& k : params) cols.push_back({k, true, k});
   if (any_not_ok) cols.push_back({"status", false, "status"});
   for (const auto& k : metrics) {
@@ -66,6 +69,7 @@ std::vector<Column> columns_for(const std::vector<const Json*>& rows) {
 std::string value_of(const Json& r, const Column& c, const std::string& primary) {
   if (c.is_param) return r["params"].contains(c.key) ? cell(r["params"][c.key]) : "-";
   if (c.key == "status") return r.value("status", "ok");
+  if (c.key == "device") return r.contains("device") ? cell(r["device"]) : "-";
   const auto& m = r["metrics"];
   if (c.key == "cv%")
     return m.contains(primary) && is_stats(m[primary]) ? fmt::format("{:.2f}", 100 * m[primary].value("cv", 0.0)) : "-";
@@ -147,13 +151,16 @@ void print_csv(std::ostream& out, const Json& report) {
   std::vector<std::string> params;
   for (const auto& r : report["results"])
     for (const auto& [k, _] : r["params"].items()) add_unique(params, k);
+  const bool devices = report.contains("devices");  // a column for the device each row ran on
   std::vector<std::string> header{"probe"};
+  if (devices) header.push_back("device");
   header.insert(header.end(), params.begin(), params.end());
   for (const char* c : {"status", "reason", "metric", "primary", "value", "unit", "min", "q1", "q3", "max", "cv", "n"})
     header.push_back(c);
   out << csv_line(header) << '\n';
   for (const auto& r : report["results"]) {
     std::vector<std::string> lead{r["probe"].get<std::string>()};
+    if (devices) lead.push_back(r.contains("device") ? cell(r["device"]) : "");
     for (const auto& p : params) lead.push_back(r["params"].contains(p) ? cell(r["params"][p]) : "");
     lead.push_back(r.value("status", "ok"));
     lead.push_back(r.value("reason", ""));
@@ -171,13 +178,28 @@ void print_csv(std::ostream& out, const Json& report) {
   }
 }
 
+std::string device_text(const Json& d) {
+  return fmt::format("{} · cc {} · {} SMs", d.value("name", "?"), d.value("cc", "?"), d.value("sms", 0));
+}
+
+// The run's GPU, or each of its GPUs (--devices) with its index, PCI bus and UUID.
 std::string device_line(const Json& report) {
-  const auto& d = report["device"];
   const auto& t = report["tool"];
-  if (!d.is_object()) return fmt::format("tkprobe {} ({})", t.value("version", "?"), t.value("git_sha", "?"));
-  return fmt::format("{} · cc {} · {} SMs · driver {} · CUDA runtime {} · tkprobe {} ({})", d.value("name", "?"),
-                     d.value("cc", "?"), d.value("sms", 0), report["host"].value("driver", "?"),
-                     report["host"].value("cuda_runtime", "?"), t.value("version", "?"), t.value("git_sha", "?"));
+  const std::string tool = fmt::format("tkprobe {} ({})", t.value("version", "?"), t.value("git_sha", "?"));
+  const std::string host = fmt::format("driver {} · CUDA runtime {} · {}", report["host"].value("driver", "?"),
+                                       report["host"].value("cuda_runtime", "?"), tool);
+  if (report.contains("devices")) {
+    std::string line = fmt::format("{} devices · {}", report["devices"].size(), host);
+    for (const auto& e : report["devices"]) {
+      const Json& d = e["device"];
+      line += fmt::format("\ndevice {}: {} · {} · {}", d.value("index", 0), device_text(d), d.value("pci_bus_id", "?"),
+                          d.value("uuid", "?"));
+    }
+    return line;
+  }
+  const auto& d = report["device"];
+  if (!d.is_object()) return tool;
+  return device_text(d) + " · " + host;
 }
 
 }  // namespace
@@ -209,8 +231,9 @@ void print_report(std::ostream& out, const Json& report, Format format) {
         out << "  " << r->value("status", "") << ": " << (*r)["reason"].get<std::string>() << '\n';
     }
     for (const auto& f : report["findings"]) {
-      if (f["probe"] == probe)
-        out << (format == Format::markdown ? "- " : "  * ") << f["text"].get<std::string>() << '\n';
+      if (f["probe"] != probe) continue;
+      const std::string device = f.contains("device") ? fmt::format("device {}: ", f["device"].get<int>()) : "";
+      out << (format == Format::markdown ? "- " : "  * ") << device << f["text"].get<std::string>() << '\n';
     }
   }
 }

@@ -24,6 +24,7 @@ enum class Format { table, json, markdown, csv };
 // Options every probe takes (the README's options and exit codes).
 struct CommonOptions {
   int device = 0;
+  std::string devices;    // --devices: "" (one device, --device), "all" or indices "0,2,5"
   std::string json_path;  // "" none, "-" stdout
   Format format = Format::table;
   bool quick = false;      // CI-sized: fewer configurations and samples
@@ -36,12 +37,20 @@ struct CommonOptions {
   bool flush_l2 = false;
 };
 
+// A device a probe that spans devices works on, and the harness that times work issued there (its
+// stream and events live on that device; NVML is read from it).
+struct DeviceSlot {
+  const DeviceInfo& info;
+  Harness& harness;
+};
+
 struct ProbeContext {
   const CommonOptions& options;
   const DeviceInfo& device;
   Harness& harness;
   std::mt19937_64& rng;
   Report& report;
+  std::vector<DeviceSlot> across = {};  // a probe that spans devices: every device --devices selected
 
   Result& add(Result result) { return report.results.emplace_back(std::move(result)); }
   void finding(const std::string& probe, std::string text) { report.findings.push_back({probe, std::move(text)}); }
@@ -57,8 +66,17 @@ class Probe {
   virtual void use_suite_settings() {}      // what `tkprobe all` runs, where it differs from the defaults
   virtual int min_cc() const { return 0; }     // e.g. 90: the probe needs Hopper
   virtual int max_cc() const { return 1000; }  // 90 for sm_90a code, which runs on 9.0 only
+  // Whether the probe measures between devices (p2p): it then runs once, over every device --devices
+  // selects (two or more: with fewer its row is `skipped`), in this process after the runs of each
+  // device, and `tkprobe all` includes it only where --devices selects two or more, so that a run of
+  // one device (every run without --devices) holds exactly the rows it held before such probes existed.
+  virtual bool spans_devices() const { return false; }
   virtual void run(ProbeContext& context) = 0;
 };
+
+// Whether `tkprobe all` without --probes runs `p` on a run of `devices` devices: every probe, less
+// those that span devices where fewer than two are selected.
+inline bool in_suite(const Probe& p, std::size_t devices) { return !p.spans_devices() || devices >= 2; }
 
 using ProbeFactory = std::function<std::unique_ptr<Probe>()>;
 

@@ -181,7 +181,8 @@ std::string report_text(const Json& report) {
   std::string text = "{";
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     text += (it == doc.begin() ? "\n  " : ",\n  ") + Json(it.key()).dump() + ": ";
-    const bool one_per_line = !it->empty() && (it.key() == "results" || it.key() == "findings" || it.key() == "kinds");
+    const bool one_per_line = !it->empty() && (it.key() == "results" || it.key() == "findings" ||
+                                               it.key() == "kinds" || it.key() == "devices");
     if (!one_per_line) {
       text += it->dump();
     } else if (it->is_array()) {

@@ -78,8 +78,8 @@ Json compact_report(Json report);
 // Puts back the `what` of every check a version 2 report left out (read_report does this).
 void restore_check_texts(Json& report);
 
-// A report as text: one line per section, per probe's kinds and per row, so a diff shows which rows
-// moved. A version 2 document is written as version 3.
+// A report as text: one line per section, per probe's kinds, per device and per row, so a diff shows
+// which rows moved. A version 2 document is written as version 3.
 std::string report_text(const Json& report);
 
 // What `tkprobe --version` prints: "tkprobe 0.1.0 (<commit>)" (the version and commit every report's

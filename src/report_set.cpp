@@ -8,6 +8,7 @@
 
 #include "src/errors.hpp"
 #include "src/report.hpp"
+#include "src/report_devices.hpp"
 #include "src/schema.hpp"
 
 namespace tkprobe {
@@ -19,11 +20,21 @@ const Json& report_schema() {
   return schema;
 }
 
-std::string gpu_model(const Json& report) { return report["device"]["name"].get<std::string>(); }
+std::string gpu_model(const Json& report) {
+  if (!has_devices(report)) return report["device"]["name"].get<std::string>();
+  std::set<std::string> names;  // a node's cards, once each: "NVIDIA H200", or "A + B" for a mix
+  for (const auto& d : report["devices"]) names.insert(d["device"]["name"].get<std::string>());
+  std::string model;
+  for (const auto& n : names) model += (model.empty() ? "" : " + ") + n;
+  return model;
+}
 
 std::string row_key(const Json& result) {
   // Json keeps keys in the order written; nlohmann::json sorts them, so its dump is canonical.
-  return result.value("probe", "") + "|" + nlohmann::json::parse(result.value("params", Json::object()).dump()).dump();
+  std::string key =
+      result.value("probe", "") + "|" + nlohmann::json::parse(result.value("params", Json::object()).dump()).dump();
+  if (result.contains("device")) key += "|device " + result["device"].dump();  // a report of several devices
+  return key;
 }
 
 std::string params_text(const Json& params) {
@@ -63,6 +74,7 @@ void check_row(const Json& r, const std::string& at, std::vector<std::string>& p
 std::vector<std::string> report_problems(const Json& report) {
   std::vector<std::string> problems = validate_schema(report_schema(), report);
   if (!problems.empty()) return problems;
+  check_devices(report, problems);
   std::map<std::string, std::size_t> first_row;
   const Json& results = report["results"];
   for (std::size_t i = 0; i < results.size(); ++i) {
@@ -77,17 +89,19 @@ std::vector<std::string> report_problems(const Json& report) {
   return problems;
 }
 
-namespace {
-
-std::vector<std::filesystem::path> reports_in(const std::filesystem::path& folder) {
+std::vector<std::filesystem::path> report_files(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return {path};
   std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+  for (const auto& entry : std::filesystem::directory_iterator(path)) {
     if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
-  if (files.empty()) throw UsageError(fmt::format("{}: a folder with no reports (*.json) in it", folder.string()));
+  if (files.empty()) throw UsageError(fmt::format("{}: a folder with no reports (*.json) in it", path.string()));
   return files;
 }
+
+namespace {
 
 std::set<std::string> probes_run(const Json& report) {
   std::set<std::string> probes;
@@ -108,6 +122,11 @@ ReportSet as_report_set(Json report, std::string source) {
 }
 
 void merge_into(ReportSet& set, const Json& more, const std::string& file) {
+  if (has_devices(set.report) || has_devices(more)) {
+    throw UsageError(fmt::format("{}: a folder holds a report of several devices (--devices) beside others: give "
+                                 "that report on its own",
+                                 file));
+  }
   if (gpu_model(more) != gpu_model(set.report)) {
     throw UsageError(fmt::format("{}: from a {}, but the folder's first report is from a {}: one GPU model per "
                                  "folder",
@@ -132,7 +151,7 @@ void merge_into(ReportSet& set, const Json& more, const std::string& file) {
 ReportSet read_report_set(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) return as_report_set(read_report(path), path.string());
-  const auto files = reports_in(path);
+  const auto files = report_files(path);
   ReportSet set = as_report_set(read_report(files.front()), path.string());
   for (std::size_t i = 1; i < files.size(); ++i) merge_into(set, read_report(files[i]), files[i].string());
   return set;

@@ -19,7 +19,8 @@ const Json& report_schema();
 // the report is sound.
 std::vector<std::string> report_problems(const Json& report);
 
-// The GPU model a report was measured on: compare and baseline hold reports of one model together.
+// The GPU model a report was measured on (a report of several devices: each model once, joined by
+// " + "): compare and baseline hold reports of one model together.
 std::string gpu_model(const Json& report);
 
 // Rows match by probe and params; parameter order never matters.
@@ -37,6 +38,10 @@ ReportSet as_report_set(Json report, std::string source);
 
 // Adds `more`'s rows (read from `file`) to `set`: one GPU model, no row twice. Throws UsageError.
 void merge_into(ReportSet& set, const Json& more, const std::string& file);
+
+// A report file as itself, or a folder's reports (*.json directly inside it, in name order). Throws
+// UsageError for a folder with none.
+std::vector<std::filesystem::path> report_files(const std::filesystem::path& file_or_folder);
 
 // A report file, or a folder of them (*.json directly inside it, from one GPU model, with no row
 // in two files). Throws UsageError.

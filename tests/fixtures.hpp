@@ -10,6 +10,7 @@
 
 #include "src/cli.hpp"
 #include "src/report.hpp"
+#include "src/report_devices.hpp"
 #include "src/report_set.hpp"
 
 namespace fixtures {
@@ -56,6 +57,15 @@ inline tkprobe::Json report(const std::vector<tkprobe::Result>& results, const s
                 {"power_limit_w", 700.0}};
   rep.results = results;
   return tkprobe::to_json(rep);
+}
+
+// A report of several devices (--devices), merged as tkprobe merges its device runs' reports: each
+// of `runs` is one device's (its device section naming its index), `spanning` the rows that span them.
+inline tkprobe::Json several_devices(const std::vector<tkprobe::Json>& runs,
+                                     const tkprobe::Json& spanning = tkprobe::Json()) {
+  std::vector<tkprobe::DeviceRun> device_runs;
+  for (const auto& r : runs) device_runs.push_back({r["device"], r});
+  return tkprobe::merge_device_runs(runs.front()["tool"], runs.front()["host"], device_runs, spanning);
 }
 
 // A constructed report as compare reads it.

@@ -3,6 +3,10 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
+#include "src/probe.hpp"
 #include "tests/fixtures.hpp"
 
 using fixtures::run;
@@ -43,7 +47,7 @@ TEST(Cli, UnknownProbeListsTheValidOnes) {
   const auto r = run({"smem-bogus"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(mentions(r.err, "unknown probe or command 'smem-bogus'"));
-  EXPECT_TRUE(mentions(r.err, "valid: attention, bandwidth, based, cluster, copy-engines, gemm, info, l2, mem-latency, mma-sync, occupancy, overlap, quadrants, smem-banks, smem-latency, tensor-cores, tma-reduce, tma-swizzle, wgmma, wgmma-layout"));
+  EXPECT_TRUE(mentions(r.err, "valid: attention, bandwidth, based, cluster, copy-engines, gemm, info, l2, mem-latency, mma-sync, occupancy, overlap, p2p, quadrants, smem-banks, smem-latency, tensor-cores, tma-reduce, tma-swizzle, wgmma, wgmma-layout"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
@@ -353,5 +357,47 @@ TEST(Cli, BasedValidShapeGetsPastValidation) {
   } else {
     EXPECT_EQ(r.code, 3) << r.err;
     EXPECT_TRUE(mentions(r.err, "no CUDA device")) << r.err;
+  }
+}
+
+// --devices: a malformed list, a repeat, or --device beside it is a usage error before any device work.
+TEST(Cli, DevicesListsAreCheckedBeforeAnyDeviceWork) {
+  for (const char* bad : {"0,x", "", "1,,2", "-1", "0,1,0", "ALL"}) {
+    const auto r = run({"smem-latency", "--devices", bad});
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_TRUE(mentions(r.err, "--devices: '")) << r.err;
+    EXPECT_TRUE(mentions(r.err, "give all, or device indices separated by commas")) << r.err;
+  }
+  const auto both = run({"all", "--devices", "all", "--device", "1"});
+  EXPECT_EQ(both.code, 2);
+  EXPECT_TRUE(mentions(both.err, "--device excludes --devices")) << both.err;
+  const auto p2p = run({"p2p", "--device", "1"});
+  EXPECT_EQ(p2p.code, 2);
+  EXPECT_TRUE(mentions(p2p.err, "p2p measures between GPUs: choose them with --devices")) << p2p.err;
+  EXPECT_EQ(run({"all", "--devices", "all", "--probes", "nope"}).code, 2);
+  EXPECT_EQ(run({"wgmma", "--devices", "0,1", "--shape", "7x7"}).code, 2) << "the probe's own options first";
+}
+
+TEST(Cli, DevicesPastTheMachinesExitThreeAndWriteNoReport) {
+  const auto dir = fixtures::temp_dir("cli-devices");
+  const auto out = dir / "r.json";
+  const auto r = run({"smem-banks", "--devices", "0,99", "--json", out.string()});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(mentions(r.err, has_gpu() ? "device 99 not present" : "no CUDA device")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_EQ(run({"p2p", "--devices", "99"}).code, 3);
+}
+
+// The top-level README is a front door (at most 15 KB, detail in results/README.md and each probe's
+// README), and its probe table links every probe's README.
+TEST(Cli, ReadmeIsAFrontDoorToEveryProbe) {
+  const std::filesystem::path root(TKPROBE_SOURCE_DIR);
+  EXPECT_LT(std::filesystem::file_size(root / "README.md"), 15000u);
+  std::ifstream in(root / "README.md");
+  const std::string readme((std::istreambuf_iterator<char>(in)), {});
+  for (const auto& p : tkprobe::make_probes()) {
+    const std::string link = "(probes/" + p->name() + "/README.md)";
+    EXPECT_TRUE(mentions(readme, link)) << p->name();
+    EXPECT_TRUE(std::filesystem::exists(root / "probes" / p->name() / "README.md")) << p->name();
   }
 }

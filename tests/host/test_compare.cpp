@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "src/compare.hpp"
@@ -443,4 +444,100 @@ TEST(Compare, MarkdownSummaryPutsTheVerdictAndRegressionsFirst) {
   EXPECT_TRUE(mentions(md.substr(closest, folded - closest), "| p | s=1 | cycles |")) << md;
   EXPECT_TRUE(mentions(md, "2 rows: 2 slower. Threshold 5.0%: 1 failing row(s), exit 1.")) << md;
   EXPECT_EQ(tkprobe::to_markdown(compare_json(base, base)).rfind("## tkprobe compare: pass", 0), 0u);
+}
+
+// ---- reports of several devices (--devices): compared device by device ----
+
+namespace {
+
+// Device `index`'s run of a two-row suite (p and q, cycles), under its own UUID.
+Json device_run(int index, double p, double q = 50, const std::string& gpu = "NVIDIA H200") {
+  Json r = report({timed_result("p", {{"s", 1}}, p, 0.002), timed_result("q", {{"s", 1}}, q, 0.002)}, gpu);
+  r["tool"]["probes"] = {"p", "q"};
+  r["device"]["index"] = index;
+  r["device"]["uuid"] = fmt::format("GPU-0000000{}-0000-0000-0000-000000000000", index);
+  return r;
+}
+
+std::vector<int> failing_devices(const tkprobe::Comparison& c) {
+  std::vector<int> out;
+  for (const auto& r : c.rows)
+    if (r.fails) out.push_back(r.device);
+  return out;
+}
+
+}  // namespace
+
+// The CI recipe on a node: every GPU against the one-GPU baseline; the one 10% slow fails alone.
+TEST(CompareDevices, EveryDeviceIsJudgedAgainstABaselineOfOne) {
+  const Json base = device_run(0, 100);
+  const Json node = fixtures::several_devices({device_run(0, 100), device_run(1, 110), device_run(2, 101)});
+  const auto c = compare_json(base, node);
+  ASSERT_EQ(c.rows.size(), 6u);
+  EXPECT_EQ(failing_devices(c), std::vector<int>{1});
+  EXPECT_EQ(c.rows[2].device, 1);
+  EXPECT_TRUE(mentions(c.caution, "2 of new's devices are other cards")) << c.caution;
+  const auto run = compare_files(base, node, {"--junit", (fixtures::temp_dir("compare-devices") / "j.xml").string()});
+  EXPECT_EQ(run.code, 1) << run.err;
+  EXPECT_TRUE(mentions(run.out, "| probe | device | params |")) << run.out;
+  EXPECT_TRUE(mentions(run.out, "| p | 1 | s=1 | cycles |")) << run.out;
+  EXPECT_EQ(compare_json(base, fixtures::several_devices({device_run(0, 100), device_run(1, 101)})).failing(), 0);
+}
+
+// Two runs of one node: device by device; a device that vanished fails, one that appeared is new.
+TEST(CompareDevices, TwoRunsOfANodePairTheirDevicesByIndex) {
+  const Json base = fixtures::several_devices({device_run(0, 100), device_run(1, 100)});
+  EXPECT_FALSE(compare_json(base, fixtures::several_devices({device_run(0, 101), device_run(1, 99)})).failed());
+  const auto lost = compare_json(base, fixtures::several_devices({device_run(0, 100)}));
+  EXPECT_EQ(failing_devices(lost), (std::vector<int>{1, 1}));
+  EXPECT_EQ(lost.rows[2].verdict, Verdict::missing);
+  const auto gained = compare_json(base, fixtures::several_devices({device_run(0, 100), device_run(1, 100),
+                                                                    device_run(2, 100)}));
+  EXPECT_FALSE(gained.failed());
+  EXPECT_EQ(gained.rows[4].verdict, Verdict::added);
+  EXPECT_EQ(gained.rows[4].device, 2);
+  // A probe the new run did not run is not a regression on any device.
+  Json only_p = fixtures::several_devices({device_run(0, 100)});
+  only_p["tool"]["probes"] = {"p"};
+  only_p["results"].erase(1);
+  const auto partial = compare_json(base, only_p);
+  EXPECT_EQ(partial.rows[1].verdict, Verdict::not_run);
+  EXPECT_EQ(partial.rows[3].verdict, Verdict::not_run) << "device 1 ran nothing of q either";
+  EXPECT_EQ(partial.rows[2].verdict, Verdict::missing);
+}
+
+// p2p's rows are compared with the last run's p2p rows; against a baseline of one GPU they are new.
+TEST(CompareDevices, RowsThatSpanDevicesAreComparedWithTheirOwn) {
+  const Json pairs = report({timed_result("p2p", {{"src", 0}, {"dst", 1}}, 900, 0.002)});
+  const Json slow_pairs = report({timed_result("p2p", {{"src", 0}, {"dst", 1}}, 1000, 0.002)});
+  const Json base = fixtures::several_devices({device_run(0, 100), device_run(1, 100)}, pairs);
+  const auto c = compare_json(base, fixtures::several_devices({device_run(0, 100), device_run(1, 100)}, slow_pairs));
+  EXPECT_EQ(failing_devices(c), std::vector<int>{-1});
+  EXPECT_EQ(c.rows.back().probe, "p2p");
+  const auto against_one = compare_json(device_run(0, 100), base);
+  EXPECT_FALSE(against_one.failed());
+  EXPECT_EQ(against_one.rows.back().verdict, Verdict::added);
+  EXPECT_EQ(compare_json(base, fixtures::several_devices({device_run(0, 100), device_run(1, 100)})).rows.back().verdict,
+            Verdict::not_run);
+}
+
+TEST(CompareDevices, AnotherModelOnOneDeviceIsRefusedUnlessAllowed) {
+  const Json node = fixtures::several_devices({device_run(0, 100), device_run(1, 100, 50, "NVIDIA H100 80GB HBM3")});
+  const auto run = compare_files(device_run(0, 100), node);
+  EXPECT_EQ(run.code, 2);
+  EXPECT_TRUE(mentions(run.err, "NVIDIA H100 80GB HBM3")) << run.err;
+  EXPECT_EQ(compare_files(device_run(0, 100), node, {"--allow-device-mismatch"}).code, 0);
+}
+
+// `tkprobe baseline` takes runs of a node as it takes runs of one GPU; compare then pairs devices.
+TEST(CompareDevices, ABaselineOfANodesRuns) {
+  const auto dir = fixtures::temp_dir("baseline-devices");
+  const auto a = fixtures::write(dir / "a.json", fixtures::several_devices({device_run(0, 100), device_run(1, 102)}).dump());
+  const auto b = fixtures::write(dir / "b.json", fixtures::several_devices({device_run(0, 101), device_run(1, 100)}).dump());
+  const auto made = fixtures::run({"baseline", "--out", (dir / "base.json").string(), a.string(), b.string()});
+  ASSERT_EQ(made.code, 0) << made.err;
+  const Json base = tkprobe::read_report(dir / "base.json");
+  EXPECT_EQ(base["devices"].size(), 2u);
+  EXPECT_EQ(base["results"][0]["metrics"]["cycles"]["runs"], 2);
+  EXPECT_FALSE(compare_json(base, fixtures::several_devices({device_run(0, 101), device_run(1, 101)})).failed());
 }

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -77,4 +78,28 @@ TEST(Format, AColumnWhoseRowsDifferInUnitNamesEachUnit) {
   std::ostringstream out;
   tkprobe::print_report(out, fixtures::report({flop, top}), Format::table);
   EXPECT_NE(out.str().find("tflops [TFLOP/s, TOP/s]"), std::string::npos) << out.str();
+}
+
+// A report of several devices: a device column, each device named with its bus and UUID, and each
+// device's findings marked with it.
+TEST(Format, SeveralDevicesNameEachRowsDevice) {
+  std::vector<tkprobe::Json> runs;
+  for (int k = 0; k < 2; ++k) {
+    auto r = fixtures::report({fixtures::timed_result("p", {{"stride", 1}}, 15 + k, 0.02)});
+    r["device"]["index"] = k;
+    r["device"]["pci_bus_id"] = fmt::format("0000:1{}:00.0", k);
+    r["device"]["uuid"] = fmt::format("GPU-{}", k);
+    r["findings"] = tkprobe::Json::array({{{"probe", "p"}, {"text", "fast"}}});
+    runs.push_back(r);
+  }
+  const auto report = fixtures::several_devices(runs);
+  std::ostringstream table, csv;
+  tkprobe::print_report(table, report, Format::table);
+  tkprobe::print_report(csv, report, Format::csv);
+  EXPECT_NE(table.str().find("device 1: NVIDIA H200 · cc 9.0 · 132 SMs · 0000:11:00.0 · GPU-1"), std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find("device  stride  cycles [cycles]"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("* device 1: fast"), std::string::npos) << table.str();
+  EXPECT_EQ(csv.str().rfind("probe,device,stride,status,", 0), 0u) << csv.str();
+  EXPECT_NE(csv.str().find("p,1,1,ok,,cycles,yes,16,"), std::string::npos) << csv.str();
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """scripts/plot.py without a GPU: every figure drawn from the committed reports (results/h200) and
 from the version 1 fixtures (tests/host/data/v1) is a non-empty PNG; the TMA swizzle map reads the same from a v1 and a v2 placement; bad input (not a
-report, not JSON, an unknown probe, an unwritable --out) is one message, exit 2, and no file.
+report, not JSON, a report of several devices, an unknown probe, an unwritable --out) is one message, exit 2, and no file.
 Exit 77 (skipped) where matplotlib is not installed for this python3.
 
 usage: test_plot.py [SOURCE_DIR]
@@ -197,6 +197,11 @@ class BadInput(unittest.TestCase):
         del row["params"]["cache_state"]
         err = self.refused({"suite.json": json.dumps(report)})  # the other figures are not written either
         self.assertIn("cannot draw mem-latency", err)
+
+    def test_a_report_of_several_devices(self):
+        report = tkreport.decoded(json.loads(self.suite_text()))
+        report["devices"] = [{"device": report.pop("device")}]
+        self.assertIn("a report of several devices (--devices, 1 here)", self.refused({"node.json": json.dumps(report)}))
 
     def test_unreadable_json(self):
         self.assertIn("not JSON", self.refused({"broken.json": '{"schema": "tkprobe.report/1", '}))

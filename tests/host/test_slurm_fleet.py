@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""scripts/slurm-fleet.sh without Slurm or a GPU: a stand-in `srun` runs the script's per-GPU
-command as two nodes of three GPUs would (SLURMD_NODENAME, SLURM_LOCALID), and a stand-in for
-`tkprobe all` writes each card's report: the committed baseline with the card's own UUID, one card
-10% slower on every judged row. The real `tkprobe fleet` then has to flag that card alone, exit 1,
-and leave fleet.md and fleet.json.
+"""scripts/slurm-fleet.sh without Slurm or a GPU: a stand-in `srun` runs the script's per-node
+command as two nodes would (SLURMD_NODENAME), and a stand-in for `tkprobe all --devices all` writes
+each node's report of three GPUs as tkprobe merges them (src/report_devices.hpp): the committed
+baseline's rows once per device, each card with its own UUID, one card 10% slower on every judged
+row. The real `tkprobe fleet` then has to flag that card alone, exit 1, and leave fleet.md and
+fleet.json.
 
 usage: test_slurm_fleet.py SOURCE_DIR TKPROBE"""
 import json
@@ -17,28 +18,34 @@ sys.path.insert(0, os.path.join(SOURCE, "scripts"))
 import tkreport  # noqa: E402
 
 SRUN = """#!/usr/bin/env bash
-# Two nodes of three GPUs, one task each, as `srun` with --gpus-per-task=1 would start them.
+# Two nodes, one task each, as `srun` with --ntasks-per-node=1 would start them.
 while [[ "$1" == --* ]]; do shift; done
-for node in nodeA nodeB; do
-  for gpu in 0 1 2; do SLURMD_NODENAME=$node SLURM_LOCALID=$gpu "$@" || exit 1; done
-done
+for node in nodeA nodeB; do SLURMD_NODENAME=$node "$@" || exit 1; done
 """
 
 FAKE_TKPROBE = """#!/usr/bin/env python3
-import json, sys, os, zlib
+import copy, json, sys, os, zlib
 if sys.argv[1] != "all":
     os.execv(os.environ["REAL_TKPROBE"], [os.environ["REAL_TKPROBE"]] + sys.argv[1:])
+assert sys.argv[sys.argv.index("--devices") + 1] == "all"
 out = sys.argv[sys.argv.index("--json") + 1]
-card = os.environ["SLURMD_NODENAME"] + os.environ["SLURM_LOCALID"]
-doc = json.load(open(os.environ["CARD_REPORT"]))
-doc["device"]["uuid"] = "GPU-%08x-0000-0000-0000-000000000000" % zlib.crc32(card.encode())
-if card == "nodeB1":  # the slow card: every statistic 10% worse
-    for r in doc["results"]:
-        for s in r["metrics"].values():
-            if isinstance(s, dict) and "median" in s:
-                f = 1 / 1.1 if s["better"] == "higher" else 1.1
-                for k in ("median", "min", "max", "q1", "q3"):
-                    s[k] *= f
+node = os.environ["SLURMD_NODENAME"]
+card_doc = json.load(open(os.environ["CARD_REPORT"]))
+doc = {"schema": card_doc["schema"], "tool": card_doc["tool"], "host": dict(card_doc["host"], hostname=node),
+       "devices": [], "results": [], "findings": []}
+for k in range(3):
+    device = dict(card_doc["device"], index=k)
+    device["uuid"] = "GPU-%08x-0000-0000-0000-000000000000" % zlib.crc32(f"{node}{k}".encode())
+    doc["devices"].append({"device": device, "telemetry": card_doc["telemetry"]})
+    for r in copy.deepcopy(card_doc["results"]):
+        if (node, k) == ("nodeB", 1):  # the slow card: every statistic 10% worse
+            for s in r["metrics"].values():
+                if isinstance(s, dict) and "median" in s:
+                    f = 1 / 1.1 if s["better"] == "higher" else 1.1
+                    for key in ("median", "min", "max", "q1", "q3"):
+                        s[key] *= f
+        doc["results"].append({"probe": r.pop("probe"), "device": k, **r})
+    doc["findings"] += [{"probe": f["probe"], "device": k, "text": f["text"]} for f in card_doc["findings"]]
 json.dump(doc, open(out, "w"))
 """
 
@@ -61,13 +68,15 @@ def main():
         failures = []
         if run.returncode != 1:
             failures.append(f"exit {run.returncode}, not 1 (an outlier)\n{run.stdout}{run.stderr}")
-        reports = sorted(f for f in os.listdir(out) if f.endswith(".json") and "-gpu" in f)
-        if len(reports) != 6:
-            failures.append(f"{len(reports)} card reports, not 6: {reports}")
+        reports = sorted(f for f in os.listdir(os.path.join(out, "reports")) if f.endswith(".json"))
+        if reports != ["nodeA.json", "nodeB.json"]:
+            failures.append(f"node reports {reports}, not nodeA.json and nodeB.json")
         fleet = json.load(open(os.path.join(out, "fleet.json"))) if os.path.exists(os.path.join(out, "fleet.json")) else {}
+        if len(fleet.get("gpus", [])) != 6:
+            failures.append(f"{len(fleet.get('gpus', []))} cards, not 6")
         flagged = {fleet["gpus"][g]["source"] for r in fleet.get("rows", []) for g in r["outliers"]}
-        if flagged != {os.path.join(out, "nodeB-gpu1.json")}:
-            failures.append(f"flagged {sorted(flagged)}, not nodeB-gpu1.json alone")
+        if flagged != {os.path.join(out, "reports", "nodeB.json") + " device 1"}:
+            failures.append(f"flagged {sorted(flagged)}, not nodeB.json's device 1 alone")
         if "**OUTLIER**" not in open(os.path.join(out, "fleet.md")).read() if os.path.exists(os.path.join(out, "fleet.md")) else True:
             failures.append("fleet.md does not mark the outlier")
         for f in failures:
