@@ -169,6 +169,9 @@ class AttentionProbe final : public Probe {
                                    "only (give --kernel wgmma, or --pass fwd)",
                                    pass_));
     }
+    if (dq_ == "reduce" && !any_backward()) {
+      throw UsageError("--dq reduce picks the backward's dQ path: give it --pass bwd, fwd+bwd or all");
+    }
     if (given == 0) return;
     const Shape s = given_shape();
     for (Kernel k : kernels()) {

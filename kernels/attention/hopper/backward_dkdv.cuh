@@ -65,7 +65,7 @@ __device__ __forceinline__ void issue_dq_part(const KvSmem<D, true>& sm, int ds_
 
 // FusedDq: the part, scaled later (the conversion), to its staging tile in the accumulator's
 // order (conflict-free 16-byte stores), then one thread of the warpgroup adds it into the
-// accumulator with one bulk reduction. The thread waited (stage_dq_wait) before the step's dS^T
+// accumulator with one bulk reduction. That thread waited (kv_step) before the step's dS^T
 // barrier for the reduction that last read this tile.
 template <int D>
 __device__ __forceinline__ void reduce_dq_part(KvSmem<D, true>& sm, const Problem& p, const KvItem& it, int step,
