@@ -91,8 +91,9 @@ struct BackwardTensors {
 
 // 2.5 x flops(s), the count FlashAttention-2 and its successors report backward rates in: five
 // matrix products of 2 N^2 D each per head (S = Q K^T and dP = dO V^T recomputed, dV = P^T dO,
-// dK = dS^T Q, dQ = dS K) against the forward's two. The `wgmma` backward issues two more
-// (S and dP again for dQ: hopper/backward_config.cuh), which this count leaves out.
+// dK = dS^T Q, dQ = dS K) against the forward's two. The `wgmma` backward's deterministic path
+// issues two more (S and dP again for dQ: hopper/backward_config.cuh), which this count leaves
+// out; its reducing path (BackwardOptions) issues the five.
 double flops_backward(Shape s);
 
 // How the backward computes dQ.
