@@ -206,16 +206,22 @@ Shape checked(const BackwardTensors& t, Shape s, const BackwardLayout& layout) {
 Forward::Forward(const Tensors& t, Shape s, Kernel kernel, const ForwardLayout& layout)
     : launch_(forward_launch(t, s, kernel, layout)) {}
 
-Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout)
-    : Backward(t, s, layout, allocate_scratch(detail::hopper_backward_scratch_floats(checked(t, s, layout)))) {}
+Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, BackwardOptions options)
+    : Backward(t, s, layout, allocate_scratch(detail::hopper_backward_scratch_floats(checked(t, s, layout), options)),
+               options) {}
 
-Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, float* scratch)
-    : Backward(t, s, layout, std::shared_ptr<void>(aligned(scratch), [](void*) {})) {}
+Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, float* scratch,
+                   BackwardOptions options)
+    : Backward(t, s, layout, std::shared_ptr<void>(aligned(scratch), [](void*) {}), options) {}
 
-Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, std::shared_ptr<void> scratch)
+Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, std::shared_ptr<void> scratch,
+                   BackwardOptions options)
     : scratch_(std::move(scratch)),
-      launch_(detail::hopper_backward(t, checked(t, s, layout), resolved(layout, s), static_cast<float*>(scratch_.get()))) {}
+      launch_(detail::hopper_backward(t, checked(t, s, layout), resolved(layout, s), static_cast<float*>(scratch_.get()),
+                                      options)) {}
 
-std::size_t backward_scratch_bytes(Shape s) { return detail::hopper_backward_scratch_floats(s) * sizeof(float); }
+std::size_t backward_scratch_bytes(Shape s, BackwardOptions options) {
+  return detail::hopper_backward_scratch_floats(s, options) * sizeof(float);
+}
 
 }  // namespace attention

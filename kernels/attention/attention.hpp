@@ -91,9 +91,23 @@ struct BackwardTensors {
 
 // 2.5 x flops(s), the count FlashAttention-2 and its successors report backward rates in: five
 // matrix products of 2 N^2 D each per head (S = Q K^T and dP = dO V^T recomputed, dV = P^T dO,
-// dK = dS^T Q, dQ = dS K) against the forward's two. The `wgmma` backward issues two more
-// (S and dP again for dQ: hopper/backward_config.cuh), which this count leaves out.
+// dK = dS^T Q, dQ = dS K) against the forward's two. The `wgmma` backward's deterministic path
+// issues two more (S and dP again for dQ: hopper/backward_config.cuh), which this count leaves
+// out; its reducing path (BackwardOptions) issues the five.
 double flops_backward(Shape s);
+
+// How the backward computes dQ.
+//   deterministic (the default): a kernel of its own recomputes S and dP (seven matrix products
+//     for the five counted) and sums each dQ element in one thread in key order: the same inputs
+//     give the same bits.
+//   deterministic = false: the dK/dV kernel also forms each step's share of dQ (five products,
+//     FlashAttention-3's count) and adds it into an fp32 accumulator in the scratch with the TMA's
+//     bulk reduction, converted to bf16 by a last kernel. The additions' order across key blocks
+//     is not fixed, so dQ's bits may differ from run to run (dK and dV's do not); the scratch
+//     grows by B H N D floats (N padded to 128).
+struct BackwardOptions {
+  bool deterministic = true;
+};
 
 // Why the backward cannot take these tensors ("" when it can), as the forward's refusal; the
 // LSE must be the forward's, contiguous [batch][heads][seq].
@@ -102,25 +116,27 @@ std::string refusal(const BackwardTensors& t, Shape s, const BackwardLayout& lay
 // A backward pass ready to launch, for the `wgmma` kernels (sm_90a): tensor maps, launch
 // attributes and its fp32 scratch (D = rowsum(dO * O) and LSE in base 2, per query row) prepared
 // once. Throws std::invalid_argument with refusal(t, s, layout) when that is not empty, and
-// std::runtime_error when the scratch cannot be allocated. Deterministic: the same inputs give
-// the same bits (no atomics; see kernels/attention/README.md).
+// std::runtime_error when the scratch cannot be allocated. Deterministic by default: the same
+// inputs give the same bits (no atomics; see BackwardOptions and kernels/attention/README.md).
 class Backward {
  public:
-  Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout = {});
-  // The same on the caller's scratch, backward_scratch_bytes(s) of device memory, 16-byte
+  Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout = {}, BackwardOptions options = {});
+  // The same on the caller's scratch, backward_scratch_bytes(s, options) of device memory, 16-byte
   // aligned, which must outlive every launch: an allocator that orders its blocks by stream
   // (PyTorch's) lends it for one step without the device-wide wait of cudaFree.
-  Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, float* scratch);
+  Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, float* scratch,
+           BackwardOptions options = {});
   void operator()(cudaStream_t stream) const { launch_(stream); }
 
  private:
-  Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, std::shared_ptr<void> scratch);
+  Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, std::shared_ptr<void> scratch,
+           BackwardOptions options);
 
   std::shared_ptr<void> scratch_;  // owned here unless lent, so callers need not know its layout
   std::function<void(cudaStream_t)> launch_;
 };
 
-// The scratch a Backward of shape `s` (which must pass refusal) takes.
-std::size_t backward_scratch_bytes(Shape s);
+// The scratch a Backward of shape `s` (which must pass refusal) takes on the path `options` picks.
+std::size_t backward_scratch_bytes(Shape s, BackwardOptions options = {});
 
 }  // namespace attention

@@ -1,13 +1,16 @@
 // Launches the Hopper attention backward (hopper/backward_*.cuh): the scratch's layout, the
 // tensor maps (at the tensors' strides: hopper/tensor_maps.cuh), the grids, the shared memory
-// each kernel asks for. Three launches on one stream: the preprocess, then dK/dV and dQ, which
-// both read its scratch.
+// each kernel asks for. Three launches on one stream: the preprocess, then either dK/dV and dQ,
+// which both read its scratch (deterministic), or dK/dV reducing dQ into the scratch's fp32
+// accumulator (zeroed by the preprocess) and its conversion to bf16 (reducing).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/attention/hopper/backward_dkdv.cuh"
 #include "kernels/attention/hopper/backward_dq.cuh"
+#include "kernels/attention/hopper/backward_dq_convert.cuh"
 #include "kernels/attention/hopper/backward_preprocess.cuh"
 #include "kernels/attention/hopper/tensor_maps.cuh"
 #include "kernels/attention/launchers.hpp"
@@ -20,29 +23,55 @@ using attention::hopper::tensor_map;
 
 RowStrides row_strides(Strides at) { return {at.batch, at.head, at.seq}; }
 
+// The scratch: the two vectors, then (reducing) the accumulator, 16-byte aligned after them
+// (padded(seq) is a multiple of 128 rows).
+std::size_t scratch_floats_for(Shape s, BackwardOptions o) {
+  const std::size_t vectors = scratch_floats(s.batch, s.heads, s.seq);
+  return o.deterministic ? vectors : vectors + dq_accumulator_floats(s.batch, s.heads, s.seq, s.head_dim);
+}
+
 template <int D>
-Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, float* scratch) {
+Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, float* scratch, BackwardOptions o) {
   using KC = KvConfig<D>;
+  using FC = KvConfig<D, true>;
   using QC = QConfig<D>;
   const Schedule schedule{s.batch, s.heads, s.kv_heads, s.seq, s.causal};
   const std::size_t vector_floats = scratch_floats(s.batch, s.heads, s.seq) / 2;
-  const Problem p{schedule, float(1 / std::sqrt(double(D))), float(M_LOG2E / std::sqrt(double(D))), scratch,
-                  scratch + vector_floats};
+  const Problem p{schedule,
+                  float(1 / std::sqrt(double(D))),
+                  float(M_LOG2E / std::sqrt(double(D))),
+                  scratch,
+                  scratch + vector_floats,
+                  o.deterministic ? nullptr : scratch + 2 * vector_floats};
   const std::uint64_t q_matrices = std::uint64_t(s.batch) * s.heads;
   const int h = s.heads, kvh = s.kv_heads;
+  // FC's tiles are KC's: one set of maps serves both dK/dV kernels.
+  static_assert(std::is_same_v<typename KC::kv, typename FC::kv> && std::is_same_v<typename KC::q, typename FC::q>);
   const KvMaps kv_maps{tensor_map<typename KC::kv>(t.k, s, kvh, at.k),  tensor_map<typename KC::kv>(t.v, s, kvh, at.v),
                        tensor_map<typename KC::q>(t.q, s, h, at.q),     tensor_map<typename KC::q>(t.d_o, s, h, at.d_o),
                        tensor_map<typename KC::kv>(t.dk, s, kvh, at.dk), tensor_map<typename KC::kv>(t.dv, s, kvh, at.dv)};
+  // Enough preprocess (and conversion) blocks to fill the GPU many times over; each strides over the rest.
+  const int prep_grid = int(std::min<std::uint64_t>(q_matrices * padded(s.seq) / kPrepWarps, kPrepMaxBlocks));
+  const int kv_grid = kv_items(schedule);
+  const BackwardTensors in = t;
+  const RowStrides o_at = row_strides(at.o), d_o_at = row_strides(at.d_o);
+  if (!o.deterministic) {
+    cudaFuncSetAttribute(dkdv_kernel<D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvSmemBytes<D, true>);
+    const DqOut out{t.dq, at.dq.batch, at.dq.head, at.dq.seq};
+    const std::uint64_t float4s = dq_accumulator_floats(s.batch, s.heads, s.seq, D) / 4;
+    const int convert_grid = int(std::min<std::uint64_t>((float4s + kConvertThreads - 1) / kConvertThreads, kConvertMaxBlocks));
+    return [=](cudaStream_t stream) {
+      preprocess_kernel<D><<<prep_grid, kPrepThreads, 0, stream>>>(in.o, o_at, in.d_o, d_o_at, in.lse, p);
+      dkdv_kernel<D, true><<<kv_grid, FC::threads, kKvSmemBytes<D, true>, stream>>>(kv_maps, p);
+      dq_convert_kernel<D><<<convert_grid, kConvertThreads, 0, stream>>>(p, out);
+    };
+  }
   const QMaps q_maps{tensor_map<typename QC::q>(t.q, s, h, at.q), tensor_map<typename QC::q>(t.d_o, s, h, at.d_o),
                      tensor_map<typename QC::kv>(t.k, s, kvh, at.k), tensor_map<typename QC::kv>(t.v, s, kvh, at.v),
                      tensor_map<typename QC::q>(t.dq, s, h, at.dq)};
   cudaFuncSetAttribute(dkdv_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvSmemBytes<D>);
   cudaFuncSetAttribute(dq_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kQSmemBytes<D>);
-  // Enough preprocess blocks to fill the GPU many times over; each strides over the rest.
-  const int prep_grid = int(std::min<std::uint64_t>(q_matrices * padded(s.seq) / kPrepWarps, kPrepMaxBlocks));
-  const int kv_grid = kv_items(schedule), q_grid = q_items(schedule);
-  const BackwardTensors in = t;
-  const RowStrides o_at = row_strides(at.o), d_o_at = row_strides(at.d_o);
+  const int q_grid = q_items(schedule);
   return [=](cudaStream_t stream) {
     preprocess_kernel<D><<<prep_grid, kPrepThreads, 0, stream>>>(in.o, o_at, in.d_o, d_o_at, in.lse, p);
     dkdv_kernel<D><<<kv_grid, KC::threads, kKvSmemBytes<D>, stream>>>(kv_maps, p);
@@ -52,10 +81,10 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
 
 }  // namespace
 
-std::size_t hopper_backward_scratch_floats(Shape s) { return scratch_floats(s.batch, s.heads, s.seq); }
+std::size_t hopper_backward_scratch_floats(Shape s, BackwardOptions o) { return scratch_floats_for(s, o); }
 
-Launch hopper_backward(const BackwardTensors& t, Shape s, const BackwardStrides& at, float* scratch) {
-  return s.head_dim == 64 ? launch_for<64>(t, s, at, scratch) : launch_for<128>(t, s, at, scratch);
+Launch hopper_backward(const BackwardTensors& t, Shape s, const BackwardStrides& at, float* scratch, BackwardOptions o) {
+  return s.head_dim == 64 ? launch_for<64>(t, s, at, scratch, o) : launch_for<128>(t, s, at, scratch, o);
 }
 
 }  // namespace attention::detail

@@ -4,7 +4,9 @@
 //
 // dK, dV: a work item per (batch, key/value head, kKvBlock keys) walks, for each query head of
 // its group, the query tiles of kKvStepQ rows that see its keys. dQ: a work item per (batch,
-// query head, kQBlock queries) walks the key tiles of kQStepKv keys its queries see.
+// query head, kQBlock queries) walks the key tiles of kQStepKv keys its queries see; or, on the
+// reducing path (BackwardOptions::deterministic = false), the dK/dV items add each step's share of
+// dQ into an fp32 accumulator laid out as below, and a conversion writes it out.
 #include <cstddef>
 
 namespace attention::backward {
@@ -42,10 +44,16 @@ struct Schedule {
 // Step s reads query matrix qm(s) (batch x heads + head), query tile q_tile(s): for each of the
 // group's query heads in turn, tiles first_q .. (with a causal mask the tiles before the block's
 // first key see none of its keys).
+//
+// Staggered (the reducing path, without a mask): each head's tiles are walked from tile `rotate`
+// on, wrapping, with rotate = kv_block x (kKvBlock / kKvStepQ), so the items in flight, which
+// start together, reduce their dQ into different query tiles instead of all into tile 0 (the L2
+// reduces ~3.1 TB/s into distinct tiles, ~1.3 TB/s into one: probes/tma-reduce). With a mask the
+// items start at their own first tile already.
 struct KvItem {
-  int kv_block, kvm, first_qm, first_q, per_head, steps;
+  int kv_block, kvm, first_qm, first_q, per_head, steps, rotate = 0;
   constexpr int qm(int step) const { return first_qm + step / per_head; }
-  constexpr int q_tile(int step) const { return first_q + step % per_head; }
+  constexpr int q_tile(int step) const { return first_q + (step + rotate) % per_head; }
 };
 
 constexpr int kv_items(const Schedule& s) { return ceil_div(s.seq, kKvBlock) * s.batch * s.kv_heads; }
@@ -53,14 +61,15 @@ constexpr int kv_items(const Schedule& s) { return ceil_div(s.seq, kKvBlock) * s
 // Item t. Without a mask items run head by head, so the blocks in flight share one head's Q and
 // dO in L2; with one, the longest items (the first keys, which every later query sees) of every
 // head come first and the shortest last, so the grid finishes together.
-constexpr KvItem kv_item(const Schedule& s, int t) {
+constexpr KvItem kv_item(const Schedule& s, int t, bool staggered = false) {
   const int kv_blocks = ceil_div(s.seq, kKvBlock), matrices = s.batch * s.kv_heads;
   const int kvm = s.causal ? t % matrices : t / kv_blocks;
   const int kv_block = s.causal ? t / matrices : t % kv_blocks;
   const int batch = kvm / s.kv_heads, kvh = kvm % s.kv_heads;
   const int first_q = s.causal ? kv_block * kKvBlock / kKvStepQ : 0;
   const int per_head = ceil_div(s.seq, kKvStepQ) - first_q;
-  return {kv_block, kvm, batch * s.heads + kvh * s.group(), first_q, per_head, per_head * s.group()};
+  const int rotate = staggered && !s.causal ? kv_block * (kKvBlock / kKvStepQ) % per_head : 0;
+  return {kv_block, kvm, batch * s.heads + kvh * s.group(), first_q, per_head, per_head * s.group(), rotate};
 }
 
 // A dQ work item: query block `q_block` of query matrix `qm`, reading key/value matrix `kvm`, key
@@ -89,5 +98,60 @@ constexpr QItem q_item(const Schedule& s, int t) {
 constexpr bool needs_mask(int query0, int key0, int keys, int seq, bool causal) {
   return key0 + keys > seq || (causal && key0 + keys - 1 > query0);
 }
+
+// ---- the reducing path's dQ accumulator ----
+//
+// Each dK/dV step holds dS^T for its 128 keys x kKvStepQ queries; its share of dQ, dS K, is
+// kKvStepQ x D floats, computed in parts of kDqCols columns (one 128-byte swizzle box of K's bf16
+// rows, so a part's B operand is one box of K) and reduced into the accumulator a part at a time
+// by one bulk reduction (cp.reduce.async.bulk, tk::arch::bulk_reduce_add_f32). The accumulator is
+// [batch x heads][padded(seq) / kKvStepQ query tiles][D / kDqCols parts][kDqPartFloats], each part
+// in the order the consumer warps hold it in registers (the wgmma accumulator: tk/layout/
+// rt_layout.hpp), so that staging a part in shared memory is conflict-free 16-byte stores and the
+// part is one contiguous span: warp w (query rows 16w..16w+15) owns kDqPartFloats / 4 floats, in
+// float4s ordered (its register float4 k, then lane). dq_part_offset maps a part's element (row,
+// col) there; the conversion kernel walks it the other way.
+inline constexpr int kDqCols = 64;
+inline constexpr int kDqPartFloats = kKvStepQ * kDqCols;
+inline constexpr int kDqWarpRows = 16;                        // a warp's rows of the wgmma accumulator
+inline constexpr int kDqFloat4sPerLane = kDqCols * kDqWarpRows / 32 / 4;  // 8: a warp's 16 x 64 floats
+
+constexpr int dq_parts(int head_dim) { return head_dim / kDqCols; }
+constexpr std::size_t dq_accumulator_floats(int batch, int heads, int seq, int head_dim) {
+  return std::size_t(batch) * heads * padded(seq) * head_dim;
+}
+// Part `part` of query tile `q_tile` of query matrix `qm`: its first float.
+constexpr std::size_t dq_part_start(int qm, int q_tile, int part, int seq, int head_dim) {
+  return (std::size_t(qm) * (padded(seq) / kKvStepQ) + q_tile) * kKvStepQ * head_dim + std::size_t(part) * kDqPartFloats;
+}
+
+// Where lane `lane` of warp `warp` keeps float f (0..3) of its register float4 k: four floats of
+// the wgmma accumulator's 16 x kDqCols slice, registers 4k..4k+3 (rows g and g + 8, g = lane / 4,
+// columns 16 (k / 2) + 8 (k % 2) + 2 (lane % 4) + 0, 1: tk/layout/rt_layout.hpp's row_l pairs).
+constexpr int dq_fragment_offset(int warp, int k, int lane, int f) {
+  return ((warp * kDqFloat4sPerLane + k) * 32 + lane) * 4 + f;
+}
+struct DqElement {
+  int row, col;
+};
+// The part's element at that place (the inverse: the conversion kernel's reading).
+constexpr DqElement dq_element(int offset) {
+  const int f = offset % 4, lane = offset / 4 % 32, k = offset / 128 % kDqFloat4sPerLane;
+  const int warp = offset / (128 * kDqFloat4sPerLane);
+  return {warp * kDqWarpRows + lane / 4 + 8 * (f / 2), 16 * (k / 2) + 8 * (k % 2) + 2 * (lane % 4) + f % 2};
+}
+
+// Which consumer computes which part: a step's dq_parts parts are dealt to the `consumers` in
+// turn, step after step (at D = 128 consumer w takes part w every step; at D = 64 the one part
+// goes to consumer step % 2). part(step, w): consumer w's part at this step, or -1; turn: how
+// many parts it had dealt before (its staging tiles go round by it).
+struct DqDeal {
+  int parts, consumers;
+  constexpr int part(int step, int w) const {
+    const int i = ((w - step * parts) % consumers + consumers) % consumers;
+    return i < parts ? i : -1;
+  }
+  constexpr int turn(int step, int part) const { return (step * parts + part) / consumers; }
+};
 
 }  // namespace attention::backward

@@ -83,20 +83,32 @@ int tk_attention_launch(void* forward, void* stream) {
 
 void tk_attention_destroy(void* forward) { delete static_cast<attention::Forward*>(forward); }
 
-// The device scratch a backward of this shape takes (0 when the shape is refused).
-long long tk_attention_backward_scratch_bytes(int batch, int heads, int kv_heads, int seq, int head_dim, int causal) {
+// The device scratch a backward of this shape takes (0 when the shape is refused); _opts: on the
+// path `deterministic` picks (attention::BackwardOptions: nonzero, the default, the deterministic
+// three kernels; 0, dQ reduced in fp32 by the dK/dV kernel, whose scratch is larger).
+long long tk_attention_backward_scratch_bytes_opts(int batch, int heads, int kv_heads, int seq, int head_dim,
+                                                   int causal, int deterministic) {
   const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
-  return attention::refusal(s, attention::Kernel::wgmma).empty() ? (long long)attention::backward_scratch_bytes(s) : 0;
+  const attention::BackwardOptions options{.deterministic = deterministic != 0};
+  return attention::refusal(s, attention::Kernel::wgmma).empty()
+             ? (long long)attention::backward_scratch_bytes(s, options)
+             : 0;
+}
+long long tk_attention_backward_scratch_bytes(int batch, int heads, int kv_heads, int seq, int head_dim, int causal) {
+  return tk_attention_backward_scratch_bytes_opts(batch, heads, kv_heads, seq, head_dim, causal, 1);
 }
 
 // A prepared backward pass (the wgmma kernels, sm_90a): dq, dk, dv from q, k, v, the forward's o
 // and lse, and d_o. `scratch` is null (the pass allocates its own on the current device, freed by
 // tk_attention_backward_destroy) or tk_attention_backward_scratch_bytes of 16-byte aligned device
-// memory that outlives its launches.
-void* tk_attention_backward_create(const void* q, const void* k, const void* v, const void* o, const void* d_o,
-                                   const float* lse, void* dq, void* dk, void* dv, int batch, int heads, int kv_heads,
-                                   int seq, int head_dim, int causal, const std::int64_t* strides, void* scratch) {
+// memory that outlives its launches. _opts: on the path `deterministic` picks (as the scratch's
+// size above; the lent scratch must be the _opts size for the same path).
+void* tk_attention_backward_create_opts(const void* q, const void* k, const void* v, const void* o, const void* d_o,
+                                        const float* lse, void* dq, void* dk, void* dv, int batch, int heads,
+                                        int kv_heads, int seq, int head_dim, int causal, const std::int64_t* strides,
+                                        void* scratch, int deterministic) {
   const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
+  const attention::BackwardOptions options{.deterministic = deterministic != 0};
   const attention::BackwardTensors t{static_cast<const bf16*>(q), static_cast<const bf16*>(k),
                                      static_cast<const bf16*>(v), static_cast<const bf16*>(o),
                                      static_cast<const bf16*>(d_o), lse, static_cast<bf16*>(dq),
@@ -104,9 +116,15 @@ void* tk_attention_backward_create(const void* q, const void* k, const void* v, 
   const attention::BackwardLayout layout = backward_layout(strides);
   return create_or_explain("tk_attention_backward_create", attention::refusal(t, s, layout),
                            [&] {
-                             return scratch ? new attention::Backward(t, s, layout, static_cast<float*>(scratch))
-                                            : new attention::Backward(t, s, layout);
+                             return scratch ? new attention::Backward(t, s, layout, static_cast<float*>(scratch), options)
+                                            : new attention::Backward(t, s, layout, options);
                            });
+}
+void* tk_attention_backward_create(const void* q, const void* k, const void* v, const void* o, const void* d_o,
+                                   const float* lse, void* dq, void* dk, void* dv, int batch, int heads, int kv_heads,
+                                   int seq, int head_dim, int causal, const std::int64_t* strides, void* scratch) {
+  return tk_attention_backward_create_opts(q, k, v, o, d_o, lse, dq, dk, dv, batch, heads, kv_heads, seq, head_dim,
+                                           causal, strides, scratch, 1);
 }
 
 // Launches it on `stream` (three kernels): 0 on success, 1 on a CUDA error.

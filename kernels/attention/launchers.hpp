@@ -23,9 +23,10 @@ struct BackwardStrides {
 std::string hopper_refusal(Shape s);  // attention_hopper.cu
 Launch hopper_forward(const Tensors& t, Shape s, const ForwardStrides& strides);
 
-// attention_hopper_backward.cu: the scratch's floats for shape s, and the launches given it.
-std::size_t hopper_backward_scratch_floats(Shape s);
-Launch hopper_backward(const BackwardTensors& t, Shape s, const BackwardStrides& strides, float* scratch);
+// attention_hopper_backward.cu: the scratch's floats for shape s and the path, and the launches given it.
+std::size_t hopper_backward_scratch_floats(Shape s, BackwardOptions options);
+Launch hopper_backward(const BackwardTensors& t, Shape s, const BackwardStrides& strides, float* scratch,
+                       BackwardOptions options);
 
 std::string portable_refusal(Shape s);  // attention_portable.cu
 Launch portable_forward(const Tensors& t, Shape s);

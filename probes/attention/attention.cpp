@@ -144,6 +144,11 @@ class AttentionProbe final : public Probe {
                    "fwd, bwd (the backward alone, from the forward's O and LSE; wgmma kernels only), fwd+bwd (both "
                    "in each timed launch) or all three (default fwd)")
         ->check(CLI::IsMember(kPasses));
+    cmd.add_option("--dq", dq_,
+                   "the backward's dQ: deterministic (its own kernel, the same bits every run; the default, and "
+                   "the rows the baseline holds) or reduce (reduced in fp32 by the dK/dV kernel with the TMA; its "
+                   "rows carry dq: reduce)")
+        ->check(CLI::IsMember({"deterministic", "reduce"}));
     cmd.add_flag("--sweep", sweep_,
                  "16k tokens (B x N), hidden 2048 (D 64: 32 heads, D 128: 16), N 1024/4096/16384, causal and not "
                  "(the default without a shape)");
@@ -164,6 +169,9 @@ class AttentionProbe final : public Probe {
                                    "only (give --kernel wgmma, or --pass fwd)",
                                    pass_));
     }
+    if (dq_ == "reduce" && !any_backward()) {
+      throw UsageError("--dq reduce picks the backward's dQ path: give it --pass bwd, fwd+bwd or all");
+    }
     if (given == 0) return;
     const Shape s = given_shape();
     for (Kernel k : kernels()) {
@@ -174,7 +182,10 @@ class AttentionProbe final : public Probe {
   }
 
   // The suite (and so the baseline) holds both passes, so a slower backward fails the gate too.
-  void use_suite_settings() override { pass_ = "all"; }
+  void use_suite_settings() override {
+    pass_ = "all";
+    dq_ = "deterministic";  // the baseline's rows
+  }
 
   void run(ProbeContext& ctx) override {
     std::vector<Run> runs;
@@ -188,6 +199,7 @@ class AttentionProbe final : public Probe {
   bool causal_ = false;
   std::string kernel_;
   std::string pass_ = "fwd";
+  std::string dq_ = "deterministic";
   bool sweep_ = false;
 
   bool has(Pass p) const {
@@ -310,7 +322,7 @@ class AttentionProbe final : public Probe {
     attention_check::reference_backward(b.q.get(), b.k.get(), b.v.get(), b.o.get(), g.d_o.get(), b.lse.get(),
                                         g.dq_ref.get(), g.dk_ref.get(), g.dv_ref.get(), g.delta.get(), s, stream);
     TK_CUDA(cudaStreamSynchronize(stream));
-    const attention::Backward backward(g.tensors(b), s);
+    const attention::Backward backward(g.tensors(b), s, {}, backward_options());
     for (Pass p : {Pass::bwd, Pass::fwd_bwd}) {
       if (!has(p)) continue;
       g.poison();
@@ -319,7 +331,8 @@ class AttentionProbe final : public Probe {
         b.lse.poison();
       }
       const Measurement m =
-          time_pass(ctx, fmt::format("attention wgmma {} {}", pass_name(p), describe(s)), p, s, [&](cudaStream_t st) {
+          time_pass(ctx, fmt::format("attention wgmma {} {}{}", pass_name(p), describe(s), dq_suffix()), p, s,
+                    [&](cudaStream_t st) {
             if (p == Pass::fwd_bwd) forward(st);
             backward(st);
           });
@@ -329,8 +342,15 @@ class AttentionProbe final : public Probe {
 
   // A backward row: its rates, and each gradient (plus O and LSE when the pass ran the forward)
   // against the reference.
+  // --dq reduce: the reducing path (attention::BackwardOptions), whose rows carry "dq": "reduce";
+  // the default rows carry no such key, so the baseline's rows stay as they were.
+  attention::BackwardOptions backward_options() const { return {.deterministic = dq_ != "reduce"}; }
+  std::string dq_suffix() const { return dq_ == "reduce" ? " dq reduce" : ""; }
+
   Run backward_row(ProbeContext& ctx, const Shape& s, Buffers& b, Gradients& g, Pass p, const Measurement& m) {
-    Result r(name(), params_json(Kernel::wgmma, s, p));
+    Json params = params_json(Kernel::wgmma, s, p);
+    if (dq_ == "reduce") params["dq"] = "reduce";
+    Result r(name(), std::move(params));
     const auto pct_clock = add_rates(ctx, r, m);
     const auto e = attention_check::compare_backward(g.dq.get(), g.dk.get(), g.dv.get(), g.dq_ref.get(),
                                                      g.dk_ref.get(), g.dv_ref.get(), s, ctx.harness.stream());

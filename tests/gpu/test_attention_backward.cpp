@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 #include "kernels/attention/attention.hpp"
@@ -83,13 +84,16 @@ struct GpuReference {
   DeviceBuffer<float> dq, dk, dv, delta;
 };
 
-// The kernels' gradients, on poisoned buffers.
+// The kernels' gradients, on poisoned buffers, on the path `options` picks.
+constexpr attention::BackwardOptions kReducing{.deterministic = false};
+
 struct KernelGradients {
-  explicit KernelGradients(const Problem& p) : dq(p.q.size()), dk(p.k.size()), dv(p.k.size()) {
+  explicit KernelGradients(const Problem& p, attention::BackwardOptions options = {})
+      : dq(p.q.size()), dk(p.k.size()), dv(p.k.size()) {
     for (DeviceBuffer<bf16>* b : {&dq, &dk, &dv}) b->poison();
     const attention::Backward backward({p.q.get(), p.k.get(), p.v.get(), p.o.get(), p.d_o.get(), p.lse.get(), dq.get(),
                                         dk.get(), dv.get()},
-                                       p.s);
+                                       p.s, {}, options);
     backward(nullptr);
     TK_CUDA(cudaDeviceSynchronize());
   }
@@ -186,8 +190,8 @@ struct Worst {
   }
 };
 
-void check_kernels(const Problem& p, const GpuReference& ref, Worst& worst) {
-  const KernelGradients got(p);
+void check_kernels(const Problem& p, const GpuReference& ref, Worst& worst, attention::BackwardOptions options = {}) {
+  const KernelGradients got(p, options);
   const auto e = check::compare_backward(got.dq.get(), got.dk.get(), got.dv.get(), ref.dq.get(), ref.dk.get(),
                                          ref.dv.get(), p.s, nullptr);
   const bool one_key = p.s.seq == 1;
@@ -298,7 +302,7 @@ TEST(AttentionBackwardKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
         }
 }
 
-// No atomics: two runs give the same bits.
+// No atomics (the default path): two runs give the same bits.
 TEST(AttentionBackwardKernels, AreDeterministic) {
   auto rng = fresh_rng();
   for (bool causal : {false, true}) {
@@ -309,5 +313,60 @@ TEST(AttentionBackwardKernels, AreDeterministic) {
     EXPECT_TRUE(same_bits(a.dq, b.dq));
     EXPECT_TRUE(same_bits(a.dk, b.dk));
     EXPECT_TRUE(same_bits(a.dv, b.dv));
+  }
+}
+
+// The reducing path (dQ reduced into an fp32 accumulator by the dK/dV kernel: BackwardOptions),
+// against the same reference within the same bounds.
+TEST(AttentionBackwardKernels, ReducingDqMatchesTheGpuReference) {
+  auto rng = fresh_rng();
+  Worst worst;
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (int n : {1, 63, 1024, 4096})
+        for (const Shape& s : layouts(n, d, causal))
+          for (float q_scale : {1.0f, 10.0f}) {
+            SCOPED_TRACE(describe(s, q_scale) + " reducing");
+            const Problem p(s, q_scale, rng);
+            check_kernels(p, GpuReference(p), worst, kReducing);
+          }
+}
+
+TEST(AttentionBackwardKernels, ReducingDqMatchesTheGpuReferenceAtSixteenThousandKeys) {
+  auto rng = fresh_rng();
+  Worst worst;
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      const Shape s{1, 4, 1, 16384, d, causal};
+      SCOPED_TRACE(describe(s, 1) + " reducing");
+      const Problem p(s, 1, rng);
+      check_kernels(p, GpuReference(p), worst, kReducing);
+    }
+}
+
+// The reducing path twice on the same inputs: dK and dV are summed in registers in a fixed order
+// (the same bits); dQ's additions into the accumulator come in whatever order the key blocks
+// reach them, so its bits may differ: reported, not asserted.
+TEST(AttentionBackwardKernels, ReducingDqRunTwice) {
+  auto rng = fresh_rng();
+  for (bool causal : {false, true}) {
+    const Shape s{2, 8, 2, 4097, 128, causal};
+    SCOPED_TRACE(describe(s, 1));
+    const Problem p(s, 1, rng);
+    const KernelGradients a(p, kReducing), b(p, kReducing);
+    EXPECT_TRUE(same_bits(a.dk, b.dk));
+    EXPECT_TRUE(same_bits(a.dv, b.dv));
+    const auto x = a.dq.download(), y = b.dq.download();
+    std::size_t differ = 0;
+    double max_diff = 0, max_abs = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const float u = to_float(x[i]), v = to_float(y[i]);
+      differ += std::memcmp(&x[i], &y[i], sizeof(bf16)) != 0;
+      max_diff = std::max(max_diff, double(std::abs(u - v)));
+      max_abs = std::max(max_abs, double(std::abs(u)));
+    }
+    std::printf("%s: dQ of two reducing runs: %zu of %zu elements differ in their bits, max |difference| %.3e "
+                "(max |dQ| %.3e)\n",
+                describe(s, 1).c_str(), differ, x.size(), max_diff, max_abs);
   }
 }

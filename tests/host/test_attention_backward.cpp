@@ -13,6 +13,7 @@
 
 #include "kernels/attention/attention.hpp"
 #include "kernels/attention/backward_schedule.hpp"
+#include "kernels/tk/layout/rt_layout.hpp"
 
 using attention::Shape;
 namespace bw = attention::backward;
@@ -72,13 +73,15 @@ TEST(AttentionBackward, ScratchIsPaddedForEveryTile) {
 // dK/dV items: each (key/value matrix, key block) once; each item's steps visit, for every query
 // head of its group, every query tile holding a query that attends one of its keys, once, and
 // only tiles inside the padded scratch; a tile holding a pair not attended is masked.
+// Staggered (the reducing path) as well: the same tiles in another order.
 TEST(AttentionBackward, KeyItemsVisitEveryAttendedPairOnce) {
+  for (bool staggered : {false, true})
   for (const bw::Schedule& s : schedules()) {
-    SCOPED_TRACE(describe(s));
+    SCOPED_TRACE(describe(s) + (staggered ? " staggered" : ""));
     std::set<std::pair<int, int>> items;
     int last_steps = 1 << 30;
     for (int t = 0; t < bw::kv_items(s); ++t) {
-      const bw::KvItem it = bw::kv_item(s, t);
+      const bw::KvItem it = bw::kv_item(s, t, staggered);
       EXPECT_TRUE(items.insert({it.kvm, it.kv_block}).second) << "item " << t << " repeats";
       ASSERT_LT(it.kvm, s.batch * s.kv_heads);
       ASSERT_LT(it.kv_block * bw::kKvBlock, s.seq);
@@ -159,4 +162,96 @@ TEST(AttentionBackward, QueryItemsSeeEveryAttendedKey) {
     }
     EXPECT_EQ(int(items.size()), s.batch * s.heads * bw::ceil_div(s.seq, bw::kQBlock));
   }
+}
+
+// Staggered items of one key/value matrix, which start together, reduce into different query
+// tiles at every step (without a mask; with one they start at their own first tile).
+TEST(AttentionBackward, StaggeredItemsReduceIntoDistinctTiles) {
+  for (const bw::Schedule& s : schedules()) {
+    if (s.causal) continue;
+    SCOPED_TRACE(describe(s));
+    for (int kvm = 0; kvm < s.batch * s.kv_heads; ++kvm) {
+      std::vector<bw::KvItem> same_matrix;
+      for (int t = 0; t < bw::kv_items(s); ++t)
+        if (bw::kv_item(s, t, true).kvm == kvm) same_matrix.push_back(bw::kv_item(s, t, true));
+      for (int step = 0; step < same_matrix.front().steps; ++step) {
+        std::set<std::pair<int, int>> tiles;
+        for (const bw::KvItem& it : same_matrix) {
+          EXPECT_TRUE(tiles.insert({it.qm(step), it.q_tile(step)}).second) << "step " << step << " block " << it.kv_block;
+        }
+      }
+    }
+  }
+}
+
+// The dQ accumulator's part layout: each place holds one element of the 64 x kDqCols part, and a
+// lane's register float4 k goes where the wgmma accumulator (rt_fl<16, kDqCols>, row layout:
+// tk/layout/rt_layout.hpp) holds the element dq_element names, so what the dK/dV kernel stages is
+// what the conversion reads.
+TEST(AttentionBackward, DqPartLayoutIsTheAccumulatorsRegisters) {
+  std::set<std::pair<int, int>> seen;
+  for (int offset = 0; offset < bw::kDqPartFloats; ++offset) {
+    const bw::DqElement e = bw::dq_element(offset);
+    ASSERT_GE(e.row, 0);
+    ASSERT_LT(e.row, bw::kKvStepQ);
+    ASSERT_GE(e.col, 0);
+    ASSERT_LT(e.col, bw::kDqCols);
+    EXPECT_TRUE(seen.insert({e.row, e.col}).second) << "offset " << offset;
+  }
+  EXPECT_EQ(int(seen.size()), bw::kDqPartFloats);
+  for (int warp = 0; warp < bw::kKvStepQ / bw::kDqWarpRows; ++warp)
+    for (int lane = 0; lane < 32; ++lane)
+      for (int f = 0; f < bw::kDqFloat4sPerLane * 4; ++f) {
+        const tk::layout::Coord c = tk::layout::rt_element(lane, f, bw::kDqCols, tk::layout::RtLayout::row);
+        const bw::DqElement e = bw::dq_element(bw::dq_fragment_offset(warp, f / 4, lane, f % 4));
+        EXPECT_EQ(e.row, warp * bw::kDqWarpRows + c.row) << warp << " " << lane << " " << f;
+        EXPECT_EQ(e.col, c.col) << warp << " " << lane << " " << f;
+      }
+  // A lane's 16-byte store of float4 k: consecutive lanes 16 bytes apart (no bank conflicts).
+  EXPECT_EQ(bw::dq_fragment_offset(0, 0, 1, 0) - bw::dq_fragment_offset(0, 0, 0, 0), 4);
+}
+
+// Parts tile the accumulator: (query matrix, query tile, part) -> disjoint contiguous spans that
+// cover it, each 16-byte aligned (a bulk reduction's rule).
+TEST(AttentionBackward, DqPartsTileTheAccumulator) {
+  for (int d : {64, 128})
+    for (int seq : {1, 63, 64, 65, 128, 129, 1000}) {
+      const int batch = 2, heads = 3, tiles = bw::padded(seq) / bw::kKvStepQ;
+      std::vector<int> covered(bw::dq_accumulator_floats(batch, heads, seq, d), 0);
+      for (int qm = 0; qm < batch * heads; ++qm)
+        for (int tile = 0; tile < tiles; ++tile)
+          for (int part = 0; part < bw::dq_parts(d); ++part) {
+            const std::size_t start = bw::dq_part_start(qm, tile, part, seq, d);
+            ASSERT_LE(start + bw::kDqPartFloats, covered.size());
+            EXPECT_EQ(start % 4, 0u);
+            for (int i = 0; i < bw::kDqPartFloats; ++i) ++covered[start + i];
+          }
+      EXPECT_TRUE(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; })) << d << " " << seq;
+    }
+}
+
+// Every step's parts go to distinct consumers, each part to one, and each consumer's turns count
+// 0, 1, 2, ... (its two staging tiles alternate).
+TEST(AttentionBackward, DqPartsAreDealtInTurn) {
+  for (int parts : {1, 2}) {
+    const bw::DqDeal deal{parts, 2};
+    int next_turn[2] = {0, 0};
+    for (int step = 0; step < 50; ++step) {
+      std::set<int> dealt;
+      for (int w = 0; w < 2; ++w) {
+        const int part = deal.part(step, w);
+        if (part < 0) continue;
+        EXPECT_TRUE(dealt.insert(part).second);
+        EXPECT_EQ(deal.turn(step, part), next_turn[w]++) << "parts " << parts << " step " << step << " consumer " << w;
+      }
+      EXPECT_EQ(int(dealt.size()), parts);
+    }
+  }
+}
+
+TEST(AttentionBackward, ReducingScratchHoldsTheAccumulator) {
+  const Shape s{2, 8, 2, 1000, 128, true};
+  const std::size_t rows = 2 * 8 * 1024;
+  EXPECT_EQ(attention::backward_scratch_bytes(s), 2 * rows * sizeof(float));
+  EXPECT_EQ(attention::backward_scratch_bytes(s, {.deterministic = false}), (2 + 128) * rows * sizeof(float));
 }

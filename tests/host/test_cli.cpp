@@ -257,6 +257,15 @@ TEST(Cli, AttentionPassesAreNamedAndTheBackwardNeedsTheWgmmaKernel) {
   }
 }
 
+TEST(Cli, AttentionDqPathsAreNamedAndNeedTheBackward) {
+  const auto bad = run({"attention", "--pass", "bwd", "--dq", "sideways"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(mentions(bad.err, "--dq") && mentions(bad.err, "reduce")) << bad.err;
+  const auto forward = run({"attention", "--dq", "reduce"});
+  EXPECT_EQ(forward.code, 2);
+  EXPECT_TRUE(mentions(forward.err, "--dq reduce picks the backward's dQ path")) << forward.err;
+}
+
 TEST(Cli, AttentionShapesTheKernelsRefuseExitTwoWithTheRule) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--batch", "0", "--heads", "4", "--seq", "128", "--head-dim", "64"}, "batch = 0: give a positive number"},

@@ -24,15 +24,19 @@ print("scratch", lib.tk_attention_backward_scratch_bytes(2, 8, 2, 1000, 128, 1))
 strides = (ctypes.c_int64 * 16)(*([8 * 1000 * 128, 1000 * 128, 128, 2] * 4))
 print("forward", lib.tk_attention_create_strided(*[1 << 20] * 5, 2, 8, 8, 1000, 128, 1, 0, strides))
 print("backward", lib.tk_attention_backward_create(*[1 << 20] * 9, 2, 8, 8, 1000, 96, 1, None, None))
+print("scratch reducing", lib.tk_attention_backward_scratch_bytes_opts(2, 8, 2, 1000, 128, 1, 0))
+print("backward reducing", lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 2, 8, 8, 1000, 96, 1, None, None, 0))
 """
 
 
 def check_library(source_dir, library, failures):
     r = subprocess.run([sys.executable, "-c", LIBRARY_CALLS, os.path.join(source_dir, "python"), library],
                        capture_output=True, text=True)
-    # Two vectors (lse2, D) of B x H x padded(N) floats: padded(1000) = 1024.
-    expected = ["scratch 131072", "forward None", "backward None"]
-    if r.returncode != 0 or r.stdout.split("\n")[:3] != expected:
+    # Two vectors (lse2, D) of B x H x padded(N) floats: padded(1000) = 1024; the reducing path adds
+    # the fp32 dQ accumulator, B x H x padded(N) x D floats.
+    expected = ["scratch 131072", "forward None", "backward None", f"scratch reducing {131072 + 2 * 8 * 1024 * 128 * 4}",
+                "backward reducing None"]
+    if r.returncode != 0 or r.stdout.split("\n")[:5] != expected:
         failures.append(f"library calls: exit {r.returncode}, {r.stdout!r} {r.stderr}")
     for reason in ("tk_attention_create: q: head-dim stride 2: the head dim must be contiguous",
                    "tk_attention_backward_create: head dim = 96: give 64 or 128"):

@@ -1,9 +1,9 @@
 #pragma once
 // The Hopper attention backward's types, shared memory and problem (the kernels are in
-// backward_preprocess.cuh, backward_dkdv.cuh and backward_dq.cuh, the work split in
-// ../backward_schedule.hpp, the launcher in ../attention_hopper_backward.cu).
+// backward_preprocess.cuh, backward_dkdv.cuh, backward_dq.cuh and backward_dq_convert.cuh, the work
+// split in ../backward_schedule.hpp, the launcher in ../attention_hopper_backward.cu).
 //
-// Three kernels, no atomics (the same inputs give the same bits):
+// Deterministic (the default): three kernels, no atomics (the same inputs give the same bits):
 //   1. preprocess: per query row, D = rowsum(dO * O) and LSE in base 2, into a padded scratch;
 //   2. dK, dV: a work item per (batch, key/value head, 128 keys) walks the query tiles of every
 //      query head of its group, recomputing P^T = 2^(S^T scale log2 e - lse2) and
@@ -12,7 +12,15 @@
 //      and dS the same way, and accumulates dQ += dS K in registers.
 // Kernel 3 recomputes S and dP (two of the five products kernel 2 issues): the price of a dQ
 // that needs neither fp32 atomics nor a reduction over key tiles.
+//
+// Reducing (BackwardOptions::deterministic = false): the five products FlashAttention-3 issues.
+//   1. preprocess, as above, and it zeroes an fp32 dQ accumulator (../backward_schedule.hpp);
+//   2. dK, dV as above, and each step also forms its share of dQ = dS K from dS^T staged in shared
+//      memory, reducing it into the accumulator with the TMA's bulk reduction (atomic per element,
+//      in no fixed order across key blocks: dQ's bits may differ from run to run; dK and dV not);
+//   3. convert: dQ = scale x the accumulator, in bf16, at dQ's strides.
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/attention/attention.hpp"
 #include "kernels/attention/backward_schedule.hpp"
@@ -33,16 +41,17 @@ constexpr int kPrepMaxBlocks = 1 << 16;  // the grid strides beyond
 // Two consumer warpgroups of 64 keys each (their K and V slices are the A operands of
 // S^T = K Q^T and dP^T = V dO^T). A consumer thread holds dK and dV (D floats between them)
 // beside S^T and dP^T (32 each): 240 registers, as the forward's D = 128 consumers take, leaving
-// the producer 24.
-template <int D>
+// the producer 24. FusedDq: the reducing path's kernel, which also computes dQ's parts (below).
+template <int D, bool FusedDq = false>
 struct KvConfig {
   static constexpr int consumers = kKvBlock / warpgroup::kRows;
   static constexpr int consumer_registers = 240, producer_registers = 24;
   static constexpr int consumer_threads = consumers * 128;
   static constexpr int threads = 128 + consumer_threads;  // the producer warpgroup, then the consumers
   // A step's Q and dO are 2 x 16 KB at D = 128: three stages beside the item's K and V (64 KB)
-  // take 163 KB; at D = 64 four take 100 KB.
-  static constexpr int stages = D == 64 ? 4 : 3;
+  // take 163 KB; at D = 64 four take 100 KB. With FusedDq at D = 128 two (FlashAttention-3's
+  // count), for the 96 KB of dS^T and dQ staging below.
+  static constexpr int stages = D == 64 ? 4 : FusedDq ? 2 : 3;
 
   using kv = st<bf16, warpgroup::kRows, D>;  // a consumer's keys or values, then its dK or dV on the way out
   using q = st<bf16, kKvStepQ, D>;           // a step's queries or dO
@@ -56,13 +65,49 @@ struct KvConfig {
   static constexpr int slice = 16;
   using slice_tile = rt_fl<16, slice>;
   using slice_vec = slice_tile::col_vec;
+
+  // ---- FusedDq: dQ's parts (../backward_schedule.hpp) ----
+  // dS^T of a consumer's 64 keys x the step's queries, in bf16: the A operand (MN-major: A^T is
+  // stored) of dQ_part = dS K, which reads every consumer's tile. Two per consumer, by step parity:
+  // a consumer rewrites one only after the barrier of the step after, which every reader of the
+  // tile's last contents passes only once its products are done.
+  using ds_tile = st<bf16, warpgroup::kRows, kKvStepQ>;
+  static constexpr int ds_ring = 2;
+  // One kDqCols-wide box of a consumer's keys: the B operand (MN-major) of a part.
+  using key_box = st<bf16, warpgroup::kRows, kDqCols>;
+  static_assert(kv::box_cols == kDqCols && kv::swizzle == key_box::swizzle, "a part's B operand is one box of K");
+  static_assert(kKvStepQ == warpgroup::kRows, "a step's queries are one wgmma's M");
+  using dq_part = rt_fl<16, kDqCols>;  // a warp's 16 queries x one part's columns: 32 floats, transient
+  static constexpr DqDeal deal() { return {dq_parts(D), consumers}; }
+  static_assert(consumers % dq_parts(D) == 0, "every step's parts go to distinct consumers");
+  // A part staged for its bulk reduction, in the accumulator's order; two per consumer, by turn,
+  // so the next part is written while the last one's reduction still reads.
+  static constexpr int dq_ring = 2;
+  static constexpr std::uint32_t dq_part_bytes = kDqPartFloats * sizeof(float);
+  // Named barriers (1 + w are the consumers' dK/dV stores): every consumer's dS^T is in shared
+  // memory; consumer w's part is staged.
+  static constexpr int ds_barrier = 1 + consumers;
+  static constexpr int staged_barrier(int w) { return 2 + consumers + w; }
+  static_assert(2 + 2 * consumers <= 16, "named barriers 1..15");
 };
 
+// The FusedDq kernel's shared memory beyond the deterministic one's.
 template <int D>
+struct FusedDqSmem {
+  using C = KvConfig<D, true>;
+  typename C::ds_tile ds[C::consumers][C::ds_ring];
+  struct alignas(128) staging {
+    float data[kDqPartFloats];
+  } dq[C::consumers][C::dq_ring];
+};
+struct NoSmem {};
+
+template <int D, bool FusedDq = false>
 struct KvSmem {
-  using C = KvConfig<D>;
+  using C = KvConfig<D, FusedDq>;
   typename C::kv k[C::consumers], v[C::consumers];
   typename C::q q[C::stages], d_o[C::stages];
+  [[no_unique_address]] std::conditional_t<FusedDq, FusedDqSmem<D>, NoSmem> fused;
   typename C::vec lse2[C::stages], delta[C::stages];
   pipeline<1> kv_pipe;  // the item's K and V, loaded once
   pipeline<C::stages> pipe;
@@ -78,9 +123,11 @@ struct KvSmem {
   static constexpr std::uint32_t kv_bytes = 2 * C::consumers * tma::bytes<typename C::kv>();
   static constexpr std::uint32_t step_bytes = 2 * tma::bytes<typename C::q>() + 2 * tma::bytes<typename C::vec>();
 };
-template <int D>
-constexpr int kKvSmemBytes = sizeof(KvSmem<D>) + kSmemAlign;  // room to align the tiles
+template <int D, bool FusedDq = false>
+constexpr int kKvSmemBytes = sizeof(KvSmem<D, FusedDq>) + kSmemAlign;  // room to align the tiles
 static_assert(kKvSmemBytes<64> <= kMaxSmemBytes && kKvSmemBytes<128> <= kMaxSmemBytes, "the stages must fit");
+static_assert(kKvSmemBytes<64, true> <= kMaxSmemBytes && kKvSmemBytes<128, true> <= kMaxSmemBytes,
+              "the stages, dS^T and the dQ staging must fit");
 
 // ---- dQ ----
 // Two consumer warpgroups of 64 queries each (Q and dO are the A operands of S = Q K^T and
@@ -130,6 +177,12 @@ struct QMaps {
   grid_map q, d_o, k, v, dq;
 };
 
+// Where dQ's rows lie for the conversion kernel, which writes them without the TMA (as RowStrides).
+struct DqOut {
+  bf16* dq;
+  std::int64_t batch, head, seq;
+};
+
 // Where O's or dO's rows lie for the preprocess, which reads them without the TMA: element
 // strides (attention::Strides; the head dim is contiguous).
 struct RowStrides {
@@ -141,12 +194,14 @@ struct RowStrides {
 };
 
 // The scratch: LSE log2(e), so P = 2^(S scale log2(e) - lse2) is one FFMA and one MUFU.EX2, and
-// D; each [batch][heads][padded(seq)].
+// D; each [batch][heads][padded(seq)]; on the reducing path then the fp32 dQ accumulator
+// (../backward_schedule.hpp), null on the deterministic one.
 struct Problem {
   Schedule schedule;
   float scale;       // 1 / sqrt(D): dQ and dK take it once, at the end
   float scale_log2;  // log2(e) / sqrt(D)
   float *lse2, *delta;
+  float* dq_accumulator = nullptr;
   // Entry r of query matrix qm's scratch vectors.
   __device__ std::size_t row(int qm, int r) const { return std::size_t(qm) * padded(schedule.seq) + r; }
 };

@@ -7,21 +7,26 @@
 // dK += dS^T Q, straight from registers. The TMA zero-fills the rows of K, V, Q and dO past the
 // sequence and drops the rows of dK and dV past it; pad queries have P = 0 (lse2 = +inf), and
 // keys past the sequence or after a query (causal) are masked to -inf.
+//
+// FusedDq (the reducing path): each step also stages both consumers' dS^T in shared memory and
+// computes the step's dQ = dS K a part of kDqCols columns at a time (KvConfig::deal() says which
+// consumer takes which part), then hands the part to the TMA, which adds it into the fp32
+// accumulator (../backward_schedule.hpp). Pad queries add 0 (dS = 0 there) into the padded rows.
 #include "kernels/attention/hopper/backward_config.cuh"
 
 namespace attention::hopper::backward {
 
-template <int D>
-__device__ void produce_kv(KvSmem<D>& sm, const KvMaps& maps, const Problem& p, const KvItem& it) {
-  using C = KvConfig<D>;
-  const std::uint32_t kv = sm.kv_pipe.acquire(0, KvSmem<D>::kv_bytes);
+template <int D, bool FusedDq>
+__device__ void produce_kv(KvSmem<D, FusedDq>& sm, const KvMaps& maps, const Problem& p, const KvItem& it) {
+  using C = KvConfig<D, FusedDq>;
+  const std::uint32_t kv = sm.kv_pipe.acquire(0, KvSmem<D, FusedDq>::kv_bytes);
   for (int w = 0; w < C::consumers; ++w) {
     tma::load_async(sm.k[w], maps.k, it.kv_block * C::consumers + w, 0, kv, it.kvm);
     tma::load_async(sm.v[w], maps.v, it.kv_block * C::consumers + w, 0, kv, it.kvm);
   }
   for (int step = 0; step < it.steps; ++step) {
     const int stage = sm.pipe.stage(step), qm = it.qm(step), q_tile = it.q_tile(step);
-    const std::uint32_t full = sm.pipe.acquire(step, KvSmem<D>::step_bytes);
+    const std::uint32_t full = sm.pipe.acquire(step, KvSmem<D, FusedDq>::step_bytes);
     tma::load_async(sm.q[stage], maps.q, q_tile, 0, full, qm);
     tma::load_async(sm.d_o[stage], maps.d_o, q_tile, 0, full, qm);
     tma::load_async(sm.lse2[stage], p.lse2 + p.row(qm, q_tile * kKvStepQ), full);
@@ -31,10 +36,9 @@ __device__ void produce_kv(KvSmem<D>& sm, const KvMaps& maps, const Problem& p, 
 
 // The step's query vectors (lse2 or D), applied to S^T's columns a 16-query slice at a time:
 // f(slice i of s, slice i of t, the vector's entries for it).
-template <int D, class F>
-__device__ __forceinline__ void per_query_slice(typename KvConfig<D>::scores& s, typename KvConfig<D>::scores& t,
-                                                const typename KvConfig<D>::vec& vec, F&& f) {
-  using C = KvConfig<D>;
+template <class C, class F>
+__device__ __forceinline__ void per_query_slice(typename C::scores& s, typename C::scores& t,
+                                                const typename C::vec& vec, F&& f) {
 #pragma unroll
   for (int i = 0; i < kKvStepQ / C::slice; ++i) {
     typename C::slice_vec v;
@@ -43,13 +47,57 @@ __device__ __forceinline__ void per_query_slice(typename KvConfig<D>::scores& s,
   }
 }
 
+// FusedDq: consumer w's part of the step's dQ, once every consumer's dS^T is staged (ds_slot):
+// dQ_part = sum over consumers v of (dS^T_v)^T K_v[:, the part's box], read from shared memory.
+// The caller waits for it.
+template <int D>
+__device__ __forceinline__ void issue_dq_part(const KvSmem<D, true>& sm, int ds_slot, int part,
+                                              typename KvConfig<D, true>::dq_part& dq) {
+  using C = KvConfig<D, true>;
+  using box = typename C::key_box;
+#pragma unroll
+  for (int v = 0; v < C::consumers; ++v) {
+    const box& k = *reinterpret_cast<const box*>(sm.k[v].data + part * C::kv::box_bytes);
+    warpgroup::mma_AtB(dq, sm.fused.ds[v][ds_slot], k, v > 0);  // dQ_part (+)= dS_v K_v
+  }
+  warpgroup::mma_commit();
+}
+
+// FusedDq: the part, scaled later (the conversion), to its staging tile in the accumulator's
+// order (conflict-free 16-byte stores), then one thread of the warpgroup adds it into the
+// accumulator with one bulk reduction. That thread waited (kv_step) before the step's dS^T
+// barrier for the reduction that last read this tile.
+template <int D>
+__device__ __forceinline__ void reduce_dq_part(KvSmem<D, true>& sm, const Problem& p, const KvItem& it, int step,
+                                               int w, int part, int turn,
+                                               const typename KvConfig<D, true>::dq_part& dq) {
+  using C = KvConfig<D, true>;
+  float* tile = sm.fused.dq[w][turn % C::dq_ring].data;
+  const int warp = warpgroup::thread() / 32, lane = threadIdx.x % 32;
+  static_assert(C::dq_part::pairs == 2 * kDqFloat4sPerLane, "a lane's part is kDqFloat4sPerLane float4s");
+#pragma unroll
+  for (int k = 0; k < kDqFloat4sPerLane; ++k) {
+    const float2 a = dq.data[2 * k], b = dq.data[2 * k + 1];  // registers 4k..4k+3
+    *reinterpret_cast<float4*>(tile + dq_fragment_offset(warp, k, lane, 0)) = make_float4(a.x, a.y, b.x, b.y);
+  }
+  arch::fence_proxy_async();  // generic-proxy writes, read by the copy engine
+  warpgroup::sync(C::staged_barrier(w));
+  if (warpgroup::thread() == 0) {
+    const int seq = p.schedule.seq;
+    float* dst = p.dq_accumulator + dq_part_start(it.qm(step), it.q_tile(step), part, seq, D);
+    arch::bulk_reduce_add_f32(dst, arch::shared_address(tile), C::dq_part_bytes);
+    arch::bulk_commit();
+  }
+}
+
 // One query step of consumer w, whose warp holds keys warp_key0 .. + 15. Each product runs under
 // the element-wise work of the one before (wgmma groups complete in order): dP^T under P^T, dV under
-// dS^T. The step ends with every product done (the stage may be released).
-template <int D>
-__device__ void kv_step(const KvSmem<D>& sm, const Problem& p, const KvItem& it, int step, int w, int warp_key0,
-                        typename KvConfig<D>::grad& dk, typename KvConfig<D>::grad& dv) {
-  using C = KvConfig<D>;
+// dS^T; with FusedDq, dK under the dS^T barrier. The step ends with every product done (the stage
+// may be released).
+template <int D, bool FusedDq>
+__device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& it, int step, int w, int warp_key0,
+                        typename KvConfig<D, FusedDq>::grad& dk, typename KvConfig<D, FusedDq>::grad& dv) {
+  using C = KvConfig<D, FusedDq>;
   using slice = typename C::slice_tile;
   const Schedule& sc = p.schedule;
   const int stage = sm.pipe.stage(step), query0 = it.q_tile(step) * kKvStepQ;
@@ -64,7 +112,7 @@ __device__ void kv_step(const KvSmem<D>& sm, const Problem& p, const KvItem& it,
   if (needs_mask(query0, warp_key0, warpgroup::kWarpRows, sc.seq, sc.causal)) {
     warp::fill_where(s, -INFINITY, [&](int r, int c) { return !attends(query0 + c, warp_key0 + r, sc.seq, sc.causal); });
   }
-  per_query_slice<D>(s, dp, sm.lse2[stage], [&](slice& s_i, slice&, const typename C::slice_vec& lse2) {
+  per_query_slice<C>(s, dp, sm.lse2[stage], [&](slice& s_i, slice&, const typename C::slice_vec& lse2) {
     warp::exp2_col(s_i, s_i, p.scale_log2, lse2);  // P^T
   });
   warp::copy(pr, s);
@@ -72,22 +120,45 @@ __device__ void kv_step(const KvSmem<D>& sm, const Problem& p, const KvItem& it,
   warpgroup::mma_AB(dv, pr, sm.d_o[stage]);  // dV += P^T dO
   warpgroup::mma_commit();
   warpgroup::mma_wait<1>();  // dP^T
-  per_query_slice<D>(s, dp, sm.delta[stage], [&](slice& p_i, slice& dp_i, const typename C::slice_vec& delta) {
+  per_query_slice<C>(s, dp, sm.delta[stage], [&](slice& p_i, slice& dp_i, const typename C::slice_vec& delta) {
     warp::sub_col(dp_i, dp_i, delta);
     warp::mul(dp_i, dp_i, p_i);  // dS^T = P^T (dP^T - D)
   });
   warp::copy(ds, dp);
-  warpgroup::mma_fence();
-  warpgroup::mma_AB(dk, ds, sm.q[stage]);  // dK += dS^T Q
-  warpgroup::mma_commit();
-  warpgroup::mma_wait<0>();
+  if constexpr (FusedDq) {
+    const int ds_slot = step % C::ds_ring, part = C::deal().part(step, w);
+    const int turn = part >= 0 ? C::deal().turn(step, part) : 0;
+    warpgroup::store(sm.fused.ds[w][ds_slot], ds);  // dS^T for every consumer's parts
+    arch::fence_proxy_async();                      // read by wgmma (the async proxy)
+    warpgroup::mma_fence();
+    warpgroup::mma_AB(dk, ds, sm.q[stage]);  // dK += dS^T Q
+    warpgroup::mma_commit();
+    // The staging tile this turn rewrites: its reduction two turns ago has read it, before any
+    // thread of the warpgroup passes the barrier below.
+    if (part >= 0 && warpgroup::thread() == 0) arch::bulk_wait_read<C::dq_ring - 1>();
+    warpgroup::sync(C::ds_barrier, C::consumer_threads);  // every consumer's dS^T is staged
+    if (part >= 0) {
+      typename C::dq_part dq;
+      warpgroup::mma_fence();
+      issue_dq_part<D>(sm, ds_slot, part, dq);
+      warpgroup::mma_wait<0>();  // dK and the part
+      reduce_dq_part<D>(sm, p, it, step, w, part, turn, dq);
+    } else {
+      warpgroup::mma_wait<0>();
+    }
+  } else {
+    warpgroup::mma_fence();
+    warpgroup::mma_AB(dk, ds, sm.q[stage]);  // dK += dS^T Q
+    warpgroup::mma_commit();
+    warpgroup::mma_wait<0>();
+  }
 }
 
 // Consumer w: its 64 keys' dK and dV over every step, then out through its K and V tiles
 // (named barrier 1 + w), which no product reads any more.
-template <int D>
-__device__ void consume_kv(KvSmem<D>& sm, const KvMaps& maps, const Problem& p, const KvItem& it) {
-  using C = KvConfig<D>;
+template <int D, bool FusedDq>
+__device__ void consume_kv(KvSmem<D, FusedDq>& sm, const KvMaps& maps, const Problem& p, const KvItem& it) {
+  using C = KvConfig<D, FusedDq>;
   const int w = warpgroup::index() - 1;
   const int key0 = (it.kv_block * C::consumers + w) * warpgroup::kRows;
   typename C::grad dk, dv;
@@ -96,9 +167,11 @@ __device__ void consume_kv(KvSmem<D>& sm, const KvMaps& maps, const Problem& p, 
   sm.kv_pipe.wait_full(0);
   for (int step = 0; step < it.steps; ++step) {
     sm.pipe.wait_full(step);
-    kv_step<D>(sm, p, it, step, w, key0 + warpgroup::warp_row(), dk, dv);
+    kv_step<D, FusedDq>(sm, p, it, step, w, key0 + warpgroup::warp_row(), dk, dv);
     sm.pipe.release(step);  // every thread: its own reads of lse2 and D (KvSmem::init)
   }
+  // FusedDq: the other consumers' last parts read this consumer's K, which its dK overwrites.
+  if constexpr (FusedDq) warpgroup::sync(C::ds_barrier, C::consumer_threads);
   typename C::grad_bf out;
   warp::mul(dk, dk, p.scale);  // the scores were Q K^T scaled: dK = scale dS^T Q
   warp::copy(out, dk);
@@ -107,23 +180,28 @@ __device__ void consume_kv(KvSmem<D>& sm, const KvMaps& maps, const Problem& p, 
   warpgroup::store_async(maps.dv, sm.v[w], out, it.kv_block * C::consumers + w, 0, 1 + w, it.kvm);
 }
 
-template <int D>
-__global__ void __launch_bounds__(KvConfig<D>::threads, 1) dkdv_kernel(const __grid_constant__ KvMaps maps, const Problem p) {
-  using C = KvConfig<D>;
+// FusedDq: the reducing path's kernel (dQ's parts into p.dq_accumulator, items staggered).
+template <int D, bool FusedDq = false>
+__global__ void __launch_bounds__(KvConfig<D, FusedDq>::threads, 1)
+    dkdv_kernel(const __grid_constant__ KvMaps maps, const Problem p) {
+  using C = KvConfig<D, FusedDq>;
+  using Smem = KvSmem<D, FusedDq>;
   extern __shared__ std::uint8_t raw[];
-  KvSmem<D>& sm = *reinterpret_cast<KvSmem<D>*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
+  Smem& sm = *reinterpret_cast<Smem*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
   if (threadIdx.x == 0) sm.init();
   __syncthreads();
-  const KvItem it = kv_item(p.schedule, blockIdx.x);
+  const KvItem it = kv_item(p.schedule, blockIdx.x, FusedDq);
 
   if (warpgroup::index() == 0) {
     warpgroup::decrease_registers<C::producer_registers>();
-    if (warpgroup::thread() == 0) produce_kv<D>(sm, maps, p, it);
+    if (warpgroup::thread() == 0) produce_kv<D, FusedDq>(sm, maps, p, it);
     return;
   }
   warpgroup::increase_registers<C::consumer_registers>();
-  consume_kv<D>(sm, maps, p, it);
-  if (warpgroup::thread() == 0) tma::store_wait_read<0>();  // the K and V tiles must outlive the stores
+  consume_kv<D, FusedDq>(sm, maps, p, it);
+  // The K and V tiles must outlive the stores, and the dQ staging tiles the reductions (one
+  // thread issued both, in its bulk groups).
+  if (warpgroup::thread() == 0) tma::store_wait_read<0>();
 }
 
 }  // namespace attention::hopper::backward

@@ -2,7 +2,9 @@
 // The backward's first kernel: per query row, D = rowsum(dO * O) (in fp32 from the bf16 O the
 // forward stored, as FlashAttention-2 does: dS = P (dP - D) then vanishes exactly where the
 // softmax rows sum to one) and LSE log2(e), into the padded scratch; pad rows get D = 0 and
-// lse2 = +inf, so P = 0 there.
+// lse2 = +inf, so P = 0 there. On the reducing path it also zeroes the fp32 dQ accumulator
+// (batch x heads x padded(seq) x D floats: a warp zeroes D of them per row it takes, in place of a
+// cudaMemsetAsync, one launch fewer).
 #include <cmath>
 
 #include "kernels/attention/hopper/backward_config.cuh"
@@ -10,7 +12,8 @@
 namespace attention::hopper::backward {
 
 // A warp per row, striding over all batch x heads x padded(seq) rows (a grid of any size):
-// each lane reads D / 32 elements of dO and O, as bf16 pairs.
+// each lane reads D / 32 elements of dO and O, as bf16 pairs (and zeroes D / 32 floats of the
+// accumulator, as float4s from D / 4 lanes).
 template <int D>
 __global__ void __launch_bounds__(kPrepThreads)
     preprocess_kernel(const bf16* __restrict__ o, RowStrides o_at, const bf16* __restrict__ d_o, RowStrides d_o_at,
@@ -31,6 +34,9 @@ __global__ void __launch_bounds__(kPrepThreads)
         const float2 x = __bfloat1622float2(o2[lane + 32 * i]), y = __bfloat1622float2(d_o2[lane + 32 * i]);
         dot = fmaf(x.x, y.x, fmaf(x.y, y.y, dot));
       }
+    }
+    if (p.dq_accumulator != nullptr && lane < D / 4) {
+      reinterpret_cast<float4*>(p.dq_accumulator + g * D)[lane] = make_float4(0, 0, 0, 0);
     }
     for (int m = 16; m > 0; m /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, m);
     if (lane == 0) {
