@@ -79,7 +79,9 @@ TEST(AttentionShape, E4m3TakesTheWgmmaRulesAndHeadDim128) {
       EXPECT_EQ(attention::refusal({1, 8, 2, n, 128, causal}, Dtype::e4m3), "") << n;  // GQA
     }
   for (const Shape& s : tkprobe::attention_check::sweep())
-    if (s.head_dim == 128) EXPECT_EQ(attention::refusal(s, Dtype::e4m3), "");
+    if (s.head_dim == 128) {
+      EXPECT_EQ(attention::refusal(s, Dtype::e4m3), "");
+    }
 }
 
 TEST(AttentionShape, E4m3TensorsNeedAlignmentAndPositiveFiniteScales) {
