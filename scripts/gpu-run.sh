@@ -2,6 +2,9 @@
 # One batch on a GPU machine, in steps (all of them when none is named):
 #   build     configure and build (TKPROBE_GIT_SHA stamps SHA: a GPU machine's copy has a stale .git)
 #   quick     `tkprobe all --quick` (quick.json): the figures the GPU tests see
+#   fp8       the e4m3 attention forward first: its GPU tests (the DSL's P V, the kernel against the
+#             reference, the probe), the SASS check, then `tkprobe attention --dtype e4m3` quick and
+#             on the D = 128 sweep (fp8-quick.json, fp8.json)
 #   tests     every GPU test (ctest -L gpu), then the host tests
 #   gate      scripts/gate-selftest.sh: three `tkprobe all` runs, A/A compares, the suite baseline
 #             (gate/suite.json, for results/h200/suite.json), the 8%-worse check; then the first
@@ -26,7 +29,7 @@ archive() {  # the GPU machine returns at most 8 files: everything goes back as 
 trap archive EXIT  # whatever happens below, the archive is written
 sha="${1:-unknown}"
 shift || true
-all_steps="build quick tests gate claims sanitize mutants peers"
+all_steps="build quick fp8 tests gate claims sanitize mutants peers"
 steps=" ${*:-$all_steps} "
 export TKPROBE_NO_INSTALL=1
 for step in $steps; do
@@ -50,6 +53,18 @@ fi
 if want quick; then
   timeout "$(left)" build/tkprobe all --quick --json "$OUT/quick.json" > "$OUT/quick.txt" 2>&1
   echo "tkprobe all --quick rc=$?" >> "$OUT/run.log"
+fi
+if want fp8; then
+  timeout "$(left)" build/tests/gpu_tests \
+    --gtest_filter='DslWarpgroup.E4m3*:AttentionE4m3.*:AttentionProbe.E4m3*' > "$OUT/fp8-tests.log" 2>&1
+  echo "e4m3 GPU tests rc=$?" >> "$OUT/run.log"
+  grep -E "^\[ e4m3 \]|FAILED|PASSED" "$OUT/fp8-tests.log"
+  python3 tests/gpu/check_sass.py build/tkprobe | grep -E "Fp8Config|passed" | tee -a "$OUT/run.log"
+  timeout "$(left)" build/tkprobe attention --dtype e4m3 --quick --json "$OUT/fp8-quick.json" > "$OUT/fp8-quick.txt" 2>&1
+  echo "attention --dtype e4m3 --quick rc=$?" >> "$OUT/run.log"
+  timeout "$(left)" build/tkprobe attention --dtype e4m3 --json "$OUT/fp8.json" > "$OUT/fp8.txt" 2>&1
+  echo "attention --dtype e4m3 (the D = 128 sweep) rc=$?" >> "$OUT/run.log"
+  cat "$OUT/fp8-quick.txt" "$OUT/fp8.txt"
 fi
 if want tests; then
   timeout "$(left)" ctest --test-dir build --output-on-failure -V -L gpu > "$OUT/ctest-gpu.log" 2>&1

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -35,6 +36,36 @@ std::string refusal(Shape s, Kernel kernel) {
   }
   return kernel == Kernel::wgmma ? detail::hopper_refusal(s) : detail::portable_refusal(s);
 }
+
+std::string refusal(Shape s, Dtype dtype) {
+  if (std::string why = refusal(s, Kernel::wgmma); !why.empty() || dtype == Dtype::bf16) return why;
+  if (s.head_dim != 128) return "head dim = " + std::to_string(s.head_dim) + ": the e4m3 forward takes 128";
+  if (std::int64_t(s.batch) * s.kv_heads > 65535) {
+    return "batch x kv heads = " + std::to_string(std::int64_t(s.batch) * s.kv_heads) +
+           ": the e4m3 forward takes at most 65535 (its V^T pass has a block row per key/value matrix)";
+  }
+  return "";
+}
+
+std::string refusal(const Fp8Tensors& t, Shape s) {
+  if (std::string why = refusal(s, Dtype::e4m3); !why.empty()) return why;
+  const std::pair<const char*, const void*> tensors[] = {{"q", t.q}, {"k", t.k}, {"v", t.v}, {"o", t.o}};
+  for (const auto& [name, data] : tensors) {
+    if (data == nullptr || reinterpret_cast<std::uintptr_t>(data) % 16 != 0) {
+      return std::string(name) + ": null or not 16-byte aligned: the TMA needs a 16-byte aligned base";
+    }
+  }
+  if (t.lse == nullptr) return "lse: give a buffer of batch x heads x seq floats";
+  const std::pair<const char*, float> scales[] = {{"q_scale", t.q_scale}, {"k_scale", t.k_scale}, {"v_scale", t.v_scale}};
+  for (const auto& [name, scale] : scales) {
+    if (!(scale > 0) || !std::isfinite(scale)) {
+      return std::string(name) + " = " + std::to_string(scale) + ": give a positive finite scale";
+    }
+  }
+  return "";
+}
+
+std::size_t fp8_scratch_bytes(Shape s) { return detail::hopper_fp8_scratch_bytes(s); }
 
 Strides contiguous(int heads, int seq, int head_dim) {
   const std::int64_t row = head_dim, matrix = row * seq;
@@ -179,13 +210,20 @@ detail::Launch forward_launch(const Tensors& t, Shape s, Kernel kernel, const Fo
   return kernel == Kernel::wgmma ? detail::hopper_forward(t, s, resolved(layout, s)) : detail::portable_forward(t, s);
 }
 
-std::shared_ptr<void> allocate_scratch(std::size_t floats) {
+std::shared_ptr<void> allocate_bytes(const char* pass, std::size_t bytes) {
   void* p = nullptr;
-  if (const cudaError_t e = cudaMalloc(&p, floats * sizeof(float)); e != cudaSuccess) {
-    throw std::runtime_error("attention backward: cannot allocate " + std::to_string(floats * sizeof(float)) +
+  if (const cudaError_t e = cudaMalloc(&p, bytes); e != cudaSuccess) {
+    throw std::runtime_error(std::string("attention ") + pass + ": cannot allocate " + std::to_string(bytes) +
                              " bytes of scratch: " + cudaGetErrorString(e));
   }
   return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
+}
+
+std::shared_ptr<void> allocate_scratch(std::size_t floats) { return allocate_bytes("backward", floats * sizeof(float)); }
+
+Shape checked_fp8(const Fp8Tensors& t, Shape s) {
+  throw_if_refused("e4m3 forward", refusal(t, s));
+  return s;
 }
 
 // The scratch's vectors are read with bulk copies, from 16-byte aligned addresses.
@@ -205,6 +243,10 @@ Shape checked(const BackwardTensors& t, Shape s, const BackwardLayout& layout) {
 
 Forward::Forward(const Tensors& t, Shape s, Kernel kernel, const ForwardLayout& layout)
     : launch_(forward_launch(t, s, kernel, layout)) {}
+
+Fp8Forward::Fp8Forward(const Fp8Tensors& t, Shape s)
+    : scratch_(allocate_bytes("e4m3 forward", detail::hopper_fp8_scratch_bytes(checked_fp8(t, s)))),
+      launch_(detail::hopper_fp8_forward(t, s, scratch_.get())) {}
 
 Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, BackwardOptions options)
     : Backward(t, s, layout, allocate_scratch(detail::hopper_backward_scratch_floats(checked(t, s, layout), options)),

@@ -11,6 +11,7 @@
 // Two kernels: `wgmma` (sm_90a: TMA, wgmma, producer/consumer warpgroups; attention_hopper.cu)
 // and `mma_sync` (portable, sm_80 and newer: warps with mma.sync; attention_portable.cu).
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -77,6 +78,44 @@ class Forward {
   void operator()(cudaStream_t stream) const { launch_(stream); }
 
  private:
+  std::function<void(cudaStream_t)> launch_;
+};
+
+// The e4m3 forward (the `wgmma` kernel family, sm_90a, D = 128): Q, K and V in fp8 e4m3 with one
+// float scale per tensor (a stored value x stands for x scale), O in bf16 and LSE in float as the
+// bf16 forward's. The softmax runs in fp32 on S scaled by q_scale k_scale / sqrt(D); P is rounded
+// to e4m3 for P V (kernels/attention/README.md says how, and what error that implies). Tensors
+// contiguous (B, H, N, D), Q, K, V and O 16-byte aligned.
+enum class Dtype { bf16, e4m3 };
+
+struct Fp8Tensors {
+  const __nv_fp8_e4m3 *q, *k, *v;
+  float q_scale, k_scale, v_scale;
+  __nv_bfloat16* o;
+  float* lse;
+};
+
+// Why the `wgmma` kernel cannot run `s` in `dtype` ("" when it can): refusal(s, Kernel::wgmma),
+// and for e4m3 a head dim of 128 and at most 65535 batch x kv_heads (the V^T pass's grid).
+std::string refusal(Shape s, Dtype dtype);
+
+// The same, then the tensors: alignment, and scales positive and finite.
+std::string refusal(const Fp8Tensors& t, Shape s);
+
+// The device scratch an Fp8Forward of shape `s` holds: V^T, B Hkv D x (N padded to 128) bytes.
+std::size_t fp8_scratch_bytes(Shape s);
+
+// An e4m3 forward ready to launch: its scratch (V^T) allocated and tensor maps prepared once.
+// Each launch is two kernels on `stream`: V^T from V, then the forward. Throws
+// std::invalid_argument with refusal(t, s) when that is not empty, std::runtime_error when the
+// scratch cannot be allocated.
+class Fp8Forward {
+ public:
+  Fp8Forward(const Fp8Tensors& t, Shape s);
+  void operator()(cudaStream_t stream) const { launch_(stream); }
+
+ private:
+  std::shared_ptr<void> scratch_;
   std::function<void(cudaStream_t)> launch_;
 };
 

@@ -20,13 +20,13 @@ Launch launch_for(const Tensors& t, Shape s, const ForwardStrides& at) {
                   tensor_map<typename C::kv>(t.v, s, s.kv_heads, at.v), tensor_map<typename C::q>(t.o, s, s.heads, at.o)};
   const int q_blocks = (s.seq + C::block_q - 1) / C::block_q;
   const Problem p{s.seq, s.heads, s.kv_heads, s.batch * s.heads, q_blocks, s.causal,
-                  float(M_LOG2E / std::sqrt(double(D))), t.lse};
-  cudaFuncSetAttribute(forward_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<D>);
+                  float(M_LOG2E / std::sqrt(double(D))), t.lse, 1.0f};
+  cudaFuncSetAttribute(forward_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<C>);
   int device = 0, sms = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   const int grid = std::min(p.items(), sms);
-  return [=](cudaStream_t stream) { forward_kernel<D><<<grid, C::threads, kSmemBytes<D>, stream>>>(maps, p); };
+  return [=](cudaStream_t stream) { forward_kernel<C><<<grid, C::threads, kSmemBytes<C>, stream>>>(maps, p); };
 }
 
 }  // namespace

@@ -23,6 +23,10 @@ struct BackwardStrides {
 std::string hopper_refusal(Shape s);  // attention_hopper.cu
 Launch hopper_forward(const Tensors& t, Shape s, const ForwardStrides& strides);
 
+// attention_hopper_fp8.cu: the e4m3 forward's V^T bytes, and its two launches given them.
+std::size_t hopper_fp8_scratch_bytes(Shape s);
+Launch hopper_fp8_forward(const Fp8Tensors& t, Shape s, void* scratch);
+
 // attention_hopper_backward.cu: the scratch's floats for shape s and the path, and the launches given it.
 std::size_t hopper_backward_scratch_floats(Shape s, BackwardOptions options);
 Launch hopper_backward(const BackwardTensors& t, Shape s, const BackwardStrides& strides, float* scratch,

@@ -5,6 +5,7 @@
 #include "tk/ops/warpgroup/memory.cuh"
 #include "tk/ops/warpgroup/mma.cuh"
 #include "tk/ops/warpgroup/tma.cuh"
+#include "tk/ops/warp/fp8.cuh"
 #include "tk/sync/pipeline.cuh"
 #include "tk/sync/turns.cuh"
 #include "tk/warp.cuh"

@@ -8,6 +8,11 @@
 // and a fresh ~N(0, 1) dO; its reference is the fp32 backward on the same tensors. The SM clock is
 // measured around every timed launch (probes/common/clock_bracket.hpp: the kernels' interface has no
 // room for a clock window), so each sample's rate is also set against the clock peak at that clock.
+//
+// --dtype e4m3: the wgmma forward at D = 128 on e4m3 Q, K, V (attention::Fp8Forward): the same
+// fresh bf16 inputs quantized per tensor (probes/common/attention_fp8.hpp), the reference run on
+// the dequantized values, the error bounds fp8 implies, rates against the e4m3 peaks. Its rows
+// carry dtype e4m3 and appear only with the option: the suite (`tkprobe all`) runs bf16.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "kernels/attention/attention.hpp"
+#include "probes/common/attention_fp8.hpp"
 #include "probes/common/attention_reference.hpp"
 #include "probes/common/clock_bracket.hpp"
 #include "src/device_buffer.hpp"
@@ -46,6 +52,10 @@ constexpr double kMaxLseError = 1e-2;
 // (check::kRowFloor).
 constexpr double kMaxGradientRowError = 2e-2;
 
+const std::map<std::string, attention::Dtype> kDtypes = {{"bf16", attention::Dtype::bf16},
+                                                         {"e4m3", attention::Dtype::e4m3}};
+constexpr int kE4m3HeadDim = 128;  // the only head dim the e4m3 forward takes
+
 const std::map<std::string, Kernel> kKernels = {{"wgmma", Kernel::wgmma}, {"mma-sync", Kernel::mma_sync}};
 
 std::string kernel_name(Kernel k) { return k == Kernel::wgmma ? "wgmma" : "mma-sync"; }
@@ -68,10 +78,10 @@ std::string describe(const Shape& s) {
                      s.causal ? " causal" : "");
 }
 
-Json params_json(Kernel k, const Shape& s, Pass p) {
+Json params_json(Kernel k, const Shape& s, Pass p, const std::string& dtype = "bf16") {
   return {{"kernel", kernel_name(k)}, {"pass", pass_name(p)}, {"head_dim", s.head_dim}, {"seq", s.seq},
           {"batch", s.batch},         {"heads", s.heads},     {"kv_heads", s.kv_heads}, {"causal", s.causal},
-          {"dtype", "bf16"}};
+          {"dtype", dtype}};
 }
 
 // Inputs, outputs and the reference of one shape, on the GPU.
@@ -149,6 +159,10 @@ class AttentionProbe final : public Probe {
                    "the rows the baseline holds) or reduce (reduced in fp32 by the dK/dV kernel with the TMA; its "
                    "rows carry dq: reduce)")
         ->check(CLI::IsMember({"deterministic", "reduce"}));
+    cmd.add_option("--dtype", dtype_,
+                   "bf16 (both kernels, both passes) or e4m3 (the wgmma forward at head dim 128: e4m3 Q, K, V with "
+                   "per-tensor scales, bf16 O; default bf16)")
+        ->check(CLI::IsMember(kDtypes));
     cmd.add_flag("--sweep", sweep_,
                  "16k tokens (B x N), hidden 2048 (D 64: 32 heads, D 128: 16), N 1024/4096/16384, causal and not "
                  "(the default without a shape)");
@@ -172,8 +186,25 @@ class AttentionProbe final : public Probe {
     if (dq_ == "reduce" && !any_backward()) {
       throw UsageError("--dq reduce picks the backward's dQ path: give it --pass bwd, fwd+bwd or all");
     }
+    if (e4m3()) {
+      if (kernel_ == "mma-sync") {
+        throw UsageError("--dtype e4m3 --kernel mma-sync: the e4m3 forward is written for the wgmma kernel only "
+                         "(give --kernel wgmma, or --dtype bf16)");
+      }
+      if (pass_ != "fwd") {
+        throw UsageError(fmt::format("--dtype e4m3 --pass {}: the e4m3 kernel is a forward (give --pass fwd, or "
+                                     "--dtype bf16)",
+                                     pass_));
+      }
+    }
     if (given == 0) return;
     const Shape s = given_shape();
+    if (e4m3()) {
+      if (const std::string why = attention::refusal(s, attention::Dtype::e4m3); !why.empty()) {
+        throw UsageError(fmt::format("{} with --dtype e4m3: {}", describe(s), why));
+      }
+      return;
+    }
     for (Kernel k : kernels()) {
       if (const std::string why = attention::refusal(s, k); !why.empty()) {
         throw UsageError(fmt::format("{} with the {} kernel: {}", describe(s), kernel_name(k), why));
@@ -189,6 +220,11 @@ class AttentionProbe final : public Probe {
 
   void run(ProbeContext& ctx) override {
     std::vector<Run> runs;
+    if (e4m3()) {
+      for (const Shape& s : shapes(ctx.options.quick)) runs.push_back(measure_e4m3(ctx, s));
+      summarise(ctx, Kernel::wgmma, Pass::fwd, runs);
+      return;
+    }
     for (const Shape& s : shapes(ctx.options.quick)) measure_shape(ctx, s, runs);
     for (Pass p : kPasses.at(pass_))
       for (Kernel k : kernels()) summarise(ctx, k, p, runs);
@@ -201,6 +237,9 @@ class AttentionProbe final : public Probe {
   std::string pass_ = "fwd";
   std::string dq_ = "deterministic";
   bool sweep_ = false;
+  std::string dtype_ = "bf16";
+
+  bool e4m3() const { return dtype_ == "e4m3"; }
 
   bool has(Pass p) const {
     const auto& passes = kPasses.at(pass_);
@@ -211,17 +250,24 @@ class AttentionProbe final : public Probe {
   Shape given_shape() const { return {*batch_, *heads_, kv_heads_.value_or(*heads_), *seq_, *head_dim_, causal_}; }
 
   std::vector<Kernel> kernels() const {
+    if (e4m3()) return {Kernel::wgmma};
     if (!kernel_.empty()) return {kKernels.at(kernel_)};
     return {Kernel::wgmma, Kernel::mma_sync};
   }
 
-  // A given shape; else --quick's (over --sweep too: CI-sized means small); else the sweep.
+  // A given shape; else --quick's (over --sweep too: CI-sized means small); else the sweep. With
+  // e4m3, their head-dim-128 shapes.
   std::vector<Shape> shapes(bool quick) const {
     if (batch_) return {given_shape()};
-    if (!quick) return attention_check::sweep();
     std::vector<Shape> out;
+    if (!quick) {
+      for (const Shape& s : attention_check::sweep())
+        if (!e4m3() || s.head_dim == kE4m3HeadDim) out.push_back(s);
+      return out;
+    }
     for (int d : kHeadDims)
-      for (bool causal : {false, true}) out.push_back({kQuickBatch, kQuickHeads, kQuickHeads, kQuickSeq, d, causal});
+      for (bool causal : {false, true})
+        if (!e4m3() || d == kE4m3HeadDim) out.push_back({kQuickBatch, kQuickHeads, kQuickHeads, kQuickSeq, d, causal});
     return out;
   }
 
@@ -264,12 +310,15 @@ class AttentionProbe final : public Probe {
     return ctx.harness.time_kernel_rate(label, launch, pass_flops(p, s) / 1e12, bracket);
   }
 
-  // The row's rates: TFLOP/s, % of the datasheet and (judged) % of the clock peak.
-  static std::optional<double> add_rates(ProbeContext& ctx, Result& r, const Measurement& m) {
-    const auto pct_clock = pct_of_clock_peak(m, ctx.device.sms, hopper_flop_per_clock_per_sm("bf16"));
+  // The row's rates: TFLOP/s, % of the datasheet and (judged) % of the clock peak, both of `dtype`'s
+  // tensor rate (e4m3: twice bf16's per clock).
+  static std::optional<double> add_rates(ProbeContext& ctx, Result& r, const Measurement& m,
+                                         const std::string& dtype = "bf16") {
+    const auto pct_clock = pct_of_clock_peak(m, ctx.device.sms, hopper_flop_per_clock_per_sm(dtype));
     const auto peaks = datasheet_peaks(ctx.device.name);
     r.metric("tflops", m.stats, "TFLOP/s", Better::higher);
-    r.value("pct_datasheet_peak", peaks ? Json(100 * m.stats.median / peaks->bf16) : Json(nullptr));
+    const double peak = peaks ? (dtype == "e4m3" ? peaks->fp8 : peaks->bf16) : 0;
+    r.value("pct_datasheet_peak", peak > 0 ? Json(100 * m.stats.median / peak) : Json(nullptr));
     r.telemetry = m.telemetry;
     if (!pct_clock) return std::nullopt;
     // Judged per clock: between runs TFLOP/s moved up to 29% with the power state, this under 4%.
@@ -309,6 +358,52 @@ class AttentionProbe final : public Probe {
     r.checked(std::move(check), passed);
     ctx.add(std::move(r));
     return {k, Pass::fwd, s, m.stats.median, pct_clock, errors.worst_row_error, errors.lse_error, passed};
+  }
+
+  // The e4m3 forward on one shape: fresh bf16 inputs quantized per tensor, the fp32 reference on
+  // their dequantized values, O and LSE poisoned, the forward (V^T and the kernel) timed with the
+  // bf16 forward's FLOPs, O and LSE checked against the bounds fp8 implies (attention_fp8.hpp).
+  Run measure_e4m3(ProbeContext& ctx, const Shape& s) {
+    Buffers b(s);
+    DeviceBuffer<__nv_fp8_e4m3> q8(b.q.size()), k8(b.k.size()), v8(b.v.size());
+    const cudaStream_t stream = ctx.harness.stream();
+    attention_check::fill_normal(b.q.get(), b.q.size(), ctx.rng(), stream);
+    attention_check::fill_normal(b.k.get(), b.k.size(), ctx.rng(), stream);
+    attention_check::fill_normal(b.v.get(), b.v.size(), ctx.rng(), stream);
+    const float q_scale = attention_check::quantize_e4m3(b.q.get(), q8.get(), b.q.size(), stream);
+    const float k_scale = attention_check::quantize_e4m3(b.k.get(), k8.get(), b.k.size(), stream);
+    const float v_scale = attention_check::quantize_e4m3(b.v.get(), v8.get(), b.v.size(), stream);
+    attention_check::reference_forward(b.q.get(), b.k.get(), b.v.get(), b.o_ref.get(), b.lse_ref.get(), s, stream);
+    TK_CUDA(cudaStreamSynchronize(stream));
+    const attention::Fp8Forward forward({q8.get(), k8.get(), v8.get(), q_scale, k_scale, v_scale, b.o.get(), b.lse.get()},
+                                        s);
+    b.o.poison();
+    b.lse.poison();
+    const Measurement m = time_pass(ctx, fmt::format("attention wgmma fwd e4m3 {}", describe(s)), Pass::fwd, s,
+                                    [&](cudaStream_t st) { forward(st); });
+    Result r(name(), params_json(Kernel::wgmma, s, Pass::fwd, "e4m3"));
+    const auto pct_clock = add_rates(ctx, r, m, "e4m3");
+    const auto e = attention_check::compare_to_reference(b.o.get(), b.lse.get(), b.o_ref.get(), b.lse_ref.get(), s,
+                                                         stream);
+    r.value("rel_error", e.rel_error);
+    r.value("worst_row_error", e.worst_row_error);
+    r.value("lse_error", e.lse_error);
+    r.value("q_scale", q_scale);
+    r.value("k_scale", k_scale);
+    r.value("v_scale", v_scale);
+    const bool passed = e.rel_error < attention_check::kE4m3MaxRelError &&
+                        e.worst_row_error < attention_check::kE4m3MaxRowError && e.lse_error < kMaxLseError;
+    r.checked({{"what", "||O - O_ref||_F / ||O_ref||_F, the same for the worst row, and max |LSE - LSE_ref| against "
+                        "the fp32 reference on the dequantized inputs; bounds from P's e4m3 rounding (2^-4 relative)"},
+               {"value", e.rel_error},
+               {"max", attention_check::kE4m3MaxRelError},
+               {"worst_row_error", e.worst_row_error},
+               {"worst_row_max", attention_check::kE4m3MaxRowError},
+               {"lse_error", e.lse_error},
+               {"lse_max", kMaxLseError}},
+              passed);
+    ctx.add(std::move(r));
+    return {Kernel::wgmma, Pass::fwd, s, m.stats.median, pct_clock, e.worst_row_error, e.lse_error, passed};
   }
 
   // The wgmma backward, alone and after the forward in each launch, on one dO: O and LSE come from
@@ -404,9 +499,10 @@ class AttentionProbe final : public Probe {
     ctx.finding(name(),
                 fmt::format("{} {}: {:.1f}..{:.1f} TFLOP/s over {} shapes; best {} = {:.1f} TFLOP/s ({}{}); slowest "
                             "{}; largest errors: worst row relative {:.2e}{}; {} of {} failed the check",
-                            kernel_name(k), pass_name(p), worst.tflops, best.tflops, mine.size(), describe(best.shape),
+                            kernel_name(k), e4m3() ? pass_name(p) + " e4m3" : pass_name(p), worst.tflops, best.tflops, mine.size(), describe(best.shape),
                             best.tflops,
-                            peaks ? fmt::format("{:.1f}% of the datasheet peak", 100 * best.tflops / peaks->bf16)
+                            peaks ? fmt::format("{:.1f}% of the {}datasheet peak", 100 * best.tflops /
+                                                (e4m3() ? peaks->fp8 : peaks->bf16), e4m3() ? "e4m3 " : "")
                                   : std::string("no datasheet peak for this GPU"),
                             best.pct_clock_peak ? fmt::format(", {:.1f}% of the clock peak", *best.pct_clock_peak)
                                                 : std::string(),

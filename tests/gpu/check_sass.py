@@ -51,6 +51,11 @@ EXPECTED = [
     Expect("copy_engines.*warp_copy_kernel", r"LDG\.128", WARP_LOADS_IN_FLIGHT, 1, timed=False),
     Expect("copy_engines.*warp_copy_kernel", r"STS\.128", WARP_LOADS_IN_FLIGHT, 1, timed=False),
 ]
+# The e4m3 attention forward (kernels/attention/hopper/config_fp8.cuh, not timed here): its 32 wgmma
+# of m64n128k32 with e4m3 inputs (S = Q K^T and P V, 4 each, in the kernel's 8 places that issue
+# them) are the fp8 tensor-core instruction, as in the wgmma probe's e4m3 kernels, not a
+# conversion to 16-bit ones.
+EXPECTED.append(Expect("forward_kernelINS0_9Fp8Config", r"QGMMA\.64x128x32\.F32\.E4M3\.E4M3", 32, 1, timed=False))
 # wgmma: every N for both A sources. HGMMA for 16-bit and tf32 inputs, QGMMA for fp8, IGMMA for s8.
 WGMMA_LEAST = WGMMA_PER_PASS * (1 + 2 * PAIR_UNROLL)
 for tag, opcode, kernels in [

@@ -6,6 +6,7 @@
 #include "src/device_buffer.hpp"
 #include "tests/gpu/dsl_warpgroup_kernels.hpp"
 #include "tk/arch/mbarrier.cuh"
+#include "tk/ops/warp/fp8.cuh"
 #include "tk/ops/warpgroup/mma.cuh"
 #include "tk/ops/warpgroup/tma.cuh"
 #include "tk/sync/pipeline.cuh"
@@ -89,6 +90,26 @@ __global__ void __launch_bounds__(128) mma_kernel(const T* a, const T* b, const 
   warpgroup::mma_commit();
   warpgroup::mma_wait<0>();
   warp::store(d + w * 16 * N, acc, N);
+}
+
+__global__ void __launch_bounds__(128) e4m3_pv_kernel(const float* p, const std::uint8_t* vt, float* o) {
+  using v_tile = st<__nv_fp8_e4m3, kE4m3Dim, kE4m3Keys>;
+  v_tile& v = aligned_smem<v_tile>();
+  for (int i = threadIdx.x; i < kE4m3Dim * kE4m3Keys; i += blockDim.x)
+    reinterpret_cast<std::uint8_t&>(v(i / kE4m3Keys, i % kE4m3Keys)) = vt[i];
+  arch::fence_proxy_async();
+  __syncthreads();
+  const int w = threadIdx.x / 32;
+  rt_fl<16, kE4m3Keys> s;
+  warp::load(s, p + w * 16 * kE4m3Keys, kE4m3Keys);
+  rt_e4m3<kE4m3Keys> pr;
+  warp::copy_e4m3(pr, s, 1.0f);
+  rt_fl<16, kE4m3Dim> acc;
+  warpgroup::mma_fence();
+  warpgroup::mma_ABt(acc, pr, v, false);
+  warpgroup::mma_commit();
+  warpgroup::mma_wait<0>();
+  warp::store(o + w * 16 * kE4m3Dim, acc, kE4m3Dim);
 }
 
 template <class T, int R, int C>
@@ -277,6 +298,19 @@ std::vector<std::uint16_t> tma_round_trip(int rows, int cols, const std::vector<
 std::vector<std::uint32_t> tma_round_trip(int rows, int cols, const std::vector<std::uint32_t>& tensor,
                                           std::vector<std::uint32_t> out, int row_tile, int col_tile) {
   return round_trip<float>(rows, cols, tensor, std::move(out), row_tile, col_tile);
+}
+
+std::vector<float> e4m3_pv(const std::vector<float>& p, const std::vector<std::uint8_t>& vt) {
+  DeviceBuffer<float> p_d(p.size()), o(std::size_t(warpgroup::kRows) * kE4m3Dim);
+  DeviceBuffer<std::uint8_t> vt_d(vt.size());
+  p_d.upload(p);
+  vt_d.upload(vt);
+  o.poison();
+  constexpr int kSmem = kE4m3Dim * kE4m3Keys + kSmemAlign;
+  TK_CUDA(cudaFuncSetAttribute(e4m3_pv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  e4m3_pv_kernel<<<1, 128, kSmem>>>(p_d.get(), vt_d.get(), o.get());
+  TK_CUDA(cudaGetLastError());
+  return o.download();
 }
 
 std::vector<float> vector_load(const std::vector<float>& tensor, int offset) {

@@ -23,6 +23,15 @@ inline constexpr int kMmaShapes[][2] = {{32, 64}, {64, 128}, {16, 160}, {160, 64
 std::vector<float> mma(Mma form, Half type, int k, int n, const std::vector<std::uint16_t>& a,
                        const std::vector<std::uint16_t>& b, const std::vector<float>& c = {});
 
+// The e4m3 P V of the attention forward (kernels/attention/hopper/config_fp8.cuh): each warp loads
+// its 16 rows of P (64 x 128 row-major floats, values exact in e4m3) as a float tile, turns them
+// into an e4m3 A operand with warp::copy_e4m3 (scale 1; key columns permuted per 32), and
+// warpgroup::mma_ABt multiplies it by V^T, a 128 (D) x 128 (keys) e4m3 tile whose key columns are
+// stored in the same permuted order (vt, row-major bytes, as transpose_v.cuh writes them).
+// Returns O = P V, 64 x 128 row-major floats.
+inline constexpr int kE4m3Keys = 128, kE4m3Dim = 128;
+std::vector<float> e4m3_pv(const std::vector<float>& p, const std::vector<std::uint8_t>& vt);
+
 // Tile shapes the TMA round trip runs: rows x cols elements.
 inline constexpr int kTmaShapes[][2] = {{64, 64}, {128, 128}};
 

@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <tuple>
 
 #include "kernels/attention/attention.hpp"
+#include "probes/common/attention_fp8.hpp"
 #include "probes/common/attention_reference.hpp"
 #include "src/device_buffer.hpp"
 #include "tests/gpu/bf16_host.hpp"
@@ -297,6 +299,82 @@ TEST(AttentionKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
         EXPECT_LT(e.lse_error, kMaxLseError);
       }
     }
+}
+
+// The e4m3 forward (attention::Fp8Forward, D = 128) against the fp32 reference on the dequantized
+// inputs, within the bounds P's e4m3 rounding implies (probes/common/attention_fp8.hpp: 4e-2 over
+// the tensor, 1e-1 for the worst row; LSE as bf16's). N = 1 (one key: P = 1, exact), 63 (one
+// partial tile), 1024 and 4096, causal and not, and grouped-query heads once. Quantization
+// itself is checked too: power-of-two scales, x replaced by exactly what the kernel reads.
+TEST(AttentionE4m3, MatchesTheReferenceOnTheDequantizedInputs) {
+  auto rng = fresh_rng();
+  std::vector<Shape> shapes;
+  for (int n : {1, 63, 1024, 4096})
+    for (bool causal : {false, true}) shapes.push_back({2, 4, 4, n, 128, causal});
+  shapes.push_back({1, 8, 2, 1000, 128, true});  // GQA 4:1
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(describe(s));
+    ASSERT_EQ(attention::refusal(s, attention::Dtype::e4m3), "");
+    Inputs in(s, rng);
+    DeviceBuffer<__nv_fp8_e4m3> q8(in.q.size()), k8(in.k.size()), v8(in.v.size());
+    const float q_scale = check::quantize_e4m3(in.q.get(), q8.get(), in.q.size(), nullptr);
+    const float k_scale = check::quantize_e4m3(in.k.get(), k8.get(), in.k.size(), nullptr);
+    const float v_scale = check::quantize_e4m3(in.v.get(), v8.get(), in.v.size(), nullptr);
+    for (float scale : {q_scale, k_scale, v_scale}) {
+      EXPECT_EQ(std::exp2(std::round(std::log2(scale))), scale) << "a power of two";
+      EXPECT_GT(scale, 0.0f);
+    }
+    {  // x now holds e4m3(x / scale) x scale exactly, and nothing saturated
+      const auto x = in.host(in.q);
+      const auto x8 = q8.download();
+      for (std::size_t i = 0; i < x.size(); i += 997) {
+        EXPECT_EQ(x[i], float(x8[i]) * q_scale) << i;
+        EXPECT_LT(std::fabs(float(x8[i])), 448.0f) << i;
+      }
+    }
+    const GpuReference ref(in);
+    DeviceBuffer<bf16> o(in.q.size());
+    DeviceBuffer<float> lse(rows(s, s.heads));
+    o.poison();
+    lse.poison();
+    const attention::Fp8Forward forward({q8.get(), k8.get(), v8.get(), q_scale, k_scale, v_scale, o.get(), lse.get()}, s);
+    forward(nullptr);
+    forward(nullptr);  // twice: the second launch overwrites the same V^T and O
+    TK_CUDA(cudaDeviceSynchronize());
+    const auto e = check::compare_to_reference(o.get(), lse.get(), ref.o.get(), ref.lse.get(), s, nullptr);
+    EXPECT_LT(e.rel_error, check::kE4m3MaxRelError);
+    EXPECT_LT(e.worst_row_error, check::kE4m3MaxRowError);
+    EXPECT_LT(e.lse_error, kMaxLseError);
+    if (s.seq == 1) {
+      EXPECT_LT(e.rel_error, 1e-2) << "one key: P = 1 is exact in e4m3, O = V's row in bf16";
+    }
+    std::printf("[ e4m3 ] %s: rel %.3e, worst row %.3e, LSE %.3e\n", describe(s).c_str(), e.rel_error,
+                e.worst_row_error, e.lse_error);
+  }
+}
+
+// `tkprobe attention --dtype e4m3 --quick`: the two head-dim-128 quick shapes, rows tagged e4m3,
+// checked with the e4m3 bounds, rated against the e4m3 clock peak (twice bf16's per clock).
+TEST(AttentionProbe, E4m3QuickRunPassesItsChecks) {
+  const auto report = gpu_fixtures::run_probe("attention", {"--dtype", "e4m3"});
+  ASSERT_EQ(report["results"].size(), 2u) << "D 128, causal and not, the wgmma kernel";
+  for (const auto& r : report["results"]) {
+    SCOPED_TRACE(r["params"].dump());
+    ASSERT_EQ(r["status"], "ok") << r.value("reason", "") << " " << r["check"].dump();
+    EXPECT_EQ(r["params"]["dtype"], "e4m3");
+    EXPECT_EQ(r["params"]["kernel"], "wgmma");
+    EXPECT_EQ(r["params"]["head_dim"], 128);
+    EXPECT_LT(r["metrics"]["rel_error"].get<double>(), check::kE4m3MaxRelError);
+    EXPECT_LT(r["metrics"]["worst_row_error"].get<double>(), check::kE4m3MaxRowError);
+    const double pct = gpu_fixtures::median(r, "pct_clock_peak");
+    const double mhz = r["telemetry"]["kernel_sm_clock_mhz"];
+    const double peak_at_clock =
+        2 * gpu_fixtures::kDenseBf16FlopPerSmPerClock * report["device"]["sms"].get<double>() * mhz * 1e6;
+    EXPECT_NEAR(pct, 100 * gpu_fixtures::median(r, "tflops") * 1e12 / peak_at_clock, 0.03 * pct);
+    EXPECT_GT(pct, 0);
+    EXPECT_LT(pct, 100);
+  }
+  EXPECT_EQ(report["findings"].size(), 1u);
 }
 
 // % of the clock peak of `tkprobe attention --quick` on the H200 (49f846a), by kernel, head dim, causal.

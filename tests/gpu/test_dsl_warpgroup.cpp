@@ -13,6 +13,7 @@
 #include <random>
 #include <string>
 
+#include "kernels/tk/layout/fragments.hpp"
 #include "tests/gpu/dsl_warpgroup_kernels.hpp"
 
 namespace wg = tkprobe::test_kernels::dsl_wg;
@@ -161,4 +162,44 @@ TEST(DslWarpgroup, TurnsGoRoundInOrder) {
       EXPECT_EQ(order[i], i) << members << " members: round " << i / members << ", member " << i % members;
     }
   }
+}
+
+// warp::copy_e4m3 then warpgroup::mma_ABt with the e4m3 tile as A from registers: the attention
+// forward's P V (kernels/attention/hopper/config_fp8.cuh), against the host. P's values are e4m3
+// numbers in [0, 2) ((1 + m/8) 2^e, e in -3..0, and 0), V's +-(1 + m/8) 2^e with e in {-1, 0};
+// V^T holds each 32 keys in the order layout::p8_key gives, as transpose_v.cuh writes it. Not
+// exact: Hopper's fp8 wgmma is reported to accumulate with fewer bits than f32 (about 14 kept,
+// DeepSeek-V3's report), so each element must be within 2^-10 of the sum of |p v| over its keys,
+// while a wrong fragment map or permutation pairs the wrong keys and misses by O(1).
+TEST(DslWarpgroup, E4m3PTimesVTransposedFromRegistersEqualsTheHostProduct) {
+  constexpr int kKeys = wg::kE4m3Keys, kDim = wg::kE4m3Dim;
+  std::mt19937 rng(std::random_device{}());
+  std::vector<float> p(kM * kKeys);
+  for (float& x : p) x = rng() % 5 == 0 ? 0.0f : float((8 + rng() % 8) / 8.0 * std::ldexp(1.0, -int(rng() % 4)));
+  std::vector<double> v(kKeys * kDim);
+  std::vector<std::uint8_t> v_bits(kKeys * kDim);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const int sign = int(rng() % 2), m = int(rng() % 8), e = -int(rng() % 2);
+    v[i] = (sign ? -1 : 1) * (1 + m / 8.0) * std::ldexp(1.0, e);
+    v_bits[i] = std::uint8_t(sign << 7 | (e + 7) << 3 | m);  // e4m3: exponent bias 7, 3 mantissa bits
+  }
+  std::vector<std::uint8_t> vt(kDim * kKeys);
+  for (int d = 0; d < kDim; ++d)
+    for (int pos = 0; pos < kKeys; ++pos)
+      vt[d * kKeys + pos] = v_bits[(pos / 32 * 32 + tk::layout::p8_key(pos % 32)) * kDim + d];
+  const auto o = wg::e4m3_pv(p, vt);
+  int wrong = 0;
+  for (int r = 0; r < kM; ++r)
+    for (int d = 0; d < kDim; ++d) {
+      double want = 0, size = 0;
+      for (int j = 0; j < kKeys; ++j) {
+        want += double(p[r * kKeys + j]) * v[j * kDim + d];
+        size += std::fabs(double(p[r * kKeys + j]) * v[j * kDim + d]);
+      }
+      const double got = o[r * kDim + d];
+      if (!(std::fabs(got - want) <= std::ldexp(size, -10)) && ++wrong <= 5) {
+        ADD_FAILURE() << "O(" << r << ", " << d << ") = " << got << ", want " << want;
+      }
+    }
+  EXPECT_EQ(wrong, 0);
 }

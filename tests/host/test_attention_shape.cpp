@@ -2,6 +2,8 @@
 // TFLOP/s figure divides by, and the shape rules the CLI turns into usage errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kernels/attention/attention.hpp"
 #include "probes/common/attention_reference.hpp"
 
@@ -58,4 +60,59 @@ TEST(AttentionShape, BothKernelsAcceptTheProbesAndTestsShapes) {
       EXPECT_EQ(attention::refusal(s, k), "") << "kernel " << int(k) << " N=" << s.seq << " D=" << s.head_dim
                                               << (s.causal ? " causal" : "");
     }
+}
+
+// The e4m3 forward (attention::Fp8Forward): the wgmma rules, then head dim 128 and the V^T pass's
+// grid; the tensors' alignment and scales; its scratch. The bf16 rules are unchanged by Dtype.
+TEST(AttentionShape, E4m3TakesTheWgmmaRulesAndHeadDim128) {
+  using attention::Dtype;
+  for (const Shape& s : {Shape{1, 4, 4, 1, 64, false}, Shape{2, 16, 16, 4096, 128, true}, Shape{1, 4, 3, 128, 128, false}})
+    EXPECT_EQ(attention::refusal(s, Dtype::bf16), attention::refusal(s, Kernel::wgmma));
+  EXPECT_EQ(attention::refusal({1, 4, 4, 128, 64, false}, Dtype::e4m3), "head dim = 64: the e4m3 forward takes 128");
+  EXPECT_TRUE(mentions(attention::refusal({1, 4, 4, 128, 96, false}, Dtype::e4m3), "head dim = 96: give 64 or 128"));
+  EXPECT_TRUE(mentions(attention::refusal({0, 4, 4, 128, 128, false}, Dtype::e4m3), "batch = 0"));
+  EXPECT_TRUE(mentions(attention::refusal({1, 4, 3, 128, 128, false}, Dtype::e4m3), "multiple of the key/value heads"));
+  EXPECT_TRUE(mentions(attention::refusal({65536, 1, 1, 16, 128, false}, Dtype::e4m3), "at most 65535"));
+  for (int n : {1, 63, 1000, 1024, 4096, 16384})
+    for (bool causal : {false, true}) {
+      EXPECT_EQ(attention::refusal({2, 4, 4, n, 128, causal}, Dtype::e4m3), "") << n;
+      EXPECT_EQ(attention::refusal({1, 8, 2, n, 128, causal}, Dtype::e4m3), "") << n;  // GQA
+    }
+  for (const Shape& s : tkprobe::attention_check::sweep())
+    if (s.head_dim == 128) {
+      EXPECT_EQ(attention::refusal(s, Dtype::e4m3), "");
+    }
+}
+
+TEST(AttentionShape, E4m3TensorsNeedAlignmentAndPositiveFiniteScales) {
+  const Shape s{1, 4, 4, 128, 128, false};
+  alignas(16) static unsigned char bytes[64];
+  const auto* q = reinterpret_cast<const __nv_fp8_e4m3*>(bytes);
+  auto* o = reinterpret_cast<__nv_bfloat16*>(bytes + 16);
+  float lse[1];
+  const attention::Fp8Tensors good{q, q, q, 0.5f, 0.25f, 2.0f, o, lse};
+  EXPECT_EQ(attention::refusal(good, s), "");
+  attention::Fp8Tensors t = good;
+  t.k = reinterpret_cast<const __nv_fp8_e4m3*>(bytes + 1);
+  EXPECT_EQ(attention::refusal(t, s), "k: null or not 16-byte aligned: the TMA needs a 16-byte aligned base");
+  t = good;
+  t.o = nullptr;
+  EXPECT_TRUE(mentions(attention::refusal(t, s), "o: null or not 16-byte aligned"));
+  t = good;
+  t.lse = nullptr;
+  EXPECT_TRUE(mentions(attention::refusal(t, s), "lse: give a buffer"));
+  for (float bad : {0.0f, -1.0f, INFINITY, NAN}) {
+    t = good;
+    t.v_scale = bad;
+    EXPECT_TRUE(mentions(attention::refusal(t, s), "v_scale = ")) << bad;
+    EXPECT_TRUE(mentions(attention::refusal(t, s), "give a positive finite scale")) << bad;
+  }
+  EXPECT_EQ(attention::refusal(good, {1, 4, 4, 128, 64, false}), "head dim = 64: the e4m3 forward takes 128");
+}
+
+TEST(AttentionShape, E4m3ScratchIsVTransposedPaddedToWholeKeyTiles) {
+  // B Hkv D x (N rounded up to 128) bytes.
+  EXPECT_EQ(attention::fp8_scratch_bytes({1, 4, 4, 1, 128, false}), 4u * 128 * 128);
+  EXPECT_EQ(attention::fp8_scratch_bytes({2, 8, 2, 1000, 128, false}), 2u * 2 * 128 * 1024);
+  EXPECT_EQ(attention::fp8_scratch_bytes({1, 16, 16, 16384, 128, true}), 16u * 128 * 16384);
 }

@@ -266,6 +266,24 @@ TEST(Cli, AttentionDqPathsAreNamedAndNeedTheBackward) {
   EXPECT_TRUE(mentions(forward.err, "--dq reduce picks the backward's dQ path")) << forward.err;
 }
 
+// --dtype: bf16 (the default, all the suite runs) or e4m3, the wgmma forward at head dim 128.
+TEST(Cli, AttentionDtypeIsNamedAndE4m3IsTheWgmmaForwardAtHeadDim128) {
+  const auto bad = run({"attention", "--dtype", "fp16"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(mentions(bad.err, "--dtype") && mentions(bad.err, "bf16") && mentions(bad.err, "e4m3")) << bad.err;
+  const auto portable = run({"attention", "--dtype", "e4m3", "--kernel", "mma-sync"});
+  EXPECT_EQ(portable.code, 2);
+  EXPECT_TRUE(mentions(portable.err, "the e4m3 forward is written for the wgmma kernel only")) << portable.err;
+  for (const char* pass : {"bwd", "fwd+bwd", "all"}) {
+    const auto backward = run({"attention", "--dtype", "e4m3", "--pass", pass});
+    EXPECT_EQ(backward.code, 2) << pass;
+    EXPECT_TRUE(mentions(backward.err, "the e4m3 kernel is a forward")) << backward.err;
+  }
+  const auto d64 = run({"attention", "--dtype", "e4m3", "--batch", "1", "--heads", "4", "--seq", "128", "--head-dim", "64"});
+  EXPECT_EQ(d64.code, 2);
+  EXPECT_TRUE(mentions(d64.err, "head dim = 64: the e4m3 forward takes 128")) << d64.err;
+}
+
 TEST(Cli, AttentionShapesTheKernelsRefuseExitTwoWithTheRule) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--batch", "0", "--heads", "4", "--seq", "128", "--head-dim", "64"}, "batch = 0: give a positive number"},

@@ -74,3 +74,32 @@ TEST(WgmmaDescriptor, FieldsSitWhereThePtxIsaPutsThem) {
   EXPECT_EQ(wgmma_descriptor(0, 0, 0, Swizzle::b64) >> 62, 2u);
   EXPECT_EQ(wgmma_descriptor(0x40000, 0, 0, Swizzle::none), 0u);  // 18-bit shared addresses only
 }
+
+// The fp32 accumulator -> e4m3 A operand conversion (fragments.hpp, p8_*): the key permutation is
+// a bijection on each 32-column slice with p8_column its inverse; and for every thread of a warp,
+// every A register and byte of every 32-column slice, the accumulator value p8_source names is the
+// element of S that the PTX ISA's k32 A fragment (a_fragment with 1-byte elements: rows g / g + 8,
+// columns 4t..4t+3 and 16 + 4t..) puts there once its column is read through p8_key.
+TEST(Fragments, AccumulatorToE4m3AFragmentStaysInTheThread) {
+  std::set<int> keys;
+  for (int k = 0; k < 32; ++k) {
+    keys.insert(p8_key(k));
+    EXPECT_EQ(p8_column(p8_key(k)), k) << k;
+  }
+  EXPECT_EQ(keys.size(), 32u);
+  EXPECT_EQ(*keys.rbegin(), 31);
+  constexpr int kSlices = 4;  // a 16 x 128 tile of P: four k32 slices
+  for (int lane = 0; lane < 32; ++lane)
+    for (int s = 0; s < kSlices; ++s)
+      for (int reg = 0; reg < 4; ++reg)
+        for (int byte = 0; byte < 4; ++byte) {
+          const Coord a = a_fragment(lane, reg, byte, 1);
+          const Coord held = accumulator(lane, 16 * s + p8_source(reg, byte));  // warp 0's thread `lane`
+          EXPECT_EQ(held, (Coord{a.row, 32 * s + p8_key(a.col)})) << lane << " " << s << " " << reg << " " << byte;
+        }
+  // Spot entries: lane 5 (g 1, t 1), register 2, byte 3 is A (1, 16 + 4 + 3) = S (1, 16 + 8 + 2 + 1).
+  EXPECT_EQ(a_fragment(5, 2, 3, 1), (Coord{1, 23}));
+  EXPECT_EQ(p8_key(23), 27);
+  EXPECT_EQ(p8_source(2, 3), 13);
+  EXPECT_EQ(accumulator(5, 13), (Coord{1, 27}));
+}

@@ -13,6 +13,10 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kBlockKV = 128;  // keys per tile
 
+// What the kernel (kernel.cuh) asks of a config, besides its types and sizes: how P goes from S
+// to the A operand of P V, that product, and whether O is multiplied by Problem::o_scale on the
+// way out. bf16 below; e4m3 in config_fp8.cuh.
+//
 // Per head dimension: consumer warpgroups of 64 query rows each, and the K/V stages the rest of
 // shared memory holds. At D = 64 three consumers fit in the registers (setmaxnreg: 128 x (24 +
 // 3 x 160) <= 64K), and keep the tensor cores busy while any one of them is in its softmax. At
@@ -20,14 +24,18 @@ constexpr int kBlockKV = 128;  // keys per tile
 // two consumers of 240.
 template <int D>
 struct Config {
+  static constexpr int head_dim = D;
   static constexpr int consumers = D == 64 ? 3 : 2;
   static constexpr int consumer_registers = D == 64 ? 160 : 240;
   static constexpr int producer_registers = 24;
   static constexpr int threads = (1 + consumers) * 128;
   static constexpr int block_q = consumers * warpgroup::kRows;  // query rows per item
 
-  using q = st<bf16, warpgroup::kRows, D>;  // one consumer's queries, or its output on the way out
-  using kv = st<bf16, kBlockKV, D>;         // a tile of keys or values
+  using q = st<bf16, warpgroup::kRows, D>;  // one consumer's queries
+  using o_tile = q;                         // and its output on the way out
+  using kv = st<bf16, kBlockKV, D>;         // a tile of keys
+  using v_tile = kv;                        // and of values, keys down (MN-major for P V)
+  static constexpr bool v_transposed = false;
   using scores = rt_fl<16, kBlockKV>;       // each warp's 16 rows of S
   using probs = rt_bf<16, kBlockKV>;        // and of P, the A operand of P V
   using out = rt_fl<16, D>;                 // each warp's 16 rows of O, accumulated
@@ -37,6 +45,10 @@ struct Config {
   // softmax later. At D = 128 shared memory (two Q slots, O, and 32 KB tiles) holds 2 + 2 stages:
   // 224 KB (kSmemBytes); a K load then has about one tile's time to land, a V load two.
   static constexpr int k_stages = D == 64 ? 4 : 2, v_stages = D == 64 ? 4 : 2;
+
+  __device__ static void to_probs(probs& pr, const scores& s) { warp::copy(pr, s); }
+  __device__ static void mma_pv(out& o, const probs& pr, const v_tile& v) { warpgroup::mma_AB(o, pr, v); }
+  static constexpr bool scaled_output = false;  // O leaves as O / l
 };
 
 constexpr int kQSlots = 2;
@@ -48,15 +60,16 @@ constexpr int kQSlots = 2;
 // takes one turn per key tile of each item (tiles past its causal diagonal too), and one for the
 // block's first S, so the turns stay paired.
 constexpr int kTurns = 4;
-template <int D>
-using Turns = warpgroup::turns<Config<D>::consumers, kTurns>;
+template <class C>
+using Turns = warpgroup::turns<C::consumers, kTurns>;
 
 // Q has two slots, so the next item's Q lands during this item, and O a tile of its own.
-template <int D>
+template <class C>
 struct Smem {
-  using C = Config<D>;
-  typename C::q q[kQSlots][C::consumers], o[C::consumers];
-  typename C::kv k[C::k_stages], v[C::v_stages];
+  typename C::q q[kQSlots][C::consumers];
+  typename C::o_tile o[C::consumers];
+  typename C::kv k[C::k_stages];
+  typename C::v_tile v[C::v_stages];
   pipeline<kQSlots> q_pipe;
   pipeline<C::k_stages> k_pipe;
   pipeline<C::v_stages> v_pipe;
@@ -68,19 +81,20 @@ struct Smem {
     v_pipe.init(C::consumers * 4);
   }
 };
-template <int D>
-constexpr int kSmemBytes = sizeof(Smem<D>) + kSmemAlign;  // room to align the tiles
-static_assert(kSmemBytes<64> <= kMaxSmemBytes && kSmemBytes<128> <= kMaxSmemBytes, "the stages must fit");
+template <class C>
+constexpr int kSmemBytes = sizeof(Smem<C>) + kSmemAlign;  // room to align the tiles
+static_assert(kSmemBytes<Config<64>> <= kMaxSmemBytes && kSmemBytes<Config<128>> <= kMaxSmemBytes, "the stages must fit");
 
 struct Maps {
-  grid_map q, k, v, o;  // [batch][heads] grids of N x D matrices (tensor_maps.cuh)
+  grid_map q, k, v, o;  // [batch][heads] grids of N x D matrices (tensor_maps.cuh); e4m3: v is V^T's, D x N
 };
 
 struct Problem {
   int seq, heads, kv_heads, matrices, q_blocks;  // matrices: batch x heads
   bool causal;
-  float scale_log2;  // log2(e) / sqrt(D): the softmax runs in base 2
+  float scale_log2;  // log2(e) / sqrt(D): the softmax runs in base 2 (e4m3: times q_scale k_scale)
   float* lse;
+  float o_scale;     // e4m3: what O is multiplied by before its store (v_scale over P's scale); bf16: unused
   __host__ __device__ int items() const { return q_blocks * matrices; }
 };
 
@@ -92,13 +106,13 @@ struct Problem {
 struct Item {
   int q_block, qh, kvh, tiles;  // qh, kvh: the Q/O and K/V matrices
 };
-template <int D>
+template <class C>
 __device__ Item item(const Problem& p, int t) {
   const int qh = p.causal ? t % p.matrices : t / p.q_blocks;
   const int order = p.causal ? t / p.matrices : t % p.q_blocks;
   const int q_block = p.causal ? p.q_blocks - 1 - order : order;
   const int head = qh % p.heads, kvh = qh / p.heads * p.kv_heads + head / (p.heads / p.kv_heads);
-  const int last_key = p.causal ? min(p.seq, (q_block + 1) * Config<D>::block_q) : p.seq;
+  const int last_key = p.causal ? min(p.seq, (q_block + 1) * C::block_q) : p.seq;
   return {q_block, qh, kvh, (last_key + kBlockKV - 1) / kBlockKV};
 }
 

@@ -5,7 +5,8 @@
 // that runs on from one item to the next, and two or three consumer warpgroups of 64 query rows
 // each run the online softmax between two wgmma products (S = Q K^T, O += P V). The TMA
 // zero-fills the rows of Q, K and V past the sequence and drops the rows of O past it; the
-// scores of keys past it are masked to -inf.
+// scores of keys past it are masked to -inf. One kernel for every element type: the config
+// (config.cuh: bf16; config_fp8.cuh: e4m3) gives the tiles, P's conversion and the P V product.
 #include <cmath>
 
 #include "kernels/attention/hopper/config.cuh"
@@ -16,41 +17,44 @@ namespace attention::hopper {
 // its own that runs on from one item to the next: a stream never waits for another's slots.
 enum class Stream { q, k, v };
 
-// One item's K or V tiles, one step of `ring` each.
-template <class Ring, class Tile>
+// One item's K or V tiles, one step of `ring` each: key tile j is tile (j, 0) of an N x D matrix,
+// or (0, j) of a D x N one (Transposed: e4m3's V^T).
+template <bool Transposed, class Ring, class Tile>
 __device__ void stream_tiles(Ring& ring, Tile* tiles, const grid_map& map, const Item& it, int& step) {
   for (int j = 0; j < it.tiles; ++j, ++step)
-    tma::load_async(tiles[ring.stage(step)], map, j, 0, ring.acquire(step, tma::bytes<Tile>()), it.kvh);
+    tma::load_async(tiles[ring.stage(step)], map, Transposed ? 0 : j, Transposed ? j : 0,
+                    ring.acquire(step, tma::bytes<Tile>()), it.kvh);
 }
 
-template <int D>
-__device__ void produce(Smem<D>& sm, const Maps& maps, const Problem& p, Stream stream) {
-  using C = Config<D>;
+template <class C>
+__device__ void produce(Smem<C>& sm, const Maps& maps, const Problem& p, Stream stream) {
   for (int t = blockIdx.x, n = 0, step = 0; t < p.items(); t += gridDim.x, ++n) {
-    const Item it = item<D>(p, t);
+    const Item it = item<C>(p, t);
     if (stream == Stream::q) {
       const std::uint32_t full = sm.q_pipe.acquire(n, C::consumers * tma::bytes<typename C::q>());
       for (int w = 0; w < C::consumers; ++w)
         tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_block * C::consumers + w, 0, full, it.qh);
     } else if (stream == Stream::k) {
-      stream_tiles(sm.k_pipe, sm.k, maps.k, it, step);
+      stream_tiles<false>(sm.k_pipe, sm.k, maps.k, it, step);
     } else {
-      stream_tiles(sm.v_pipe, sm.v, maps.v, it, step);
+      stream_tiles<C::v_transposed>(sm.v_pipe, sm.v, maps.v, it, step);
     }
   }
 }
 
-// O / l leaves through the consumer's O tile (named barrier 1 + w), and the row logsumexp beside it: ln(sum exp(q.k / sqrt(D))) = (m scale + log2 l) ln 2 (m the raw max).
-template <int D>
-__device__ void store_output(Smem<D>& sm, const Maps& maps, const Problem& p, const Item& it,
-                             typename Config<D>::out& o, const typename Config<D>::rows& m,
-                             typename Config<D>::rows& l, int row0) {
-  using C = Config<D>;
+// O / l (times o_scale where the config says so) leaves through the consumer's O tile (named barrier 1 + w), and the row logsumexp beside it: ln(sum exp(q.k / sqrt(D))) = (m scale + log2 l) ln 2 (m the raw max).
+template <class C>
+__device__ void store_output(Smem<C>& sm, const Maps& maps, const Problem& p, const Item& it,
+                             typename C::out& o, const typename C::rows& m, typename C::rows& l, int row0) {
   const int w = warpgroup::index() - 1;
   typename C::out_bf o_bf;
   typename C::rows lse;
-  warp::fill(lse, 1.0f);
-  warp::div(lse, lse, l);  // 1 / l: one division per row instead of per element
+  if constexpr (C::scaled_output) {
+    warp::fill(lse, p.o_scale);
+  } else {
+    warp::fill(lse, 1.0f);
+  }
+  warp::div(lse, lse, l);  // 1 / l (o_scale / l): one division per row instead of per element
   warp::mul_row(o, o, lse);
   warp::copy(o_bf, o);
   warpgroup::store_async(maps.o, sm.o[w], o_bf, it.q_block * C::consumers + w, 0, 1 + w, it.qh);
@@ -63,16 +67,16 @@ __device__ void store_output(Smem<D>& sm, const Maps& maps, const Problem& p, co
 
 // Masks the scores of keys kv0.. against rows row0.. (this warp's; q0 its warpgroup's first) that
 // lie past the sequence or, with a causal mask, in a row's future.
-template <int D>
-__device__ void mask(typename Config<D>::scores& s, const Problem& p, int kv0, int q0, int row0) {
+template <class C>
+__device__ void mask(typename C::scores& s, const Problem& p, int kv0, int q0, int row0) {
   if (kv0 + kBlockKV > p.seq || (p.causal && kv0 + kBlockKV - 1 > q0)) {
     warp::fill_where(s, -INFINITY, [&](int r, int c) { return kv0 + c >= p.seq || (p.causal && kv0 + c > row0 + r); });
   }
 }
 
 // Issues S = Q K^T of an item's first key tile (Q slot n, ring step `step`) for consumer w.
-template <int D>
-__device__ void issue_first_scores(Smem<D>& sm, typename Config<D>::scores& s, int w, int n, int step) {
+template <class C>
+__device__ void issue_first_scores(Smem<C>& sm, typename C::scores& s, int w, int n, int step) {
   sm.q_pipe.wait_full(n);
   sm.k_pipe.wait_full(step);
   warpgroup::mma_fence();
@@ -87,16 +91,15 @@ __device__ void issue_first_scores(Smem<D>& sm, typename Config<D>::scores& s, i
 // this item's output.
 // `Next`: whether another item follows (a template parameter: ptxas serialises every wgmma of a
 // kernel whose wgmmas are issued under a runtime condition, C7515).
-template <int D, bool Next>
-__device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const Item& it, int n, int step,
-                        typename Config<D>::scores& s) {
-  using C = Config<D>;
+template <class C, bool Next>
+__device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const Item& it, int n, int step,
+                        typename C::scores& s) {
   const int w = warpgroup::index() - 1;
   const int q0 = it.q_block * C::block_q + w * warpgroup::kRows, row0 = q0 + warpgroup::warp_row();
   // With a causal mask the tiles past these 64 rows' diagonal are all future: only released.
   const int mine = p.causal ? min(it.tiles, (q0 + warpgroup::kRows + kBlockKV - 1) / kBlockKV) : it.tiles;
   const bool releaser = threadIdx.x % 32 == 0;
-  const Turns<D> turn{w};
+  const Turns<C> turn{w};
   const typename C::q& q = sm.q[sm.q_pipe.stage(n)][w];
   typename C::probs pr;
   typename C::out o;
@@ -107,9 +110,9 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
 
   warpgroup::mma_wait<0>();  // S of tile 0
   if (releaser) sm.k_pipe.release(step);
-  mask<D>(s, p, 0, q0, row0);
+  mask<C>(s, p, 0, q0, row0);
   warp::online_softmax(s, m, l, rescale, p.scale_log2);
-  warp::copy(pr, s);
+  C::to_probs(pr, s);
   for (int j = 1; j < mine; ++j) {
     turn.wait();
     sm.k_pipe.wait_full(step + j);
@@ -117,17 +120,17 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
     warpgroup::mma_fence();
     warpgroup::mma_ABt(s, q, sm.k[sm.k_pipe.stage(step + j)], false);
     warpgroup::mma_commit();
-    warpgroup::mma_AB(o, pr, sm.v[sm.v_pipe.stage(step + j - 1)]);
+    C::mma_pv(o, pr, sm.v[sm.v_pipe.stage(step + j - 1)]);
     warpgroup::mma_commit();
     turn.pass();
     warpgroup::mma_wait<1>();  // S of tile j: its K tile is free
     if (releaser) sm.k_pipe.release(step + j);
-    mask<D>(s, p, j * kBlockKV, q0, row0);
+    mask<C>(s, p, j * kBlockKV, q0, row0);
     warp::online_softmax(s, m, l, rescale, p.scale_log2);
     warpgroup::mma_wait<0>();  // P V of tile j - 1: O, P and the V tile are free
     if (releaser) sm.v_pipe.release(step + j - 1);
     warp::mul_row(o, o, rescale);
-    warp::copy(pr, s);
+    C::to_probs(pr, s);
   }
   if (releaser) sm.q_pipe.release(n);  // no product reads this Q any more
   for (int j = mine; j < it.tiles; ++j) {  // tiles past the diagonal: released unread
@@ -141,20 +144,19 @@ __device__ void consume(Smem<D>& sm, const Maps& maps, const Problem& p, const I
   turn.wait();
   sm.v_pipe.wait_full(step + mine - 1);
   warpgroup::mma_fence();
-  warpgroup::mma_AB(o, pr, sm.v[sm.v_pipe.stage(step + mine - 1)]);
+  C::mma_pv(o, pr, sm.v[sm.v_pipe.stage(step + mine - 1)]);
   warpgroup::mma_commit();
   if constexpr (Next) issue_first_scores(sm, s, w, n + 1, step + it.tiles);
   turn.pass();
   warpgroup::mma_wait<Next ? 1 : 0>();  // the last P V (the next S may still run)
   if (releaser) sm.v_pipe.release(step + mine - 1);
-  store_output<D>(sm, maps, p, it, o, m, l, row0);
+  store_output<C>(sm, maps, p, it, o, m, l, row0);
 }
 
-template <int D>
-__global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __grid_constant__ Maps maps, const Problem p) {
-  using C = Config<D>;
+template <class C>
+__global__ void __launch_bounds__(C::threads, 1) forward_kernel(const __grid_constant__ Maps maps, const Problem p) {
   extern __shared__ std::uint8_t raw[];
-  Smem<D>& sm = *reinterpret_cast<Smem<D>*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
+  Smem<C>& sm = *reinterpret_cast<Smem<C>*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
   if (threadIdx.x == 0) sm.init();
   __syncthreads();
 
@@ -165,7 +167,7 @@ __global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __
   }
   warpgroup::increase_registers<C::consumer_registers>();
   const int w = warpgroup::index() - 1;
-  const Turns<D> turn{w};
+  const Turns<C> turn{w};
   turn.start();
   typename C::scores s;
   turn.wait();
@@ -173,11 +175,11 @@ __global__ void __launch_bounds__(Config<D>::threads, 1) forward_kernel(const __
   turn.pass();
   int t = blockIdx.x, n = 0, step = 0;
   for (; t + int(gridDim.x) < p.items(); t += gridDim.x, ++n) {
-    const Item it = item<D>(p, t);
-    consume<D, true>(sm, maps, p, it, n, step, s);
+    const Item it = item<C>(p, t);
+    consume<C, true>(sm, maps, p, it, n, step, s);
     step += it.tiles;
   }
-  consume<D, false>(sm, maps, p, item<D>(p, t), n, step, s);
+  consume<C, false>(sm, maps, p, item<C>(p, t), n, step, s);
   turn.finish();
   if (warpgroup::thread() == 0) tma::store_wait_read<0>();  // the O tile must outlive its last store
 }

@@ -10,7 +10,7 @@
 namespace attention::hopper {
 
 template <class ST>
-tk::grid_map tensor_map(const __nv_bfloat16* data, Shape s, int heads, Strides at) {
+tk::grid_map tensor_map(const typename ST::element* data, Shape s, int heads, Strides at) {
   return tk::tma_map<ST>(data, std::uint64_t(s.seq), std::uint64_t(s.head_dim), std::uint64_t(heads),
                          std::uint64_t(s.batch),
                          {std::uint64_t(at.seq), std::uint64_t(at.head), std::uint64_t(at.batch)});

@@ -42,3 +42,37 @@ constexpr Coord accumulator(int thread, int v) {
 }
 
 }  // namespace tk::layout
+
+namespace tk::layout {
+
+// An fp32 accumulator as the e4m3 A operand of the next wgmma (FlashAttention's P = softmax(S)
+// into O += P V), without moving a value between threads.
+//
+// For 8-bit inputs wgmma's K is 32 and a thread's A registers hold, in rows g and g + 8, the K
+// columns 4t..4t+3 and 16+4t..16+4t+3 of each 32-wide slice (a_fragment with elem_bytes 1:
+// register r, byte e at (g + 8 (r % 2), 16 (r / 2) + 4t + e)). The accumulator gives the same
+// thread columns 8c + 2t and 8c + 2t + 1 of each 8-column chunk c (accumulator()). Both are 8
+// values per row per 32 columns, so each thread can fill its A registers from its own
+// accumulators if the product's K index (the key, for P V) is permuted within each 32-column
+// slice: A column k holds accumulator column p8_key(k), and V^T must be stored with the same
+// permutation of its key columns. Since P V sums over keys, the product is unchanged.
+//
+// p8_key(k), k in 0..31: t = (k % 16) / 4, e = k % 4 -> 16 (k / 16) + 8 (e / 2) + 2t + e % 2.
+constexpr int p8_key(int k) {
+  const int half = k / 16, t = (k % 16) / 4, e = k % 4;
+  return 16 * half + 8 * (e / 2) + 2 * t + e % 2;
+}
+
+// Its inverse: which A column holds accumulator column `key` (0..31).
+constexpr int p8_column(int key) {
+  const int half = key / 16, in8 = key % 8, hi = (key % 16) / 8;
+  return 16 * half + 4 * (in8 / 2) + 2 * hi + in8 % 2;
+}
+
+// The accumulator value (of the 16 a thread holds per row pair per 32 columns, numbered as
+// accumulator() numbers them from the slice's first chunk) that goes to byte `byte` of A register
+// `reg`: chunk 2 (reg / 2) + byte / 2, row half reg % 2, column parity byte % 2. The same for
+// every thread: the conversion is register renaming plus cvt.e4m3x2 and byte packing.
+constexpr int p8_source(int reg, int byte) { return 4 * (2 * (reg / 2) + byte / 2) + 2 * (reg % 2) + byte % 2; }
+
+}  // namespace tk::layout

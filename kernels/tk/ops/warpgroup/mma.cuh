@@ -17,17 +17,21 @@
 #include "tk/arch/shared_memory.cuh"
 #include "tk/arch/wgmma.cuh"
 #include "tk/types/rt.cuh"
+#include "tk/types/rt_fp8.cuh"
 #include "tk/types/st.cuh"
 
 namespace tk::warpgroup {
 
 inline constexpr int kRows = 64;     // a warpgroup's accumulator rows (m64)
 inline constexpr int kSliceK = 16;   // K of one wgmma for 16-bit inputs
+// K of one wgmma for inputs of type T: 32 bytes of each row (16 for 16-bit types, 32 for e4m3).
+template <class T>
+inline constexpr int kSliceKOf = 32 / int(sizeof(T));
 
 // Tile `t` as a K-major operand, from K slice `s` on.
 template <class ST>
 __device__ __forceinline__ std::uint64_t k_major(const ST& t, int s) {
-  const int col = s * kSliceK, box = col / ST::box_cols;
+  const int col = s * kSliceKOf<typename ST::element>, box = col / ST::box_cols;
   const std::uint32_t at = arch::shared_address(t.data) + box * ST::box_bytes + (col % ST::box_cols) * sizeof(typename ST::element);
   return layout::wgmma_descriptor(at, ST::operand());
 }
@@ -53,6 +57,12 @@ __device__ __forceinline__ const std::uint32_t (&a_fragment(const rt<T, 16, K, r
   return reinterpret_cast<const std::uint32_t(&)[4]>(a.data[s * layout::kPairsPerSubtile]);
 }
 
+// The same for an e4m3 tile (tk/types/rt_fp8.cuh): its registers are the k32 fragment already.
+template <int K>
+__device__ __forceinline__ const std::uint32_t (&a_fragment(const rt_e4m3<K>& a, int s))[4] {
+  return a.data[s];
+}
+
 template <class A>
 inline constexpr bool in_registers = requires { typename A::tile_layout; };
 
@@ -69,14 +79,14 @@ __device__ __forceinline__ std::uint64_t operand(const ST& t, int s) {
   return mn_major(t, s);
 }
 
-// The loop every form shares: one wgmma per 16 of K, A read with major MA (from shared memory)
+// The loop every form shares: one wgmma per 16 of K (32 for e4m3: kSliceKOf), A read with major MA (from shared memory)
 // or from registers, B with major MB; the first overwrites acc unless accumulate.
 template <int N, int K, layout::Major MA, layout::Major MB, class Acc, class A, class SB>
 __device__ __forceinline__ void mma_slices(Acc& acc, const A& a, const SB& b, bool accumulate) {
   using Op = arch::Wgmma<arch::f32_accumulate_t<typename A::element>, N>;
   constexpr int trans_a = MA == layout::Major::mn, trans_b = MB == layout::Major::mn;
 #pragma unroll
-  for (int s = 0; s < K / kSliceK; ++s) {
+  for (int s = 0; s < K / kSliceKOf<typename A::element>; ++s) {
     if constexpr (in_registers<A>) {
       Op::template rs<trans_b>(registers<N>(acc), a_fragment(a, s), operand<MB>(b, s), accumulate || s > 0);
     } else {
