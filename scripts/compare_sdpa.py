@@ -385,14 +385,16 @@ class TkAttention:
     """The DSL's kernels through libtk_attention_c: prepared once per shape and kernel (tensor maps,
     launch attributes), so a timed launch is the kernel alone."""
 
-    def __init__(self, path):
+    def __init__(self, path, dq="deterministic"):
+        self.dq = dq  # the backward's dQ path (tkprobe attention --dq): its rows carry dq: reduce
         self.lib = ctypes.CDLL(path)
         self.lib.tk_attention_create.restype = ctypes.c_void_p
         self.lib.tk_attention_create.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 7
         self.lib.tk_attention_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         self.lib.tk_attention_destroy.argtypes = [ctypes.c_void_p]
-        self.lib.tk_attention_backward_create.restype = ctypes.c_void_p
-        self.lib.tk_attention_backward_create.argtypes = [ctypes.c_void_p] * 9 + [ctypes.c_int] * 6 + [ctypes.c_void_p] * 2
+        self.lib.tk_attention_backward_create_opts.restype = ctypes.c_void_p
+        self.lib.tk_attention_backward_create_opts.argtypes = ([ctypes.c_void_p] * 9 + [ctypes.c_int] * 6
+                                                               + [ctypes.c_void_p] * 2 + [ctypes.c_int])
         self.lib.tk_attention_backward_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         self.lib.tk_attention_backward_destroy.argtypes = [ctypes.c_void_p]
 
@@ -422,9 +424,10 @@ class TkAttention:
         run_forward, o, lse, release_forward = forward
         b, h, n, d = q.shape
         grads = [torch.full_like(t, float("nan")) for t in (q, k, v)]  # poisoned
-        handle = self.lib.tk_attention_backward_create(
+        handle = self.lib.tk_attention_backward_create_opts(
             q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), d_o.data_ptr(), lse.data_ptr(),
-            *(g.data_ptr() for g in grads), b, h, k.shape[1], n, d, int(causal), None, None)
+            *(g.data_ptr() for g in grads), b, h, k.shape[1], n, d, int(causal), None, None,
+            int(self.dq == "deterministic"))
         if not handle:
             release_forward()
             return None
@@ -552,6 +555,8 @@ def measure_backward_shape(torch, shape, kernels, args, generator, nvml, peak, t
         lse_error = (lse - want_lse).abs().max().item() if with_forward and lse is not None else None
         rows[kernel] = measured_row(kernel, shape, rates[kernel], o_error, peak, measured, lse_error, pass_,
                                     grad_errors)
+        if kernel in TK_KERNELS and tk.dq == "reduce":
+            rows[kernel]["params"]["dq"] = "reduce"
     for release in releases:
         release()
     return [rows[kernel] for kernel in kernels]
@@ -593,7 +598,7 @@ def run_all(args):
     session = GpuSession(torch, args.seed)
     nvml, device, generator = session.nvml, session.device, session.generator
     tool, host = session.tool("compare_sdpa.py (torch " + torch.__version__ + ")"), session.host
-    tk = TkAttention(args.tk_lib) if args.tk_lib else None
+    tk = TkAttention(args.tk_lib, args.dq) if args.tk_lib else None
     kernels = [*(TK_KERNELS if tk else []), *BACKENDS]
     rows = []
     peak = datasheet_bf16_peak(device["name"])
@@ -619,6 +624,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=5, help="untimed launches first")
     parser.add_argument("--tk-lib", help="the DSL's attention library (build/kernels/libtk_attention_c.so): time "
                                          "its kernels too, in the same run")
+    parser.add_argument("--dq", default="deterministic", choices=["deterministic", "reduce"],
+                        help="the DSL backward's dQ path (as tkprobe attention --dq; needs --tk-lib)")
     parser.add_argument("--seed", type=int, help="seed for the inputs (default: drawn fresh, recorded)")
     parser.add_argument("--against", help="a `tkprobe attention --json` report to print side by side")
     args = parser.parse_args()
