@@ -1,17 +1,10 @@
 #pragma once
-// The Hopper Based forward's sizes, feature map and shared memory (the kernel is in kernel.cuh,
-// its launcher in ../based_hopper.cu).
-//
-// The features. With x = q.k / 4,
-//   phi(x) = 1 + x + x^2/2 = 1 + sum_a (q_a/4) k_a + sum_a (q_a^2/32) k_a^2 + sum_{a<b} (q_a q_b/16) (k_a k_b)
-// (x^2 = sum_{a,b} q_a q_b k_a k_b / 16, the pairs a != b twice). So phi(q.k / 4) = f_q(q) . f_k(k)
-// with 1 + 16 + 16 + 120 = 153 features (the 256 ordered pairs folded to 136 by symmetry), padded
-// with zeros to 160. Every feature is a product of two entries of the augmented vector
-// (x_0, ..., x_15, 1) times a constant on the query side: (16, 16) the constant 1, (a, 16) the linear
-// terms, (a, a) the squares, (a, b) the cross terms.
+// The Hopper Based forward's sizes and shared memory (the kernel is in kernel.cuh, its launcher in
+// ../based_hopper.cu, its feature map in ../feature_map.hpp).
 #include <cstdint>
 
 #include "kernels/based/based.hpp"
+#include "kernels/based/feature_map.hpp"
 #include "tk/warpgroup.cuh"
 
 namespace based::hopper {
@@ -21,29 +14,9 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kRows = warpgroup::kRows;  // a chunk: the 64 rows of one warpgroup's accumulator
 static_assert(kRows == kChunk, "based.hpp's FLOP count assumes the kernel's chunk");
-constexpr int kOne = kFeatureDim;  // the augmented vector's constant entry
-constexpr int kCrossTerms = kFeatureDim * (kFeatureDim - 1) / 2;
-constexpr int kFeatureTerms = 1 + 2 * kFeatureDim + kCrossTerms;  // 153
-constexpr int kFeatures = (kFeatureTerms + 15) / 16 * 16;         // 160: a multiple of the tiles' 16
 
-// Feature f as the product x_a x_b of the augmented vector, and its query-side constant.
-struct Feature {
-  int a, b;
-  float q_scale;
-};
-__host__ __device__ constexpr Feature feature(int f) {
-  if (f == 0) return {kOne, kOne, 1.0f};
-  if (f <= kFeatureDim) return {f - 1, kOne, 0.25f};                                       // x / 4
-  if (f <= 2 * kFeatureDim) return {f - 1 - kFeatureDim, f - 1 - kFeatureDim, 1.0f / 32};  // x^2 / 2
-  if (f >= kFeatureTerms) return {kOne, kOne, 0.0f};                                       // padding
-  int p = f - 1 - 2 * kFeatureDim, a = 0;
-  while (p >= kFeatureDim - 1 - a) p -= kFeatureDim - 1 - a++;
-  return {a, a + 1 + p, 1.0f / 16};  // the pair (a, b) twice in x^2 / 2
-}
-static_assert(feature(kFeatureTerms - 1).a == kFeatureDim - 2 && feature(kFeatureTerms - 1).b == kFeatureDim - 1,
-              "the last cross term is (14, 15)");
-
-// The tiles every value dim shares: a chunk's queries or keys, and f_q or f_k of its rows.
+// The tiles every value dim shares: a chunk's queries or keys, and f_k of its rows (the state
+// update's B); f_q lives in registers only, as the readout's A.
 using QkTile = st<bf16, kRows, kFeatureDim>;
 using FeatureTile = st<bf16, kRows, kFeatures>;
 
@@ -63,6 +36,10 @@ struct Config {
   using qk = QkTile;
   using v = st<bf16, kRows, warpgroup::kRows>;  // a warpgroup's 64 columns of a chunk's values
   using features = FeatureTile;
+  using query_features = rt_bf<16, kFeatures>;  // each warp's 16 rows of f_q: the readout's A
+  using key_slice = rt_bf<16, kFeatureDim>;     // 16 rows, one slice of f_k, on its way to shared memory
+  static_assert(kSlices % consumers == 0, "the warpgroups share the key features' slices evenly");
+  static constexpr int key_slices = kSlices / consumers;  // slices of f_k each warpgroup builds
   // A warpgroup's 64 rows of the state (sum_j f_k(k_j) v_j^T)^T, bf16: the readout's B.
   using state_t = st<bf16, warpgroup::kRows, kFeatures>;
   using norm_t = st<bf16, 16, kFeatures>;   // row 0: sum_j f_k(k_j), the denominator's state
@@ -83,7 +60,7 @@ struct Smem {
   using C = Config<Dv>;
   typename C::qk q[C::stages], k[C::stages];
   typename C::v v[C::stages][C::consumers];
-  typename C::features fq, fk;
+  typename C::features fk;
   typename C::state_t state[C::consumers];
   typename C::norm_t norm;
   pipeline<C::stages> chunks;

@@ -4,11 +4,12 @@
 // per chunk c
 //
 //   intra-chunk  S = Q K^T, A = phi(S / 4) masked causal, O = A V        (wgmma, A from registers)
-//   inter-chunk  O += f_q(Q) State                                       (wgmma)
+//   inter-chunk  O += f_q(Q) State                          (wgmma, f_q built in registers)
 //                State += f_k(K)^T V    after the readout: chunks < c only (wgmma)
 //   normalized   O /= rowsum(A) + f_q(Q) z,   z += colsum f_k(K)
 //
-// with the 160 folded features of config.cuh. The state (fp32, in registers, transposed: value
+// with the 160 folded features of config.cuh; f_k goes to shared memory (the update's B) while
+// the readout runs. The state (fp32, in registers, transposed: value
 // dim x features) goes to shared memory as bf16 after each chunk, as the next readout's B
 // operand; z stays fp32 in the threads that sum its columns. The TMA zero-fills rows of Q, K, V
 // past the sequence. They lie in the last chunk, so its update of the state (which they would
@@ -37,64 +38,96 @@ __device__ void clear(ST& t) {
   for (int i = threadIdx.x; i < ST::bytes / 16; i += blockDim.x) reinterpret_cast<uint4*>(t.data)[i] = uint4{};
 }
 
-// Row r of a chunk's Q or K as floats: two 16-byte reads (a row is one 32-byte swizzle span).
-__device__ void load_row(float (&x)[kFeatureDim], const QkTile& t, int r) {
+// A lane's two rows of a chunk's Q or K (rows g and g + 8 of its warp's 16, g = lane / 4), each
+// rotated by the lane's first column 2t (t = lane % 4): pair i holds entries 2(i + t) and
+// 2(i + t) + 1 (mod 16) of the row, times `scale`. Column 2t + e + 8h of a slice then takes entries
+// 8h + e and 8h + e + offset of the rotated row (config.cuh), fixed at compile time. Eight 4-byte
+// reads a row; the 32-byte swizzle puts rows g and g + 4 in different banks, so none conflict.
+using Pair = __nv_bfloat162;
+using RotatedRow = Pair[kFeatureDim / 2];
+__device__ void load_rotated_rows(RotatedRow (&x)[2], const QkTile& tile, float scale) {
+  const int lane = threadIdx.x % 32, t = lane % 4, row = warpgroup::warp_row() + lane / 4;
+  const Pair s = __float2bfloat162_rn(scale);
 #pragma unroll
-  for (int h = 0; h < kFeatureDim / 8; ++h) {
-    const uint4 u = *reinterpret_cast<const uint4*>(t.data + QkTile::offset(r, 8 * h));
-    const auto* pairs = reinterpret_cast<const __nv_bfloat162*>(&u);
+  for (int i = 0; i < 2; ++i)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __bfloat1622float2(pairs[i]);
-      x[8 * h + 2 * i] = f.x;
-      x[8 * h + 2 * i + 1] = f.y;
-    }
+    for (int w = 0; w < kFeatureDim / 2; ++w)
+      x[i][w] = __hmul2(*reinterpret_cast<const Pair*>(tile.data + QkTile::offset(row + 8 * i, 2 * ((w + t) % 8))), s);
+}
+
+// Entries J and J + 1 (mod 16) of a rotated row.
+template <int J>
+__device__ Pair entries(const RotatedRow& x) {
+  constexpr int w = J / 2 % (kFeatureDim / 2);
+  if constexpr (J % 2 == 0)
+    return x[w];
+  else
+    return Pair{x[w].y, x[(w + 1) % (kFeatureDim / 2)].x};
+}
+
+// The query's entries are loaded as q/4 (x = (q/4).k): a term of n entries then has (1/4)^n of its
+// constant already, and the rest, a power of two, is one exact multiply.
+constexpr float kQueryPrescale = 0.25f;
+constexpr float residual_scale(HalfSlice h) {
+  const int entries = h.term == Term::product ? 2 : h.term == Term::linear ? 1 : 0;
+  float prescaled = 1.0f;
+  for (int i = 0; i < entries; ++i) prescaled *= kQueryPrescale;
+  return h.q_scale / prescaled;
+}
+
+// Columns 2t and 2t + 1 of half H of slice S of a rotated row: f_q's (from q/4) or f_k's. Products
+// of two bf16 are exact in the packed multiply, so each feature is rounded once, as from fp32.
+template <bool Query, int S, int H>
+__device__ Pair feature_pair(const RotatedRow& x, int t) {
+  constexpr HalfSlice h = half_slice(S, H);
+  if constexpr (h.term == Term::constant_first) {
+    return t == 0 ? Pair{1.0f, 0.0f} : Pair{0.0f, 0.0f};
+  } else {
+    const Pair f = h.term == Term::linear ? entries<8 * H>(x) : __hmul2(entries<8 * H>(x), entries<8 * H + h.offset>(x));
+    constexpr float residual = Query ? residual_scale(h) : 1.0f;
+    if constexpr (residual == 1.0f)
+      return f;
+    else
+      return __hmul2(f, Pair{residual, residual});
   }
 }
 
-// Entry A of the augmented vector (the row's 16 entries, then 1).
-template <int A>
-__device__ float entry(const float (&x)[kFeatureDim]) {
-  if constexpr (A == kOne)
-    return 1.0f;
-  else
-    return x[A];
+// Slices First .. First + N - 1 of f_q or f_k of this warp's 16 rows as a register tile: pair p of
+// subtile j is row p % 2 of the lane's two, half p / 2 of slice First + j (tk/layout/rt_layout.hpp).
+template <bool Query, int First, int... J>
+__device__ void feature_map(rt_bf<16, 16 * sizeof...(J)>& f, const RotatedRow (&x)[2], std::integer_sequence<int, J...>) {
+  const int t = threadIdx.x % 4;
+  ((f.at(0, J, 0) = feature_pair<Query, First + J, 0>(x[0], t), f.at(0, J, 1) = feature_pair<Query, First + J, 0>(x[1], t),
+    f.at(0, J, 2) = feature_pair<Query, First + J, 1>(x[0], t), f.at(0, J, 3) = feature_pair<Query, First + J, 1>(x[1], t)),
+   ...);
 }
 
-// Features F and F + 1 of row r: f_q of the query, f_k of the key (zero in the padding), each pair
-// one 4-byte store.
-template <int F>
-__device__ void store_feature_pair(FeatureTile& fq, FeatureTile& fk, int r, const float (&q)[kFeatureDim],
-                                   const float (&k)[kFeatureDim]) {
-  constexpr Feature x = feature(F), y = feature(F + 1);
-  const float qx = x.q_scale * entry<x.a>(q) * entry<x.b>(q), qy = y.q_scale * entry<y.a>(q) * entry<y.b>(q);
-  const float kx = F < kFeatureTerms ? entry<x.a>(k) * entry<x.b>(k) : 0.0f;
-  const float ky = F + 1 < kFeatureTerms ? entry<y.a>(k) * entry<y.b>(k) : 0.0f;
-  *reinterpret_cast<__nv_bfloat162*>(fq.data + FeatureTile::offset(r, F)) = __floats2bfloat162_rn(qx, qy);
-  *reinterpret_cast<__nv_bfloat162*>(fk.data + FeatureTile::offset(r, F)) = __floats2bfloat162_rn(kx, ky);
+// f_q of this warp's 16 rows of the chunk: the readout's A operand, never in shared memory.
+template <int Dv>
+__device__ void query_features(typename Config<Dv>::query_features& fq, const QkTile& q) {
+  RotatedRow x[2];
+  load_rotated_rows(x, q, kQueryPrescale);
+  feature_map<true, 0>(fq, x, std::make_integer_sequence<int, kSlices>());
 }
 
-// Part P of the features (kFeatures / Parts of them, from P kFeatures / Parts) of row r.
-template <int Parts, int P, int... J>
-__device__ void store_features(FeatureTile& fq, FeatureTile& fk, int r, const float (&q)[kFeatureDim],
-                               const float (&k)[kFeatureDim], std::integer_sequence<int, J...>) {
-  (store_feature_pair<P*(kFeatures / Parts) + 2 * J>(fq, fk, r, q, k), ...);
+// Slices First .. First + N - 1 of f_k of this warp's 16 rows into shared memory for the state
+// update, a slice at a time (stmatrix), so that few registers are live beside f_q.
+template <int First, int... J>
+__device__ void store_key_slices(FeatureTile& fk, const RotatedRow (&x)[2], std::integer_sequence<int, J...>) {
+  rt_bf<16, kFeatureDim> slice;
+  const int row = warpgroup::warp_row();
+  ((feature_map<false, First + J>(slice, x, std::make_integer_sequence<int, 1>()),
+    warp::store(fk, slice, row, kFeatureDim * (First + J))),
+   ...);
 }
 
-// f_q and f_k of the chunk in stage `stage`: thread t builds row t % 64, the features of part t / 64
-// (warp-uniform: two warps a part), each feature's pair of entries and constant fixed at compile
-// time. Rows past the sequence (zeros) get features too: they lie in the last chunk only, whose
-// keys no later readout reads.
-template <int Dv, int... P>
-__device__ void build_features(Smem<Dv>& sm, int stage, std::integer_sequence<int, P...>) {
-  constexpr int parts = sizeof...(P);
-  static_assert(Config<Dv>::threads == parts * kRows && kFeatures % (2 * parts) == 0, "a row a thread, whole pairs");
-  const int r = threadIdx.x % kRows, part = threadIdx.x / kRows;
-  float q[kFeatureDim], k[kFeatureDim];
-  load_row(q, sm.q[stage], r);
-  load_row(k, sm.k[stage], r);
-  constexpr auto pairs = std::make_integer_sequence<int, kFeatures / parts / 2>();
-  ((part == P ? store_features<parts, P>(sm.fq, sm.fk, r, q, k, pairs) : void()), ...);
+// Warpgroup w's share of f_k: slices w * key_slices on.
+template <int Dv, int... W>
+__device__ void store_key_features(FeatureTile& fk, const QkTile& k, int w, std::integer_sequence<int, W...>) {
+  constexpr int share = Config<Dv>::key_slices;
+  RotatedRow x[2];
+  load_rotated_rows(x, k, 1.0f);
+  ((w == W ? store_key_slices<W * share>(fk, x, std::make_integer_sequence<int, share>()) : void()), ...);
 }
 
 // The denominator's state: z += the column sums of f_k (as rounded for the tensor cores, so the
@@ -159,6 +192,7 @@ __global__ void __launch_bounds__(Config<Dv>::threads, Config<Dv>::blocks_per_sm
   if (threadIdx.x == 0) sm.chunks.init(C::threads / 32);
   for (auto& tile : sm.state) clear(tile);  // the first chunk's readout: no earlier chunks
   clear(sm.norm);
+  arch::fence_proxy_async();  // written by threads, read by wgmma
   __syncthreads();
   if (threadIdx.x == 0) load_chunk(sm, maps, bh, 0);
 
@@ -169,19 +203,24 @@ __global__ void __launch_bounds__(Config<Dv>::threads, Config<Dv>::blocks_per_sm
     if (threadIdx.x == 0 && c + 1 < p.chunks) load_chunk(sm, maps, bh, c + 1);
     const int stage = sm.chunks.stage(c);
     sm.chunks.wait_full(c);
-    build_features(sm, stage, std::make_integer_sequence<int, C::threads / kRows>());
-    arch::fence_proxy_async();  // the features and the saved state, written by threads, read by wgmma
-    sync_block<Dv>();
 
+    // The chunk's scores, and the readout of the state of the chunks before it.
+    typename C::query_features fq;
+    query_features<Dv>(fq, sm.q[stage]);
     typename C::scores s;
     typename C::out o;
     typename C::norm n;
     warpgroup::mma_fence();
     warpgroup::mma_ABt(s, sm.q[stage], sm.k[stage], false);
-    warpgroup::mma_ABt(o, sm.fq, sm.state[w], false);
-    if constexpr (Normalize) warpgroup::mma_ABt(n, sm.fq, sm.norm, false);
+    warpgroup::mma_ABt(o, fq, sm.state[w], false);
+    if constexpr (Normalize) warpgroup::mma_ABt(n, fq, sm.norm, false);
     warpgroup::mma_commit();
-    if constexpr (Normalize) add_key_features(z, sm.fk);  // while the tensor cores run
+
+    // While the tensor cores run: f_k, the state update's B.
+    store_key_features<Dv>(sm.fk, sm.k[stage], w, std::make_integer_sequence<int, C::consumers>());
+    arch::fence_proxy_async();  // written by threads, read by wgmma
+    sync_block<Dv>();
+    if constexpr (Normalize) add_key_features(z, sm.fk);
     warpgroup::mma_wait<0>();
 
     typename C::scores a;
@@ -201,8 +240,10 @@ __global__ void __launch_bounds__(Config<Dv>::threads, Config<Dv>::blocks_per_sm
     if (threadIdx.x % 32 == 0) sm.chunks.release(c);
     if constexpr (Normalize) warp::div_row(o, o, den);
     store_output<Dv>(p, o, bh, c, w);
-    sync_block<Dv>();  // every warp's readout of the saved state and reads of the features are over
+    if constexpr (C::consumers > 1) sync_block<Dv>();  // every warpgroup's readout of the shared z is over
     save_state<Dv, Normalize>(sm, state, z, w);
+    arch::fence_proxy_async();  // the saved state, written by threads, read by the next readout
+    sync_block<Dv>();           // and every read of f_k is over before the next chunk's
   }
 }
 
