@@ -198,7 +198,7 @@ def side_by_side(*reports):
     for r in [row for doc in reports for row in doc["results"]]:
         if r.get("probe") != PROBE or r.get("status") != "ok":
             continue
-        key = tuple(sorted((k, v) for k, v in r["params"].items() if k != "kernel"))
+        key = tuple(sorted((k, v) for k, v in r["params"].items() if k not in ("kernel", "dq")))  # dq: ours only
         by_shape.setdefault(key, {})[r["params"]["kernel"]] = r["metrics"]["tflops"]["median"]
     kernels = [*TK_KERNELS, *BACKENDS]
     lines = ["| shape | " + " | ".join(kernels) + " | wgmma / flash | wgmma / cudnn |",

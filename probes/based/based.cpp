@@ -13,8 +13,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "probes/common/attention_reference.hpp"
@@ -31,9 +33,12 @@ using based::Shape;
 using bf16 = __nv_bfloat16;
 
 // The sweep: the lengths ThunderKittens and fla report Based at (batch 16, 16 heads), and one
-// that is no multiple of the kernel's chunk. --quick: small, and likewise no multiple.
+// that is no multiple of the kernel's chunk, normalized; then ThunderKittens' lengths again without
+// the normalization, as its kernel computes them (the numerator alone). --quick: small, and
+// likewise no multiple.
 constexpr int kSweepBatch = 16, kSweepHeads = 16;
 constexpr int kSweepSeqs[] = {1024, 4096, 8192, 16384, 5000};
+constexpr int kNumeratorSweepSeqs[] = {1024, 4096, 8192, 16384};
 constexpr int kQuickBatch = 2, kQuickHeads = 4, kQuickSeq = 1000;
 constexpr int kValueDim = 64;  // the peers' (issue 18), unless --value-dim
 
@@ -91,7 +96,9 @@ class BasedProbe final : public Probe {
     cmd.add_option("--seq", seq_, "Sequence length");
     cmd.add_option("--value-dim", value_dim_, "Value dimension: 64 (the default) or 128");
     cmd.add_flag("--no-normalize", no_normalize_, "The numerator alone (default: divided by the sum of the weights)");
-    cmd.add_flag("--sweep", sweep_, "B=16 H=16, N 1024/4096/8192/16384 and 5000 (the default without a shape)");
+    cmd.add_flag("--sweep", sweep_,
+                 "B=16 H=16, N 1024/4096/8192/16384 and 5000 normalized, then N 1024..16384 not (the default without "
+                 "a shape; --no-normalize: the second part alone, with 5000)");
   }
   void validate() const override {
     const int given = batch_.has_value() + heads_.has_value() + seq_.has_value();
@@ -113,16 +120,22 @@ class BasedProbe final : public Probe {
   void run(ProbeContext& ctx) override {
     std::vector<Run> runs;
     for (const Shape& s : shapes(ctx.options.quick)) runs.push_back(measure(ctx, s));
-    summarise(ctx, runs);
+    for (const bool normalized : {true, false}) {  // a finding each: they differ by the denominator's work
+      std::vector<Run> part;
+      std::copy_if(runs.begin(), runs.end(), std::back_inserter(part),
+                   [&](const Run& r) { return r.shape.normalize == normalized; });
+      summarise(ctx, part, normalized ? "normalized" : "numerator alone");
+    }
   }
 
  private:
   std::optional<int> batch_, heads_, seq_, value_dim_;
   bool no_normalize_ = false, sweep_ = false;
 
-  Shape shape(int batch, int heads, int seq) const {
-    return {batch, heads, seq, based::kFeatureDim, value_dim_.value_or(kValueDim), !no_normalize_};
+  Shape shape(int batch, int heads, int seq, bool normalize) const {
+    return {batch, heads, seq, based::kFeatureDim, value_dim_.value_or(kValueDim), normalize};
   }
+  Shape shape(int batch, int heads, int seq) const { return shape(batch, heads, seq, !no_normalize_); }
   Shape given_shape() const { return shape(*batch_, *heads_, *seq_); }
 
   // A given shape; else --quick's (over --sweep too: CI-sized means small); else the sweep.
@@ -131,6 +144,8 @@ class BasedProbe final : public Probe {
     if (quick) return {shape(kQuickBatch, kQuickHeads, kQuickSeq)};
     std::vector<Shape> out;
     for (int n : kSweepSeqs) out.push_back(shape(kSweepBatch, kSweepHeads, n));
+    if (!no_normalize_)
+      for (int n : kNumeratorSweepSeqs) out.push_back(shape(kSweepBatch, kSweepHeads, n, false));
     return out;
   }
 
@@ -183,7 +198,7 @@ class BasedProbe final : public Probe {
   }
 
   // One line: the range over the shapes, the best and slowest shapes, the largest errors.
-  void summarise(ProbeContext& ctx, const std::vector<Run>& runs) const {
+  void summarise(ProbeContext& ctx, const std::vector<Run>& runs, std::string_view what) const {
     if (runs.empty()) return;
     const auto by_rate = [](const Run& a, const Run& b) { return a.tflops < b.tflops; };
     const Run& best = *std::max_element(runs.begin(), runs.end(), by_rate);
@@ -197,10 +212,10 @@ class BasedProbe final : public Probe {
       failed += !r.passed;
     }
     ctx.finding(name(),
-                fmt::format("based fwd: {:.1f}..{:.1f} TFLOP/s over {} shapes; best {} = {:.1f} TFLOP/s "
+                fmt::format("based fwd, {}: {:.1f}..{:.1f} TFLOP/s over {} shapes; best {} = {:.1f} TFLOP/s "
                             "({:.3f} ms{}); slowest {}; largest errors: relative {:.2e}, worst row {:.2e}; "
                             "{} of {} failed the check",
-                            worst.tflops, best.tflops, runs.size(), describe(best.shape), best.tflops,
+                            what, worst.tflops, best.tflops, runs.size(), describe(best.shape), best.tflops,
                             based::flops(best.shape) / (best.tflops * 1e12) * 1e3,
                             best.pct_clock_peak ? fmt::format(", {:.1f}% of the clock peak", *best.pct_clock_peak)
                                                 : std::string(),

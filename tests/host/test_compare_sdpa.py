@@ -106,6 +106,9 @@ def main():
 
     table = m.side_by_side({"results": [dict(rows[0], params=dict(rows[0]["params"], kernel="wgmma"))]}, doc)
     check("| 109.5 | - | 109.5 | - | 1.000 | - |" in table, f"side by side:\n{table}", failures)
+    reducing = dict(rows[0], params=dict(rows[0]["params"], kernel="wgmma", dq="reduce"))
+    table = m.side_by_side({"results": [reducing]}, doc)
+    check("| 109.5 | - | 109.5 | - | 1.000 | - |" in table, f"--dq reduce's rows beside the peers:\n{table}", failures)
 
     # The DSL's rows (timed through libtk_attention_c) also check the logsumexp.
     shape = m.grid(quick=True)[0]

@@ -131,16 +131,26 @@ __device__ void store_key_features(FeatureTile& fk, const QkTile& k, int w, std:
 }
 
 // The denominator's state: z += the column sums of f_k (as rounded for the tensor cores, so the
-// numerator and denominator see the same features). Thread t < 80 owns columns 2t and 2t + 1.
-constexpr int kZOwners = kFeatures / 2;
+// numerator and denominator see the same features). Lanes 0..19 of each of warpgroup 0's four
+// warps own two columns (the 80 pairs spread over every warp), each summed in four interleaved
+// partial sums so that the shared-memory reads overlap instead of waiting on one chain of adds.
+constexpr int kZWarps = warpgroup::kRows / warpgroup::kWarpRows;  // warpgroup 0's
+constexpr int kZLanes = kFeatures / 2 / kZWarps;
+__device__ bool owns_z_pair() { return int(threadIdx.x) < 32 * kZWarps && int(threadIdx.x % 32) < kZLanes; }
+__device__ int z_pair() { return int(threadIdx.x / 32) * kZLanes + int(threadIdx.x % 32); }
 __device__ void add_key_features(float2& z, const FeatureTile& fk) {
-  if (int(threadIdx.x) >= kZOwners) return;
-  const int f = 2 * threadIdx.x;
+  if (!owns_z_pair()) return;
+  constexpr int kChains = 4;
+  const int f = 2 * z_pair();
+  float2 sum[kChains] = {};
+#pragma unroll 16
   for (int r = 0; r < kRows; ++r) {
     const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(fk.data + FeatureTile::offset(r, f)));
-    z.x += x.x;
-    z.y += x.y;
+    sum[r % kChains].x += x.x;
+    sum[r % kChains].y += x.y;
   }
+  z.x += (sum[0].x + sum[1].x) + (sum[2].x + sum[3].x);
+  z.y += (sum[0].y + sum[1].y) + (sum[2].y + sum[3].y);
 }
 
 // A = phi(S / 4) = 1 + S/4 + S^2/32 (Horner), zero where the key lies in the row's future.
@@ -161,8 +171,8 @@ __device__ void save_state(Smem<Dv>& sm, const typename Config<Dv>::state& state
   typename Config<Dv>::state_bf state_bf;
   warp::copy(state_bf, state);
   warpgroup::store(sm.state[w], state_bf);
-  if (Normalize && int(threadIdx.x) < kZOwners) {
-    *reinterpret_cast<__nv_bfloat162*>(sm.norm.data + Config<Dv>::norm_t::offset(0, 2 * threadIdx.x)) =
+  if (Normalize && owns_z_pair()) {
+    *reinterpret_cast<__nv_bfloat162*>(sm.norm.data + Config<Dv>::norm_t::offset(0, 2 * z_pair())) =
         __float22bfloat162_rn(z);
   }
 }
@@ -198,7 +208,7 @@ __global__ void __launch_bounds__(Config<Dv>::threads, Config<Dv>::blocks_per_sm
 
   typename C::state state;
   warp::zero(state);
-  float2 z = {0.0f, 0.0f};  // the denominator's state: columns 2t, 2t + 1 (add_key_features)
+  float2 z = {0.0f, 0.0f};  // the denominator's state: the columns of z_pair() (add_key_features)
   for (int c = 0; c < p.chunks; ++c) {
     if (threadIdx.x == 0 && c + 1 < p.chunks) load_chunk(sm, maps, bh, c + 1);
     const int stage = sm.chunks.stage(c);
@@ -220,7 +230,6 @@ __global__ void __launch_bounds__(Config<Dv>::threads, Config<Dv>::blocks_per_sm
     store_key_features<Dv>(sm.fk, sm.k[stage], w, std::make_integer_sequence<int, C::consumers>());
     arch::fence_proxy_async();  // written by threads, read by wgmma
     sync_block<Dv>();
-    if constexpr (Normalize) add_key_features(z, sm.fk);
     warpgroup::mma_wait<0>();
 
     typename C::scores a;
@@ -232,9 +241,10 @@ __global__ void __launch_bounds__(Config<Dv>::threads, Config<Dv>::blocks_per_sm
     warpgroup::mma_AtB(state, sm.v[stage][w], sm.fk);
     warpgroup::mma_commit();
     typename C::rows den;
-    if constexpr (Normalize) {  // while the tensor cores run: A's rows in fp32, before rounding
+    if constexpr (Normalize) {  // while the tensor cores run: A's rows in fp32, before rounding, and z
       warp::row_sum(den, n);
       warp::row_sum(den, a, den);
+      add_key_features(z, sm.fk);
     }
     warpgroup::mma_wait<0>();
     if (threadIdx.x % 32 == 0) sm.chunks.release(c);
