@@ -46,6 +46,13 @@ struct Result {
     metrics[name] = std::move(v);
     return *this;
   }
+  // Reported, not judged: the row's figures move between processes on unchanged code by more than
+  // compare's threshold can hold (`why` gives the measured spread), so compare calls the row n/a
+  // instead of holding any metric of it to a band. Call it after the metrics.
+  Result& not_judged(std::string why) {
+    primary.clear();
+    return value("not_judged", std::move(why));
+  }
   // Records a pass/fail check; a failing check makes the result `failed`.
   Result& checked(Json check_fields, bool passed);
 };

@@ -216,6 +216,10 @@ class TmaReduce final : public Probe {
       r.metric("tbps", tbps, "TB/s", Better::higher);
       r.metric(ratio_name, ratio, "x", Better::higher);
       r.primary = ratio_name;  // paired: the process-wide drift of both methods cancels
+      // ...except for f32 into own tiles, where one process in six (the H200's last two baselines)
+      // had the atomics 10% ahead instead of 3% behind (bulk/atomic 1.039, 0.938, 1.030).
+      if (p_.dtype == tr::Dtype::f32 && l_.targets > 1)
+        r.not_judged("f32 into own tiles: the methods' order flips between processes (bulk/atomic 0.94-1.04)");
       r.value("passes", l_.passes);
       r.value("warp_instructions_per_kib", per_kib ? Json(*per_kib) : Json(nullptr));
       if (p_.op == tr::Op::add) r.value("add_stride", l_.add_stride);

@@ -139,7 +139,12 @@ TEST(TmaReduce, BulkReductionsAndAtomicsReduceExactly) {
     EXPECT_GT(median(r, "tbps"), 0.1) << r["params"].dump();
     EXPECT_LT(median(r, "tbps"), 10) << r["params"].dump();
     const std::string other = r["params"]["method"] == "bulk" ? "atomic" : "bulk";
-    EXPECT_EQ(r["primary"], "vs_" + other) << r["params"].dump();
+    if (r["params"]["dtype"] == "f32" && r["params"]["target"] == "own tile") {  // their order flips by process
+      EXPECT_FALSE(r.contains("primary")) << r["params"].dump();
+      EXPECT_TRUE(r["metrics"].contains("not_judged")) << r["params"].dump();
+    } else {
+      EXPECT_EQ(r["primary"], "vs_" + other) << r["params"].dump();
+    }
     const std::string key =
         pair + " " + r["params"]["target"].get<std::string>() + " " + r["params"]["method"].get<std::string>();
     tbps[key] = median(r, "tbps");

@@ -225,6 +225,25 @@ TEST(Compare, PeerRowsAreReportedNeverJudged) {
   EXPECT_FALSE(mentions(tkprobe::to_junit(c), "<testcase"));
 }
 
+// A row its probe reports but does not judge (its figures move between processes) is n/a, however
+// far it moves; only the baseline can say so: a new report that drops a judged row's primary
+// metric is still held to the baseline's.
+TEST(Compare, ARowItsProbeDoesNotJudgeIsReportedNeverFailedButOnlyTheBaselineSaysSo) {
+  auto unjudged = [](double tbps) {
+    auto r = timed_result("l2", {{"l2_share", 0.875}}, tbps, 0.001, Better::higher);
+    r.not_judged("moves between processes");
+    return r;
+  };
+  const auto c = compare_json(report({unjudged(7.9)}), report({unjudged(7.2)}));
+  EXPECT_EQ(c.rows[0].verdict, Verdict::not_comparable);
+  EXPECT_FALSE(c.rows[0].judged());
+  EXPECT_FALSE(c.failed());
+  const auto judged = compare_json(report({timed_result("l2", {{"l2_share", 0.875}}, 7.9, 0.001, Better::higher)}),
+                                   report({unjudged(7.2)}));
+  EXPECT_EQ(judged.rows[0].verdict, Verdict::slower);
+  EXPECT_TRUE(judged.failed());
+}
+
 TEST(Compare, JudgedRowWithoutItsMetricFails) {
   auto now = report({timed_result("p", {}, 100, 0.01)});
   now["results"][0].erase("primary");
