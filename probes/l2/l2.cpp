@@ -43,7 +43,7 @@ constexpr bool streamed(double share) { return share != 1.0; }
 // Just below it the same luck decides how much of the footprint stays: the stream at 7/8 of the L2
 // read 7.90, 7.23 and 7.27 TB/s in three processes of unchanged code (one H200, back to back), so
 // its rows are reported, not judged; the latency there holds still (527-529 cycles).
-constexpr double kJudgedStreamShare = 0.875;  // streams from this share of the L2 up are not judged
+constexpr double kFirstUnjudgedStreamShare = 0.875;  // streams from this share of the L2 up are not judged
 constexpr int kWarmLaps = 2;                  // untimed laps of the chain before the first sample
 constexpr long long kLadderTimedLoads = 16384;  // dependent loads per ladder sample (fixed cost < 0.01%)
 
@@ -253,7 +253,7 @@ class L2 final : public Probe {
       Result r(name(), {{"test", "stream"}, {"l2_share", share}, {"footprint_bytes", bytes}});
       r.metric("tbps", read.m.stats, "TB/s", Better::higher);
       r.value("passes", read.passes);
-      if (share >= kJudgedStreamShare)
+      if (share >= kFirstUnjudgedStreamShare)
         r.not_judged("what the L2 keeps near its capacity depends on the process's pages: 7.23-7.90 TB/s at 7/8");
       r.checked({{"what", "XOR of every word read vs the host's"}, {"value", read.xor_read},
                  {"expected", read.xor_expected}}, read.right());
