@@ -636,6 +636,8 @@ def main():
                      "--reps / --rounds launches of every kernel")
     if args.tk_lib and not os.path.isfile(args.tk_lib):
         parser.error(f"--tk-lib {args.tk_lib}: no such file (build it: cmake --build build --target tk_attention_c)")
+    if args.dq == "reduce" and not args.tk_lib:
+        parser.error("--dq reduce picks the DSL backward's dQ path: give --tk-lib too")
     if args.seed is not None and args.seed < 0:
         parser.error(f"--seed {args.seed}: give a non-negative integer")
     if args.against and not os.path.isfile(args.against):
