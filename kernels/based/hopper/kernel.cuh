@@ -248,7 +248,12 @@ __global__ void __launch_bounds__(Config<Dv>::threads, Config<Dv>::blocks_per_sm
     }
     warpgroup::mma_wait<0>();
     if (threadIdx.x % 32 == 0) sm.chunks.release(c);
-    if constexpr (Normalize) warp::div_row(o, o, den);
+    if constexpr (Normalize) {  // one division per row, not per element (ncu: the 32 IEEE divisions a
+      typename C::rows inv_den;  // thread, FCHK and its slow path each, held ~11% of the stall samples)
+      warp::fill(inv_den, 1.0f);
+      warp::div(inv_den, inv_den, den);
+      warp::mul_row(o, o, inv_den);
+    }
     store_output<Dv>(p, o, bh, c, w);
     if constexpr (C::consumers > 1) sync_block<Dv>();  // every warpgroup's readout of the shared z is over
     save_state<Dv, Normalize>(sm, state, z, w);
