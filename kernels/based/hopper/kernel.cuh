@@ -8,7 +8,7 @@
 //                State += f_k(K)^T V    after the readout: chunks < c only (wgmma)
 //   normalized   O /= rowsum(A) + f_q(Q) z,   z += colsum f_k(K)
 //
-// with the 160 folded features of config.cuh; f_k goes to shared memory (the update's B) while
+// with the 160 folded features of ../feature_map.hpp; f_k goes to shared memory (the update's B) while
 // the readout runs. The state (fp32, in registers, transposed: value
 // dim x features) goes to shared memory as bf16 after each chunk, as the next readout's B
 // operand; z stays fp32 in the threads that sum its columns. The TMA zero-fills rows of Q, K, V
@@ -41,7 +41,7 @@ __device__ void clear(ST& t) {
 // A lane's two rows of a chunk's Q or K (rows g and g + 8 of its warp's 16, g = lane / 4), each
 // rotated by the lane's first column 2t (t = lane % 4): pair i holds entries 2(i + t) and
 // 2(i + t) + 1 (mod 16) of the row, times `scale`. Column 2t + e + 8h of a slice then takes entries
-// 8h + e and 8h + e + offset of the rotated row (config.cuh), fixed at compile time. Eight 4-byte
+// 8h + e and 8h + e + offset of the rotated row (feature_map.hpp), fixed at compile time. Eight 4-byte
 // reads a row; the 32-byte swizzle puts rows g and g + 4 in different banks, so none conflict.
 using Pair = __nv_bfloat162;
 using RotatedRow = Pair[kFeatureDim / 2];
