@@ -54,4 +54,17 @@ constexpr Feature feature(int f) {
   }
 }
 
+// The feature holding the product x_a x_b (a, b: entries 0..15, or kOne for the constant), or -1
+// where the pair is held the other way round, as (b, a): the inverse of feature(), for the
+// kernel's denominator state, which arrives as the Gram matrix sum_j k_j k_j^T (each pair twice).
+inline constexpr int kConstantFeature = (kSlices - 1) * kFeatureDim + 8;  // slice 9, column 8
+constexpr int feature_of(int a, int b) {
+  if (a == kOne) return b == kOne ? kConstantFeature : -1;
+  if (b == kOne) return a;  // slice 0, the linear terms
+  const int d = (b - a + kFeatureDim) % kFeatureDim;
+  if (d < 8) return (1 + d) * kFeatureDim + a;            // slices 1..8, column a
+  if (d == 8 && a < 8) return (kSlices - 1) * kFeatureDim + a;  // slice 9's pairs
+  return -1;
+}
+
 }  // namespace based

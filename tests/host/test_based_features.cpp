@@ -53,4 +53,22 @@ TEST(BasedFeatureMap, EachTermOnceThenPadding) {
   EXPECT_EQ(padding, based::kFeatures - int(terms.size()));
 }
 
+// The kernel's denominator state arrives as the Gram matrix sum k k^T (and sum k, and the count):
+// every feature is found again from its pair, and each pair in exactly one of its two orders.
+TEST(BasedFeatureMap, EveryFeatureIsFoundFromItsPairInOneOrder) {
+  for (int f = 0; f < based::kFeatures; ++f) {
+    const based::Feature t = based::feature(f);
+    if (t.q_scale != 0.0f) EXPECT_EQ(based::feature_of(t.a, t.b), f) << "(" << t.a << ", " << t.b << ")";
+  }
+  for (int a = 0; a <= based::kOne; ++a)
+    for (int b = a; b <= based::kOne; ++b) {
+      const int ab = based::feature_of(a, b), ba = based::feature_of(b, a);
+      if (a == b) {
+        EXPECT_GE(ab, 0) << a;
+      } else {
+        EXPECT_NE(ab >= 0, ba >= 0) << "(" << a << ", " << b << "): " << ab << " and " << ba;
+      }
+    }
+}
+
 }  // namespace

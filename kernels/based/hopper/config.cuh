@@ -55,6 +55,13 @@ struct Config {
   using rows = scores::row_vec;
 };
 
+// The denominator's state z (the sum of f_k over the keys so far) in the form it is summed in:
+// sum_j k_j k_j^T and sum_j k_j, fp32 (kernel.cuh's add_key_gram); feature_of() reads z from it.
+struct Gram {
+  float kk[kFeatureDim][kFeatureDim];
+  float k1[kFeatureDim];
+};
+
 template <int Dv>
 struct Smem {
   using C = Config<Dv>;
@@ -63,6 +70,7 @@ struct Smem {
   typename C::features fk;
   typename C::state_t state[C::consumers];
   typename C::norm_t norm;
+  Gram gram;
   pipeline<C::stages> chunks;
 };
 template <int Dv>

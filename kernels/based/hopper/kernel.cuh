@@ -130,27 +130,55 @@ __device__ void store_key_features(FeatureTile& fk, const QkTile& k, int w, std:
   ((w == W ? store_key_slices<W * share>(fk, x, std::make_integer_sequence<int, share>()) : void()), ...);
 }
 
-// The denominator's state: z += the column sums of f_k (as rounded for the tensor cores, so the
-// numerator and denominator see the same features). Lanes 0..19 of each of warpgroup 0's four
-// warps own two columns (the 80 pairs spread over every warp), each summed in four interleaved
-// partial sums so that the shared-memory reads overlap instead of waiting on one chain of adds.
-constexpr int kZWarps = warpgroup::kRows / warpgroup::kWarpRows;  // warpgroup 0's
-constexpr int kZLanes = kFeatures / 2 / kZWarps;
-__device__ bool owns_z_pair() { return int(threadIdx.x) < 32 * kZWarps && int(threadIdx.x % 32) < kZLanes; }
-__device__ int z_pair() { return int(threadIdx.x / 32) * kZLanes + int(threadIdx.x % 32); }
-__device__ void add_key_features(float2& z, const FeatureTile& fk) {
-  if (!owns_z_pair()) return;
-  constexpr int kChains = 4;
-  const int f = 2 * z_pair();
-  float2 sum[kChains] = {};
-#pragma unroll 16
-  for (int r = 0; r < kRows; ++r) {
-    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(fk.data + FeatureTile::offset(r, f)));
-    sum[r % kChains].x += x.x;
-    sum[r % kChains].y += x.y;
+// The denominator's state z = sum_j f_k(k_j), summed as the Gram matrix it is made of: z's
+// quadratic features are the entries of K^T K and its linear ones those of K^T 1, so one warp adds
+// the chunk's with four 16-key steps of mma.sync (K^T as the A operand is K as the B operand,
+// register for register: tk/layout/rt_layout.hpp's row_l and col_l pairs) instead of summing the
+// 64 stored rows of 160 features. Each lane adds the elements it holds of the fp32 sums.
+__device__ void add_key_gram(Gram& gram, const QkTile& k) {
+  using Keys = rt_bf<16, kFeatureDim, col_l>;  // 16 keys x 16 entries: K's B operand
+  Keys ones;                                   // a B operand whose column 0 is 1: K^T 1
+  warp::zero(ones);
+  warp::fill_where(ones, 1.0f, [](int, int col) { return col == 0; });
+  rt_fl<16, kFeatureDim> kk, k1;
+  warp::zero(kk);
+  warp::zero(k1);
+#pragma unroll
+  for (int step = 0; step < kRows / 16; ++step) {
+    Keys keys;
+    warp::load(keys, k, 16 * step, 0);
+    rt_bf<16, kFeatureDim> keys_t;  // K^T's A operand
+#pragma unroll
+    for (int p = 0; p < layout::kPairsPerSubtile; ++p) keys_t.data[p] = keys.data[p];
+    warp::mma_AB(kk, keys_t, keys, kk);
+    warp::mma_AB(k1, keys_t, ones, k1);
   }
-  z.x += (sum[0].x + sum[1].x) + (sum[2].x + sum[3].x);
-  z.y += (sum[0].y + sum[1].y) + (sum[2].y + sum[3].y);
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int p = 0; p < layout::kPairsPerSubtile; ++p) {
+    const float2 sums = kk.at(0, 0, p), column0 = k1.at(0, 0, p);
+    const layout::Coord x = layout::rt_pair(lane, p, 0, layout::RtLayout::row);
+    gram.kk[x.row][x.col] += sums.x;
+    gram.kk[x.row][x.col + 1] += sums.y;
+    if (x.col == 0) gram.k1[x.row] += column0.x;
+  }
+}
+
+// z as features, bf16, into row 0 of the norm tile (the next readout's B): each lane writes the
+// Gram elements it summed (add_key_gram), each pair once (feature_of), and lane 0 the constant
+// feature's sum, the number of keys. Padding columns stay 0.
+template <class NormTile>
+__device__ void save_key_sums(NormTile& norm, const Gram& gram, int keys) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int p = 0; p < layout::kPairsPerSubtile; ++p)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const layout::Coord x = layout::rt_pair(lane, p, e, layout::RtLayout::row);
+      if (const int f = feature_of(x.row, x.col); f >= 0) norm(0, f) = __float2bfloat16_rn(gram.kk[x.row][x.col]);
+      if (x.col == 0 && e == 0) norm(0, feature_of(x.row, kOne)) = __float2bfloat16_rn(gram.k1[x.row]);
+    }
+  if (lane == 0) norm(0, kConstantFeature) = __float2bfloat16_rn(float(keys));
 }
 
 // A = phi(S / 4) = 1 + S/4 + S^2/32 (Horner), zero where the key lies in the row's future.
@@ -167,14 +195,11 @@ __device__ void phi_causal(Scores& a, const Scores& s) {
 // The state after this chunk, as the next chunk's readout operands (bf16): warpgroup w's rows of
 // it, and z.
 template <int Dv, bool Normalize>
-__device__ void save_state(Smem<Dv>& sm, const typename Config<Dv>::state& state, float2 z, int w) {
+__device__ void save_state(Smem<Dv>& sm, const typename Config<Dv>::state& state, int keys, int w) {
   typename Config<Dv>::state_bf state_bf;
   warp::copy(state_bf, state);
   warpgroup::store(sm.state[w], state_bf);
-  if (Normalize && owns_z_pair()) {
-    *reinterpret_cast<__nv_bfloat162*>(sm.norm.data + Config<Dv>::norm_t::offset(0, 2 * z_pair())) =
-        __float22bfloat162_rn(z);
-  }
+  if (Normalize && threadIdx.x < 32) save_key_sums(sm.norm, sm.gram, keys);
 }
 
 // This warp's 16 rows of chunk c, warpgroup w's columns, to O: the rows before the end of the sequence.
@@ -202,13 +227,13 @@ __global__ void __launch_bounds__(Config<Dv>::threads, Config<Dv>::blocks_per_sm
   if (threadIdx.x == 0) sm.chunks.init(C::threads / 32);
   for (auto& tile : sm.state) clear(tile);  // the first chunk's readout: no earlier chunks
   clear(sm.norm);
+  if (threadIdx.x == 0) sm.gram = Gram{};
   arch::fence_proxy_async();  // written by threads, read by wgmma
   __syncthreads();
   if (threadIdx.x == 0) load_chunk(sm, maps, bh, 0);
 
   typename C::state state;
   warp::zero(state);
-  float2 z = {0.0f, 0.0f};  // the denominator's state: the columns of z_pair() (add_key_features)
   for (int c = 0; c < p.chunks; ++c) {
     if (threadIdx.x == 0 && c + 1 < p.chunks) load_chunk(sm, maps, bh, c + 1);
     const int stage = sm.chunks.stage(c);
@@ -244,14 +269,19 @@ __global__ void __launch_bounds__(Config<Dv>::threads, Config<Dv>::blocks_per_sm
     if constexpr (Normalize) {  // while the tensor cores run: A's rows in fp32, before rounding, and z
       warp::row_sum(den, n);
       warp::row_sum(den, a, den);
-      add_key_features(z, sm.fk);
+      if (threadIdx.x < 32) add_key_gram(sm.gram, sm.k[stage]);
     }
     warpgroup::mma_wait<0>();
     if (threadIdx.x % 32 == 0) sm.chunks.release(c);
-    if constexpr (Normalize) warp::div_row(o, o, den);
+    if constexpr (Normalize) {  // one division per row, not per element (ncu: the 32 IEEE divisions a
+      typename C::rows inv_den;  // thread, FCHK and its slow path each, held ~11% of the stall samples)
+      warp::fill(inv_den, 1.0f);
+      warp::div(inv_den, inv_den, den);
+      warp::mul_row(o, o, inv_den);
+    }
     store_output<Dv>(p, o, bh, c, w);
     if constexpr (C::consumers > 1) sync_block<Dv>();  // every warpgroup's readout of the shared z is over
-    save_state<Dv, Normalize>(sm, state, z, w);
+    save_state<Dv, Normalize>(sm, state, (c + 1) * kRows, w);
     arch::fence_proxy_async();  // the saved state, written by threads, read by the next readout
     sync_block<Dv>();           // and every read of f_k is over before the next chunk's
   }
