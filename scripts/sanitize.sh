@@ -44,6 +44,8 @@ RUNS=(
   "attention --pass bwd --batch 1 --heads 2 --seq 1000 --head-dim 64 --causal"
   "attention --pass bwd --batch 1 --heads 2 --seq 1000 --head-dim 128"
   "attention --pass bwd --batch 1 --heads 2 --seq 1000 --head-dim 128 --causal"
+  "attention --pass bwd --batch 1 --heads 2 --seq 1000 --head-dim 128 --causal --dq reduce"
+  "attention --quick --pass fwd --dtype e4m3"
   "based --quick"
   "overlap --quick --filler ex2 --warpgroups 1"
   "quadrants --quick --warps 1,4"
