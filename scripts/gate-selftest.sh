@@ -4,7 +4,8 @@
 #   1. every pair of them must compare clean (exit 0, 0 failing rows): unchanged code passes;
 #   2. `tkprobe baseline` makes DIR/suite.json from them (the kept run, each row's drift recorded),
 #      and every run must compare clean against it;
-#   3. a copy of the baseline with 20 judged rows made 8% worse must fail exactly those 20 rows;
+#   3. a copy of the baseline with 20 judged rows (all of them where GATE_PROBES leaves fewer) made 8%
+#      worse must fail exactly those rows;
 #   4. it prints the share of judged rows whose noise band is at most 3%.
 # Usage: [GATE_PROBES=a,b] [GATE_REJUDGE=1] scripts/gate-selftest.sh DIR [TKPROBE]
 #   GATE_REJUDGE=1: keep DIR/run1..3.json where they exist (runs recorded on the GPU) and redo only the
@@ -89,7 +90,7 @@ key = lambda r: json.dumps({"probe": r["probe"], "params": r["params"]}, sort_ke
 scaled = {line.strip() for line in open(sys.argv[1])}
 failing = {key(r) for r in json.load(open(sys.argv[2]))["rows"] if r["fails"]}
 print(f"8% worse: {len(scaled)} rows scaled, {len(failing)} fail, {len(scaled & failing)} of them scaled")
-sys.exit(0 if len(scaled) == 20 and failing == scaled else 1)
+sys.exit(0 if scaled and failing == scaled else 1)
 PY
 
 python3 - "$dir/baseline-1.json" <<'PY'
