@@ -57,8 +57,8 @@ done
 # 20 judged rows (ok, not a peer, a primary statistic), round-robin over the probes, made 8% worse as a
 # slower kernel at the same clock would be: every statistic of the row, per clock and per second alike,
 # shows 8% more time or cycles (a rate divided by 1.08, so -7.4%; a time or cycle count times 1.08).
-TKPROBE_SCRIPTS="$(dirname "$0")" python3 - "$dir/suite.json" "$dir/worse.report.json" "$dir/worse-rows.txt" <<'PY' \
-  || fail "scaling rows"
+TKPROBE_SCRIPTS="$(dirname "$0")" python3 - "$dir/suite.json" "$dir/worse.report.json" "$dir/worse-rows.txt" \
+  "$dir/worse-judged.txt" <<'PY' || fail "scaling rows"
 import json, os, sys
 sys.path.insert(0, os.environ["TKPROBE_SCRIPTS"])
 import tkreport
@@ -82,15 +82,18 @@ with open(sys.argv[3], "w") as out:
                     stats[k] *= factor
         out.write(json.dumps({"probe": r["probe"], "params": r["params"]}, sort_keys=True) + "\n")
 json.dump(doc, open(sys.argv[2], "w"))
+open(sys.argv[4], "w").write(f"{len(judged)}\n")  # how many could be scaled: 20 unless GATE_PROBES leaves fewer
 PY
 check "$dir/suite.json" "$dir/worse.report.json" "worse"
-python3 - "$dir/worse-rows.txt" "$dir/worse.json" <<'PY' || fail "the 8%-worse rows did not fail exactly"
+python3 - "$dir/worse-rows.txt" "$dir/worse.json" "$dir/worse-judged.txt" <<'PY' \
+  || fail "the 8%-worse rows did not fail exactly"
 import json, sys
 key = lambda r: json.dumps({"probe": r["probe"], "params": r["params"]}, sort_keys=True)
 scaled = {line.strip() for line in open(sys.argv[1])}
 failing = {key(r) for r in json.load(open(sys.argv[2]))["rows"] if r["fails"]}
 print(f"8% worse: {len(scaled)} rows scaled, {len(failing)} fail, {len(scaled & failing)} of them scaled")
-sys.exit(0 if scaled and failing == scaled else 1)
+wanted = min(20, int(open(sys.argv[3]).read()))
+sys.exit(0 if scaled and len(scaled) == wanted and failing == scaled else 1)
 PY
 
 python3 - "$dir/baseline-1.json" <<'PY'
