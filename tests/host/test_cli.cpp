@@ -405,6 +405,16 @@ TEST(Cli, DevicesListsAreCheckedBeforeAnyDeviceWork) {
   EXPECT_EQ(run({"wgmma", "--devices", "0,1", "--shape", "7x7"}).code, 2) << "the probe's own options first";
 }
 
+// p2p's --size-mib: MiB from 1 to 16384, refused before any device work.
+TEST(Cli, P2pSizeIsRefusedOutsideItsRange) {
+  for (const char* bad : {"0", "16385"}) {
+    const auto r = run({"p2p", "--devices", "0,1", "--size-mib", bad});
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_TRUE(mentions(r.err, "give MiB from 1 to 16384")) << r.err;
+  }
+  EXPECT_EQ(run({"p2p", "--devices", "0,1", "--size-mib", "x"}).code, 2);
+}
+
 TEST(Cli, DevicesPastTheMachinesExitThreeAndWriteNoReport) {
   const auto dir = fixtures::temp_dir("cli-devices");
   const auto out = dir / "r.json";
