@@ -24,11 +24,13 @@ command -v compute-sanitizer > /dev/null || { echo "sanitize: compute-sanitizer 
 
 # Small configurations: each launch is far slower under a sanitizer. The backward runs a shape per
 # head dimension and mask, each apart (on the H200, --quick's four shapes in one racecheck run
-# took more than 300 s beside the other runs; one small shape takes about 35 s).
+# took more than 300 s beside the other runs; one small shape takes about 35 s). smem-banks runs 4
+# warps an SM, not its 32: every shared load is instrumented, and racecheck of the full grid ran past
+# 300 s beside 15 others (108 s alone, 6f93987); the kernel and its addressing are the same.
 RUNS=(
   "info"
   "smem-latency --quick --stride 4"
-  "smem-banks --quick --stride 1 64"
+  "smem-banks --quick --stride 1 64 --warps 4"
   "wgmma --quick --dtype bf16,s8 --a reg --warpgroups 1"
   "mma-sync --quick --ilp 2 --warps-per-sm 4"
   "tensor-cores --quick"
