@@ -9,6 +9,10 @@
 # causes it.
 # Usage: ptxas_guard.sh COMPILER ARGS...
 set -uo pipefail
+if (( $# == 0 )); then
+  echo "usage: ptxas_guard.sh COMPILER ARGS... (CMake's CUDA compiler launcher: give the compile to run)" >&2
+  exit 2
+fi
 allowed="${PTXAS_GUARD_ALLOWED:-$(dirname "$0")/ptxas_serialized_allowed.txt}"
 output=$("$@" 2>&1)
 status=$?

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """cmake/ptxas_guard.sh, every CUDA compile's launcher: with the real nvcc, a kernel whose wgmma
 ptxas serialises fails its compile (naming the kernel) and a clean one passes; an allowed kernel
-passes; with stand-in compilers, a failing compile keeps its exit status and its output, and
-ptxas's other wgmma advisories (an injected arrive, C7519) pass. The committed allow-list is well
+passes; run with no compile, it says how to use it (exit 2); with stand-in compilers, a failing
+compile keeps its exit status and its output, and ptxas's other wgmma advisories (an injected
+arrive, C7519) pass. The committed allow-list is well
 formed: a mangled-name prefix and a reason on every line.
 
 usage: test_ptxas_guard.py SOURCE_DIR NVCC"""
@@ -63,6 +64,10 @@ with tempfile.TemporaryDirectory() as tmp:
     r = compile_fixture("serialised.cu", tmp, allowed=allowed)
     check("an allowed kernel compiles, its advisory still shown",
           r.returncode == 0 and "serialized" in r.stderr and "ptxas_guard" not in r.stderr,
+          f"exit {r.returncode}\n{r.stderr}")
+
+    r = guard()
+    check("no compile to run is a usage error", r.returncode == 2 and "usage: ptxas_guard.sh" in r.stderr,
           f"exit {r.returncode}\n{r.stderr}")
 
     r = guard(stand_in(tmp, "error: something else", 3))

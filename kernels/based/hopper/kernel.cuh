@@ -8,11 +8,11 @@
 //                State += f_k(K)^T V    after the readout: chunks < c only (wgmma)
 //   normalized   O /= rowsum(A) + f_q(Q) z,   z += colsum f_k(K)   (as K^T K and K^T 1: mma.sync)
 //
-// with the 160 folded features of ../feature_map.hpp; f_k goes to shared memory (the update's B) while
-// the readout runs. The state (fp32, in registers, transposed: value
-// dim x features) goes to shared memory as bf16 after each chunk, as the next readout's B
-// operand; z's fp32 Gram sums stay in shared memory, added by warp 0 (add_key_gram). The TMA zero-fills rows of Q, K, V
-// past the sequence. They lie in the last chunk, so its update of the state (which they would
+// with the 160 folded features of ../feature_map.hpp; f_k goes to shared memory (the update's B)
+// while the readout runs. The state (fp32, in registers, transposed: value dim x features) goes to
+// shared memory as bf16 after each chunk, as the next readout's B operand; z's fp32 Gram sums stay
+// in shared memory, added by warp 0 (add_key_gram). The TMA zero-fills rows of Q, K, V past the
+// sequence. They lie in the last chunk, so its update of the state (which they would
 // spoil: a zero key's constant feature is 1) is never read; their scores lie in the causal mask
 // of every real row, and their output rows are never stored.
 #include <utility>
