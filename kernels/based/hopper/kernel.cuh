@@ -127,7 +127,11 @@ __device__ void store_key_features(FeatureTile& fk, const QkTile& k, int w, std:
   constexpr int share = Config<Dv>::key_slices;
   RotatedRow x[2];
   load_rotated_rows(x, k, 1.0f);
-  ((w == W ? store_key_slices<W * share>(fk, x, std::make_integer_sequence<int, share>()) : void()), ...);
+  if constexpr (sizeof...(W) == 1) {  // one warpgroup: no branch on its index around the stores
+    store_key_slices<0>(fk, x, std::make_integer_sequence<int, share>());
+  } else {
+    ((w == W ? store_key_slices<W * share>(fk, x, std::make_integer_sequence<int, share>()) : void()), ...);
+  }
 }
 
 // The denominator's state z = sum_j f_k(k_j), summed as the Gram matrix it is made of: z's
@@ -245,7 +249,7 @@ __global__ void __launch_bounds__(Config<Dv>::threads, Config<Dv>::blocks_per_sm
     typename C::scores s;
     typename C::out o;
     typename C::norm n;
-    warpgroup::mma_fence();
+    warpgroup::mma_fence(fq);  // f_q built before the fence (C7520 otherwise)
     warpgroup::mma_ABt(s, sm.q[stage], sm.k[stage], false);
     warpgroup::mma_ABt(o, fq, sm.state[w], false);
     if constexpr (Normalize) warpgroup::mma_ABt(n, fq, sm.norm, false);

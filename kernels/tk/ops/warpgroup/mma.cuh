@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 // Warpgroup-scope matrix multiply on shared tiles through wgmma (tk/arch/wgmma.cuh): the
 // warpgroup's 64 x N accumulator is four warps' 16 x N register tiles, each warp passing its own.
 //
@@ -128,7 +129,26 @@ __device__ __forceinline__ void mma_AtBt(Acc& acc, const SA& a, const SB& b, boo
   mma_slices<SB::rows, SA::rows, layout::Major::mn, layout::Major::k>(acc, a, b, accumulate);
 }
 
-__device__ __forceinline__ void mma_fence() { arch::wgmma_fence(); }
+namespace detail {
+// An empty asm that reads and writes each of a register tile's 32-bit registers.
+template <class Tile>
+__device__ __forceinline__ void pin_registers(Tile& t) {
+  static_assert(sizeof(t.data[0]) == 4, "pin_registers: a register A operand's registers are 32 bits");
+#pragma unroll
+  for (auto& pair : t.data) asm volatile("" : "+r"(reinterpret_cast<std::uint32_t&>(pair)));
+}
+}  // namespace detail
+
+// wgmma.fence (PTX ISA 9.7.15.6), after the register A operands given are pinned: an empty asm that
+// reads and writes each of their registers, so the instructions that build them (bf16 packing)
+// cannot sink below the fence. A register written after the fence makes ptxas add its own
+// warpgroup.arrive before the product, and one that lands in a divergent branch serialises every
+// wgmma of the kernel (C7520: kernels/tk/README.md, "When ptxas serialises wgmma").
+template <class... RegisterOperands>
+__device__ __forceinline__ void mma_fence(RegisterOperands&... a) {
+  (detail::pin_registers(a), ...);
+  arch::wgmma_fence();
+}
 __device__ __forceinline__ void mma_commit() { arch::wgmma_commit(); }
 template <int Pending>
 __device__ __forceinline__ void mma_wait() {
