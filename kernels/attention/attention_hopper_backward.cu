@@ -30,6 +30,15 @@ std::size_t scratch_floats_for(Shape s, BackwardOptions o) {
   return o.deterministic ? vectors : vectors + dq_accumulator_floats(s.batch, s.heads, s.seq, s.head_dim);
 }
 
+// The dK/dV kernel's tensor maps, at config C's tiles (its steps differ between the two paths at D = 64).
+template <class C>
+KvMaps kv_maps_for(const BackwardTensors& t, Shape s, const BackwardStrides& at) {
+  const int h = s.heads, kvh = s.kv_heads;
+  return {tensor_map<typename C::kv>(t.k, s, kvh, at.k),  tensor_map<typename C::kv>(t.v, s, kvh, at.v),
+          tensor_map<typename C::q>(t.q, s, h, at.q),     tensor_map<typename C::q>(t.d_o, s, h, at.d_o),
+          tensor_map<typename C::kv>(t.dk, s, kvh, at.dk), tensor_map<typename C::kv>(t.dv, s, kvh, at.dv)};
+}
+
 template <int D>
 Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, float* scratch, BackwardOptions o) {
   using KC = KvConfig<D>;
@@ -45,11 +54,6 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
                   o.deterministic ? nullptr : scratch + 2 * vector_floats};
   const std::uint64_t q_matrices = std::uint64_t(s.batch) * s.heads;
   const int h = s.heads, kvh = s.kv_heads;
-  // FC's tiles are KC's: one set of maps serves both dK/dV kernels.
-  static_assert(std::is_same_v<typename KC::kv, typename FC::kv> && std::is_same_v<typename KC::q, typename FC::q>);
-  const KvMaps kv_maps{tensor_map<typename KC::kv>(t.k, s, kvh, at.k),  tensor_map<typename KC::kv>(t.v, s, kvh, at.v),
-                       tensor_map<typename KC::q>(t.q, s, h, at.q),     tensor_map<typename KC::q>(t.d_o, s, h, at.d_o),
-                       tensor_map<typename KC::kv>(t.dk, s, kvh, at.dk), tensor_map<typename KC::kv>(t.dv, s, kvh, at.dv)};
   // Enough preprocess (and conversion) blocks to fill the GPU many times over; each strides over the rest.
   const int prep_grid = int(std::min<std::uint64_t>(q_matrices * padded(s.seq) / kPrepWarps, kPrepMaxBlocks));
   const int kv_grid = kv_items(schedule);
@@ -60,6 +64,7 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
     const DqOut out{t.dq, at.dq.batch, at.dq.head, at.dq.seq};
     const std::uint64_t float4s = dq_accumulator_floats(s.batch, s.heads, s.seq, D) / 4;
     const int convert_grid = int(std::min<std::uint64_t>((float4s + kConvertThreads - 1) / kConvertThreads, kConvertMaxBlocks));
+    const KvMaps kv_maps = kv_maps_for<FC>(t, s, at);
     return [=](cudaStream_t stream) {
       preprocess_kernel<D><<<prep_grid, kPrepThreads, 0, stream>>>(in.o, o_at, in.d_o, d_o_at, in.lse, p);
       dkdv_kernel<D, true><<<kv_grid, FC::threads, kKvSmemBytes<D, true>, stream>>>(kv_maps, p);
@@ -72,6 +77,7 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
   cudaFuncSetAttribute(dkdv_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvSmemBytes<D>);
   cudaFuncSetAttribute(dq_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kQSmemBytes<D>);
   const int q_grid = q_items(schedule);
+  const KvMaps kv_maps = kv_maps_for<KC>(t, s, at);
   return [=](cudaStream_t stream) {
     preprocess_kernel<D><<<prep_grid, kPrepThreads, 0, stream>>>(in.o, o_at, in.d_o, d_o_at, in.lse, p);
     dkdv_kernel<D><<<kv_grid, KC::threads, kKvSmemBytes<D>, stream>>>(kv_maps, p);

@@ -3,8 +3,8 @@
 // that the host tests check (tests/host/test_attention_backward.cpp) and the kernels call.
 //
 // dK, dV: a work item per (batch, key/value head, kKvBlock keys) walks, for each query head of
-// its group, the query tiles of kKvStepQ rows that see its keys. dQ: a work item per (batch,
-// query head, kQBlock queries) walks the key tiles of kQStepKv keys its queries see; or, on the
+// its group, the query tiles (kv_step_queries rows) that see its keys. dQ: a work item per (batch,
+// query head, kQBlock queries) walks the key tiles (q_step_keys keys) its queries see; or, on the
 // reducing path (BackwardOptions::deterministic = false), the dK/dV items add each step's share of
 // dQ into an fp32 accumulator laid out as below, and a conversion writes it out.
 #include <cstddef>
@@ -12,16 +12,26 @@
 namespace attention::backward {
 
 inline constexpr int kKvBlock = 128;  // keys per dK/dV item: two consumer warpgroups of 64
-inline constexpr int kKvStepQ = 64;   // queries per dK/dV step
+inline constexpr int kKvStepQ = 64;   // queries per dK/dV step on the reducing path (dQ's tiles below)
 inline constexpr int kQBlock = 128;   // queries per dQ item: two consumer warpgroups of 64
-inline constexpr int kQStepKv = 64;   // keys per dQ step
+
+// Queries per dK/dV step and keys per dQ step. A step's element-wise work (the exponentials, dS)
+// is the same at D = 64 and 128 but its products are half as long at D = 64, so steps of 64 leave
+// the tensor cores waiting on it; at D = 64 the deterministic kernels take steps of 128
+// (FlashAttention-3's D = 64 tile), half as many, each wgmma at N = 128. At D = 128 a step of 128
+// would not fit its scores beside dK and dV in a thread's registers. The reducing path keeps 64:
+// its dQ accumulator is laid out in tiles of kKvStepQ queries (below).
+constexpr int kv_step_queries(int head_dim, bool reducing) { return head_dim == 64 && !reducing ? 128 : kKvStepQ; }
+constexpr int q_step_keys(int head_dim) { return head_dim == 64 ? 128 : 64; }
 
 // The scratch's per-row vectors (D and LSE in base 2) are padded to a multiple of kRowPad rows,
 // so every query tile either kernel reads lies inside them: the bulk copies that read them have
 // no edge to stop at. Pad rows hold LSE = +inf (P = 2^(s - inf) = 0) and D = 0.
 inline constexpr int kRowPad = 128;
 static_assert(kRowPad % kKvStepQ == 0 && kRowPad % kQBlock == 0, "query tiles lie inside the padded scratch");
-static_assert(kKvBlock % kKvStepQ == 0, "a causal dK/dV item's first query tile starts at its first key");
+static_assert(kRowPad % kv_step_queries(64, false) == 0 && kRowPad % q_step_keys(64) == 0, "steps lie inside the padding");
+static_assert(kKvBlock % kv_step_queries(64, false) == 0 && kKvBlock % kKvStepQ == 0,
+              "a causal dK/dV item's first query tile starts at its first key");
 
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 constexpr int padded(int seq) { return ceil_div(seq, kRowPad) * kRowPad; }
@@ -41,12 +51,13 @@ struct Schedule {
 };
 
 // A dK/dV work item: key block `kv_block` of key/value matrix `kvm` (batch x kv_heads + head).
-// Step s reads query matrix qm(s) (batch x heads + head), query tile q_tile(s): for each of the
+// Step s reads query matrix qm(s) (batch x heads + head), query tile q_tile(s) of `step` queries
+// (kv_step_queries): for each of the
 // group's query heads in turn, tiles first_q .. (with a causal mask the tiles before the block's
 // first key see none of its keys).
 //
 // Staggered (the reducing path, without a mask): each head's tiles are walked from tile `rotate`
-// on, wrapping, with rotate = kv_block x (kKvBlock / kKvStepQ), so the items in flight, which
+// on, wrapping, with rotate = kv_block x (kKvBlock / step), so the items in flight, which
 // start together, reduce their dQ into different query tiles instead of all into tile 0 (the L2
 // reduces ~3.1 TB/s into distinct tiles, ~1.3 TB/s into one: probes/tma-reduce). With a mask the
 // items start at their own first tile already.
@@ -61,19 +72,20 @@ constexpr int kv_items(const Schedule& s) { return ceil_div(s.seq, kKvBlock) * s
 // Item t. Without a mask items run head by head, so the blocks in flight share one head's Q and
 // dO in L2; with one, the longest items (the first keys, which every later query sees) of every
 // head come first and the shortest last, so the grid finishes together.
-constexpr KvItem kv_item(const Schedule& s, int t, bool staggered = false) {
+constexpr KvItem kv_item(const Schedule& s, int t, int step, bool staggered = false) {
   const int kv_blocks = ceil_div(s.seq, kKvBlock), matrices = s.batch * s.kv_heads;
   const int kvm = s.causal ? t % matrices : t / kv_blocks;
   const int kv_block = s.causal ? t / matrices : t % kv_blocks;
   const int batch = kvm / s.kv_heads, kvh = kvm % s.kv_heads;
-  const int first_q = s.causal ? kv_block * kKvBlock / kKvStepQ : 0;
-  const int per_head = ceil_div(s.seq, kKvStepQ) - first_q;
-  const int rotate = staggered && !s.causal ? kv_block * (kKvBlock / kKvStepQ) % per_head : 0;
+  const int first_q = s.causal ? kv_block * kKvBlock / step : 0;
+  const int per_head = ceil_div(s.seq, step) - first_q;
+  const int rotate = staggered && !s.causal ? kv_block * (kKvBlock / step) % per_head : 0;
   return {kv_block, kvm, batch * s.heads + kvh * s.group(), first_q, per_head, per_head * s.group(), rotate};
 }
 
 // A dQ work item: query block `q_block` of query matrix `qm`, reading key/value matrix `kvm`, key
-// tiles 0 .. tiles - 1 (with a causal mask those up to the block's last query).
+// tiles of `step` keys (q_step_keys) 0 .. tiles - 1 (with a causal mask those up to the block's
+// last query).
 struct QItem {
   int q_block, qm, kvm, tiles;
 };
@@ -81,7 +93,7 @@ struct QItem {
 constexpr int q_items(const Schedule& s) { return ceil_div(s.seq, kQBlock) * s.batch * s.heads; }
 
 // Item t: as the forward's, head by head without a mask, longest (last queries) first with one.
-constexpr QItem q_item(const Schedule& s, int t) {
+constexpr QItem q_item(const Schedule& s, int t, int step) {
   const int q_blocks = ceil_div(s.seq, kQBlock), matrices = s.batch * s.heads;
   const int qm = s.causal ? t % matrices : t / q_blocks;
   const int order = s.causal ? t / matrices : t % q_blocks;
@@ -89,7 +101,7 @@ constexpr QItem q_item(const Schedule& s, int t) {
   const int kvm = qm / s.heads * s.kv_heads + qm % s.heads / s.group();
   const int end = (q_block + 1) * kQBlock;
   const int last_key = s.causal && end < s.seq ? end : s.seq;
-  return {q_block, qm, kvm, ceil_div(last_key, kQStepKv)};
+  return {q_block, qm, kvm, ceil_div(last_key, step)};
 }
 
 // Whether a tile of `keys` keys from key0 against queries from query0 on holds a pair that is

@@ -73,15 +73,17 @@ TEST(AttentionBackward, ScratchIsPaddedForEveryTile) {
 // dK/dV items: each (key/value matrix, key block) once; each item's steps visit, for every query
 // head of its group, every query tile holding a query that attends one of its keys, once, and
 // only tiles inside the padded scratch; a tile holding a pair not attended is masked.
-// Staggered (the reducing path) as well: the same tiles in another order.
+// At every step size the kernels take (kv_step_queries); staggered (the reducing path) as well:
+// the same tiles in another order.
 TEST(AttentionBackward, KeyItemsVisitEveryAttendedPairOnce) {
-  for (bool staggered : {false, true})
+  for (auto [queries, staggered] : {std::pair{bw::kv_step_queries(128, false), false},
+                                 {bw::kv_step_queries(64, false), false}, {bw::kKvStepQ, true}})
   for (const bw::Schedule& s : schedules()) {
-    SCOPED_TRACE(describe(s) + (staggered ? " staggered" : ""));
+    SCOPED_TRACE(describe(s) + " step " + std::to_string(queries) + (staggered ? " staggered" : ""));
     std::set<std::pair<int, int>> items;
     int last_steps = 1 << 30;
     for (int t = 0; t < bw::kv_items(s); ++t) {
-      const bw::KvItem it = bw::kv_item(s, t, staggered);
+      const bw::KvItem it = bw::kv_item(s, t, queries, staggered);
       EXPECT_TRUE(items.insert({it.kvm, it.kv_block}).second) << "item " << t << " repeats";
       ASSERT_LT(it.kvm, s.batch * s.kv_heads);
       ASSERT_LT(it.kv_block * bw::kKvBlock, s.seq);
@@ -96,14 +98,14 @@ TEST(AttentionBackward, KeyItemsVisitEveryAttendedPairOnce) {
         EXPECT_TRUE(visited.insert({qm, tile}).second) << "step " << step << " repeats a tile";
         EXPECT_EQ(qm / s.heads, it.kvm / s.kv_heads) << "same batch";
         EXPECT_EQ(qm % s.heads / s.group(), it.kvm % s.kv_heads) << "a query head of the item's group";
-        EXPECT_LE((tile + 1) * bw::kKvStepQ, bw::padded(s.seq)) << "inside the padded scratch";
+        EXPECT_LE((tile + 1) * queries, bw::padded(s.seq)) << "inside the padded scratch";
         for (int key0 = it.kv_block * bw::kKvBlock; key0 < (it.kv_block + 1) * bw::kKvBlock; key0 += 16) {
           bool unattended = false;
           for (int key = key0; key < key0 + 16; ++key)
-            for (int query = tile * bw::kKvStepQ; query < (tile + 1) * bw::kKvStepQ; ++query)
+            for (int query = tile * queries; query < (tile + 1) * queries; ++query)
               unattended |= query < s.seq && !bw::attends(query, key, s.seq, s.causal);
           if (unattended) {
-            EXPECT_TRUE(bw::needs_mask(tile * bw::kKvStepQ, key0, 16, s.seq, s.causal))
+            EXPECT_TRUE(bw::needs_mask(tile * queries, key0, 16, s.seq, s.causal))
                 << "keys " << key0 << ".. against query tile " << tile;
           }
         }
@@ -116,7 +118,7 @@ TEST(AttentionBackward, KeyItemsVisitEveryAttendedPairOnce) {
           for (int key = block_key0; key < block_key0 + bw::kKvBlock; ++key)
             attends_one |= bw::attends(query, key, s.seq, s.causal);
           if (attends_one) {
-            EXPECT_EQ(visited.count({qm, query / bw::kKvStepQ}), 1u) << "query " << query << " of " << qm;
+            EXPECT_EQ(visited.count({qm, query / queries}), 1u) << "query " << query << " of " << qm;
           }
         }
       }
@@ -129,12 +131,13 @@ TEST(AttentionBackward, KeyItemsVisitEveryAttendedPairOnce) {
 // tiles walked hold every key its queries attend; the scratch rows read lie inside the padding;
 // a key tile holding a pair not attended is masked for the warp's 16 rows.
 TEST(AttentionBackward, QueryItemsSeeEveryAttendedKey) {
+  for (int keys : {bw::q_step_keys(128), bw::q_step_keys(64)})
   for (const bw::Schedule& s : schedules()) {
-    SCOPED_TRACE(describe(s));
+    SCOPED_TRACE(describe(s) + " step " + std::to_string(keys));
     std::set<std::pair<int, int>> items;
     int last_tiles = 1 << 30;
     for (int t = 0; t < bw::q_items(s); ++t) {
-      const bw::QItem it = bw::q_item(s, t);
+      const bw::QItem it = bw::q_item(s, t, keys);
       EXPECT_TRUE(items.insert({it.qm, it.q_block}).second) << "item " << t << " repeats";
       ASSERT_LT(it.q_block * bw::kQBlock, s.seq);
       EXPECT_EQ(it.kvm, it.qm / s.heads * s.kv_heads + it.qm % s.heads / s.group());
@@ -146,17 +149,17 @@ TEST(AttentionBackward, QueryItemsSeeEveryAttendedKey) {
       for (int query = it.q_block * bw::kQBlock; query < std::min(s.seq, (it.q_block + 1) * bw::kQBlock); ++query)
         for (int key = 0; key < s.seq; ++key)
           if (bw::attends(query, key, s.seq, s.causal)) {
-            ASSERT_LT(key / bw::kQStepKv, it.tiles) << query << " " << key;
+            ASSERT_LT(key / keys, it.tiles) << query << " " << key;
           }
-      EXPECT_LE((it.tiles - 1) * bw::kQStepKv, s.seq - 1) << "no tile wholly past the sequence";
+      EXPECT_LE((it.tiles - 1) * keys, s.seq - 1) << "no tile wholly past the sequence";
       for (int row0 = it.q_block * bw::kQBlock; row0 < (it.q_block + 1) * bw::kQBlock; row0 += 16)
         for (int tile = 0; tile < it.tiles; ++tile) {
           bool unattended = false;
           for (int query = row0; query < row0 + 16; ++query)
-            for (int key = tile * bw::kQStepKv; key < (tile + 1) * bw::kQStepKv; ++key)
+            for (int key = tile * keys; key < (tile + 1) * keys; ++key)
               unattended |= query < s.seq && !bw::attends(query, key, s.seq, s.causal);
           if (unattended) {
-            EXPECT_TRUE(bw::needs_mask(row0, tile * bw::kQStepKv, bw::kQStepKv, s.seq, s.causal));
+            EXPECT_TRUE(bw::needs_mask(row0, tile * keys, keys, s.seq, s.causal));
           }
         }
     }
@@ -172,8 +175,10 @@ TEST(AttentionBackward, StaggeredItemsReduceIntoDistinctTiles) {
     SCOPED_TRACE(describe(s));
     for (int kvm = 0; kvm < s.batch * s.kv_heads; ++kvm) {
       std::vector<bw::KvItem> same_matrix;
-      for (int t = 0; t < bw::kv_items(s); ++t)
-        if (bw::kv_item(s, t, true).kvm == kvm) same_matrix.push_back(bw::kv_item(s, t, true));
+      for (int t = 0; t < bw::kv_items(s); ++t) {
+        const bw::KvItem it = bw::kv_item(s, t, bw::kKvStepQ, true);
+        if (it.kvm == kvm) same_matrix.push_back(it);
+      }
       for (int step = 0; step < same_matrix.front().steps; ++step) {
         std::set<std::pair<int, int>> tiles;
         for (const bw::KvItem& it : same_matrix) {

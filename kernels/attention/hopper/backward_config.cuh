@@ -48,16 +48,18 @@ struct KvConfig {
   static constexpr int consumer_registers = 240, producer_registers = 24;
   static constexpr int consumer_threads = consumers * 128;
   static constexpr int threads = 128 + consumer_threads;  // the producer warpgroup, then the consumers
-  // A step's Q and dO are 2 x 16 KB at D = 128: three stages beside the item's K and V (64 KB)
-  // take 163 KB; at D = 64 four take 100 KB. With FusedDq at D = 128 two (FlashAttention-3's
-  // count), for the 96 KB of dS^T and dQ staging below.
+  static constexpr int step = kv_step_queries(D, FusedDq);  // queries per step
+  // A step's Q and dO are 2 x 16 KB at D = 128 and at D = 64 (128 queries): three stages beside
+  // the item's K and V (64 KB at D = 128) take 163 KB, four at D = 64 160 KB; with FusedDq at
+  // D = 64 (64 queries) four take 100 KB. With FusedDq at D = 128 two (FlashAttention-3's count),
+  // for the 96 KB of dS^T and dQ staging below.
   static constexpr int stages = D == 64 ? 4 : FusedDq ? 2 : 3;
 
   using kv = st<bf16, warpgroup::kRows, D>;  // a consumer's keys or values, then its dK or dV on the way out
-  using q = st<bf16, kKvStepQ, D>;           // a step's queries or dO
-  using vec = sv<float, kKvStepQ>;           // a step's lse2 or D
-  using scores = rt_fl<16, kKvStepQ>;        // a warp's 16 keys x the step's queries: S^T, P^T, dP^T, dS^T
-  using probs = rt_bf<16, kKvStepQ>;         // P^T or dS^T as the A operand of dV += P^T dO, dK += dS^T Q
+  using q = st<bf16, step, D>;               // a step's queries or dO
+  using vec = sv<float, step>;               // a step's lse2 or D
+  using scores = rt_fl<16, step>;            // a warp's 16 keys x the step's queries: S^T, P^T, dP^T, dS^T
+  using probs = rt_bf<16, step>;             // P^T or dS^T as the A operand of dV += P^T dO, dK += dS^T Q
   using grad = rt_fl<16, D>;                 // a warp's 16 rows of dK or dV
   using grad_bf = rt_bf<16, D>;
   // S^T's columns are queries, so lse2 and D are column vectors, applied a 16-column slice at a
@@ -71,12 +73,13 @@ struct KvConfig {
   // stored) of dQ_part = dS K, which reads every consumer's tile. Two per consumer, by step parity:
   // a consumer rewrites one only after the barrier of the step after, which every reader of the
   // tile's last contents passes only once its products are done.
-  using ds_tile = st<bf16, warpgroup::kRows, kKvStepQ>;
+  using ds_tile = st<bf16, warpgroup::kRows, step>;
   static constexpr int ds_ring = 2;
   // One kDqCols-wide box of a consumer's keys: the B operand (MN-major) of a part.
   using key_box = st<bf16, warpgroup::kRows, kDqCols>;
   static_assert(kv::box_cols == kDqCols && kv::swizzle == key_box::swizzle, "a part's B operand is one box of K");
-  static_assert(kKvStepQ == warpgroup::kRows, "a step's queries are one wgmma's M");
+  static_assert(!FusedDq || (step == kKvStepQ && step == warpgroup::kRows),
+                "a step's queries are one dQ tile of the accumulator and one wgmma's M");
   using dq_part = rt_fl<16, kDqCols>;  // a warp's 16 queries x one part's columns: 32 floats, transient
   static constexpr DqDeal deal() { return {dq_parts(D), consumers}; }
   static_assert(consumers % dq_parts(D) == 0, "every step's parts go to distinct consumers");
@@ -131,18 +134,20 @@ static_assert(kKvSmemBytes<64, true> <= kMaxSmemBytes && kKvSmemBytes<128, true>
 
 // ---- dQ ----
 // Two consumer warpgroups of 64 queries each (Q and dO are the A operands of S = Q K^T and
-// dP = dO V^T); keys come 64 at a time, so S and dP (32 registers each) fit beside dQ (D / 2).
+// dP = dO V^T); keys come a step at a time (64 at D = 128, 128 at D = 64), so S and dP (32 or
+// 64 registers each) fit beside dQ (D / 2).
 template <int D>
 struct QConfig {
   static constexpr int consumers = kQBlock / warpgroup::kRows;
   static constexpr int consumer_registers = 240, producer_registers = 24;
   static constexpr int threads = (1 + consumers) * 128;
-  static constexpr int stages = D == 64 ? 4 : 3;
+  static constexpr int step = q_step_keys(D);  // keys per step
+  static constexpr int stages = D == 64 ? 4 : 3;  // a step's K and V: 32 KB at either D
 
   using q = st<bf16, warpgroup::kRows, D>;  // a consumer's queries or dO, then its dQ on the way out
-  using kv = st<bf16, kQStepKv, D>;         // a step's keys or values
-  using scores = rt_fl<16, kQStepKv>;       // a warp's 16 queries x the step's keys: S, P, dP, dS
-  using probs = rt_bf<16, kQStepKv>;        // dS as the A operand of dQ += dS K
+  using kv = st<bf16, step, D>;             // a step's keys or values
+  using scores = rt_fl<16, step>;           // a warp's 16 queries x the step's keys: S, P, dP, dS
+  using probs = rt_bf<16, step>;            // dS as the A operand of dQ += dS K
   using grad = rt_fl<16, D>;                // a warp's 16 rows of dQ
   using grad_bf = rt_bf<16, D>;
   using rows = scores::row_vec;             // a value per query row: lse2, D

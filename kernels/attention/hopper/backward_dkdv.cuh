@@ -1,7 +1,7 @@
 #pragma once
 // The backward's dK and dV (backward_config.cuh): a block per work item of 128 keys of one
 // (batch, key/value head). A producer warpgroup loads the item's K and V once and streams the
-// query steps (Q, dO, and the scratch's lse2 and D for 64 queries) through a ring; two consumer
+// query steps (Q, dO, and the scratch's lse2 and D for KvConfig::step queries) through a ring; two consumer
 // warpgroups of 64 keys each work in the transposed frame, keys down and queries across, so
 // that P^T and dS^T come out of the tensor cores as the A operands of dV += P^T dO and
 // dK += dS^T Q, straight from registers. The TMA zero-fills the rows of K, V, Q and dO past the
@@ -29,8 +29,8 @@ __device__ void produce_kv(KvSmem<D, FusedDq>& sm, const KvMaps& maps, const Pro
     const std::uint32_t full = sm.pipe.acquire(step, KvSmem<D, FusedDq>::step_bytes);
     tma::load_async(sm.q[stage], maps.q, q_tile, 0, full, qm);
     tma::load_async(sm.d_o[stage], maps.d_o, q_tile, 0, full, qm);
-    tma::load_async(sm.lse2[stage], p.lse2 + p.row(qm, q_tile * kKvStepQ), full);
-    tma::load_async(sm.delta[stage], p.delta + p.row(qm, q_tile * kKvStepQ), full);
+    tma::load_async(sm.lse2[stage], p.lse2 + p.row(qm, q_tile * C::step), full);
+    tma::load_async(sm.delta[stage], p.delta + p.row(qm, q_tile * C::step), full);
   }
 }
 
@@ -40,7 +40,7 @@ template <class C, class F>
 __device__ __forceinline__ void per_query_slice(typename C::scores& s, typename C::scores& t,
                                                 const typename C::vec& vec, F&& f) {
 #pragma unroll
-  for (int i = 0; i < kKvStepQ / C::slice; ++i) {
+  for (int i = 0; i < C::step / C::slice; ++i) {
     typename C::slice_vec v;
     warp::load(v, vec.data + i * C::slice);
     f(column_slice<C::slice>(s, i), column_slice<C::slice>(t, i), v);
@@ -100,7 +100,7 @@ __device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& 
   using C = KvConfig<D, FusedDq>;
   using slice = typename C::slice_tile;
   const Schedule& sc = p.schedule;
-  const int stage = sm.pipe.stage(step), query0 = it.q_tile(step) * kKvStepQ;
+  const int stage = sm.pipe.stage(step), query0 = it.q_tile(step) * C::step;
   typename C::scores s, dp;
   typename C::probs pr, ds;
   warpgroup::mma_fence();
@@ -190,7 +190,7 @@ __global__ void __launch_bounds__(KvConfig<D, FusedDq>::threads, 1)
   Smem& sm = *reinterpret_cast<Smem*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
   if (threadIdx.x == 0) sm.init();
   __syncthreads();
-  const KvItem it = kv_item(p.schedule, blockIdx.x, FusedDq);
+  const KvItem it = kv_item(p.schedule, blockIdx.x, C::step, FusedDq);
 
   if (warpgroup::index() == 0) {
     warpgroup::decrease_registers<C::producer_registers>();

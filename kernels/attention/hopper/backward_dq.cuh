@@ -1,8 +1,8 @@
 #pragma once
 // The backward's dQ (backward_config.cuh): a block per work item of 128 queries of one
-// (batch, query head). A producer warpgroup loads the item's Q and dO once and streams K and V
-// 64 keys at a time through a ring; two consumer warpgroups of 64 queries each recompute
-// S = Q K^T and dP = dO V^T, form P = 2^(S scale log2(e) - lse2) and dS = P (dP - D) in
+// (batch, query head). A producer warpgroup loads the item's Q and dO once and streams K and V a
+// step (QConfig::step keys) at a time through a ring; two consumer warpgroups of 64 queries each
+// recompute S = Q K^T and dP = dO V^T, form P = 2^(S scale log2(e) - lse2) and dS = P (dP - D) in
 // registers, and accumulate dQ += dS K. Each dQ element is summed in one thread, in key order:
 // deterministic, with no atomics and no scratch beyond the preprocess's vectors. The TMA
 // zero-fills the rows past the sequence and drops the rows of dQ past it; pad queries have
@@ -35,7 +35,7 @@ __device__ void q_step(const QSmem<D>& sm, const Problem& p, int step, int w, in
                        typename QConfig<D>::grad& dq) {
   using C = QConfig<D>;
   const Schedule& sc = p.schedule;
-  const int stage = sm.pipe.stage(step), key0 = step * kQStepKv;
+  const int stage = sm.pipe.stage(step), key0 = step * C::step;
   typename C::scores s, dp;
   typename C::probs ds;
   warpgroup::mma_fence();
@@ -44,7 +44,7 @@ __device__ void q_step(const QSmem<D>& sm, const Problem& p, int step, int w, in
   warpgroup::mma_ABt(dp, sm.d_o[w], sm.v[stage], false);  // dP = dO V^T
   warpgroup::mma_commit();
   warpgroup::mma_wait<1>();  // S
-  if (needs_mask(row0, key0, kQStepKv, sc.seq, sc.causal)) {
+  if (needs_mask(row0, key0, C::step, sc.seq, sc.causal)) {
     warp::fill_where(s, -INFINITY, [&](int r, int c) { return !attends(row0 + r, key0 + c, sc.seq, sc.causal); });
   }
   warp::exp2_row(s, s, p.scale_log2, lse2);  // P
@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(QConfig<D>::threads, 1) dq_kernel(const __grid
   QSmem<D>& sm = *reinterpret_cast<QSmem<D>*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
   if (threadIdx.x == 0) sm.init();
   __syncthreads();
-  const QItem it = q_item(p.schedule, blockIdx.x);
+  const QItem it = q_item(p.schedule, blockIdx.x, C::step);
 
   if (warpgroup::index() == 0) {
     warpgroup::decrease_registers<C::producer_registers>();
