@@ -28,8 +28,8 @@ constexpr int q_step_keys(int head_dim) { return head_dim == 64 ? 128 : 64; }
 // so every query tile either kernel reads lies inside them: the bulk copies that read them have
 // no edge to stop at. Pad rows hold LSE = +inf (P = 2^(s - inf) = 0) and D = 0.
 inline constexpr int kRowPad = 128;
-static_assert(kRowPad % kKvStepQ == 0 && kRowPad % kQBlock == 0, "query tiles lie inside the padded scratch");
-static_assert(kRowPad % kv_step_queries(64, false) == 0 && kRowPad % q_step_keys(64) == 0, "steps lie inside the padding");
+static_assert(kRowPad % kKvStepQ == 0 && kRowPad % kv_step_queries(64, false) == 0 && kRowPad % kQBlock == 0,
+              "query tiles lie inside the padded scratch");
 static_assert(kKvBlock % kv_step_queries(64, false) == 0 && kKvBlock % kKvStepQ == 0,
               "a causal dK/dV item's first query tile starts at its first key");
 
@@ -52,9 +52,8 @@ struct Schedule {
 
 // A dK/dV work item: key block `kv_block` of key/value matrix `kvm` (batch x kv_heads + head).
 // Step s reads query matrix qm(s) (batch x heads + head), query tile q_tile(s) of `step` queries
-// (kv_step_queries): for each of the
-// group's query heads in turn, tiles first_q .. (with a causal mask the tiles before the block's
-// first key see none of its keys).
+// (kv_step_queries): for each of the group's query heads in turn, tiles first_q .. (with a causal
+// mask the tiles before the block's first key see none of its keys).
 //
 // Staggered (the reducing path, without a mask): each head's tiles are walked from tile `rotate`
 // on, wrapping, with rotate = kv_block x (kKvBlock / step), so the items in flight, which
