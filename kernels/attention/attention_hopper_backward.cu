@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 
 #include "kernels/attention/hopper/backward_dkdv.cuh"
 #include "kernels/attention/hopper/backward_dq.cuh"

@@ -1,9 +1,9 @@
 #pragma once
 // The backward's dK and dV (backward_config.cuh): a block per work item of 128 keys of one
 // (batch, key/value head). A producer warpgroup loads the item's K and V once and streams the
-// query steps (Q, dO, and the scratch's lse2 and D for KvConfig::step queries) through a ring; two consumer
-// warpgroups of 64 keys each work in the transposed frame, keys down and queries across, so
-// that P^T and dS^T come out of the tensor cores as the A operands of dV += P^T dO and
+// query steps (Q, dO, and the scratch's lse2 and D for KvConfig::step queries) through a ring;
+// two consumer warpgroups of 64 keys each work in the transposed frame, keys down and queries
+// across, so that P^T and dS^T come out of the tensor cores as the A operands of dV += P^T dO and
 // dK += dS^T Q, straight from registers. The TMA zero-fills the rows of K, V, Q and dO past the
 // sequence and drops the rows of dK and dV past it; pad queries have P = 0 (lse2 = +inf), and
 // keys past the sequence or after a query (causal) are masked to -inf.

@@ -1,5 +1,4 @@
 #pragma once
-#include <cstdint>
 // Warpgroup-scope matrix multiply on shared tiles through wgmma (tk/arch/wgmma.cuh): the
 // warpgroup's 64 x N accumulator is four warps' 16 x N register tiles, each warp passing its own.
 //
@@ -11,6 +10,8 @@
 //
 // Descriptors come from the tiles' own layout (tk/layout/wgmma_descriptor.hpp); a K slice of 16
 // elements is selected by moving the start address, as `tkprobe wgmma-layout` shows is right.
+#include <cstdint>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
