@@ -4,7 +4,7 @@
 //
 // dK, dV: a work item per (batch, key/value head, kKvBlock keys) walks, for each query head of
 // its group, the query tiles (kv_step_queries rows) that see its keys. dQ: a work item per (batch,
-// query head, kQBlock queries) walks the key tiles (q_step_keys keys) its queries see; or, on the
+// query head, kQBlock queries) walks the key tiles (kQStepKeys keys) its queries see; or, on the
 // reducing path (BackwardOptions::deterministic = false), the dK/dV items add each step's share of
 // dQ into an fp32 accumulator laid out as below, and a conversion writes it out.
 #include <cstddef>
@@ -17,12 +17,13 @@ inline constexpr int kQBlock = 128;   // queries per dQ item: two consumer warpg
 
 // Queries per dK/dV step and keys per dQ step. A step's element-wise work (the exponentials, dS)
 // is the same at D = 64 and 128 but its products are half as long at D = 64, so steps of 64 leave
-// the tensor cores waiting on it; at D = 64 the deterministic kernels take steps of 128
-// (FlashAttention-3's D = 64 tile), half as many, each wgmma at N = 128. At D = 128 a step of 128
-// would not fit its scores beside dK and dV in a thread's registers. The reducing path keeps 64:
-// its dQ accumulator is laid out in tiles of kKvStepQ queries (below).
+// the tensor cores waiting on it: steps of 128 (FlashAttention-3's D = 64 tile) are half as many,
+// each wgmma at N = 128. A dQ step of 128 keys fits at either D (its scores beside dQ's D / 2
+// registers); it measured 2-5% faster than 64 at D = 128. A dK/dV step of 128 queries does only
+// at D = 64: at D = 128 its scores would not fit beside dK and dV in a thread's registers. The
+// reducing path keeps 64: its dQ accumulator is laid out in tiles of kKvStepQ queries (below).
 constexpr int kv_step_queries(int head_dim, bool reducing) { return head_dim == 64 && !reducing ? 128 : kKvStepQ; }
-constexpr int q_step_keys(int head_dim) { return head_dim == 64 ? 128 : 64; }
+inline constexpr int kQStepKeys = 128;
 
 // The scratch's per-row vectors (D and LSE in base 2) are padded to a multiple of kRowPad rows,
 // so every query tile either kernel reads lies inside them: the bulk copies that read them have
@@ -83,7 +84,7 @@ constexpr KvItem kv_item(const Schedule& s, int t, int step, bool staggered = fa
 }
 
 // A dQ work item: query block `q_block` of query matrix `qm`, reading key/value matrix `kvm`, key
-// tiles of `step` keys (q_step_keys) 0 .. tiles - 1 (with a causal mask those up to the block's
+// tiles of `step` keys (kQStepKeys) 0 .. tiles - 1 (with a causal mask those up to the block's
 // last query).
 struct QItem {
   int q_block, qm, kvm, tiles;

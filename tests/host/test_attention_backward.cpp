@@ -131,7 +131,7 @@ TEST(AttentionBackward, KeyItemsVisitEveryAttendedPairOnce) {
 // tiles walked hold every key its queries attend; the scratch rows read lie inside the padding;
 // a key tile holding a pair not attended is masked for the warp's 16 rows.
 TEST(AttentionBackward, QueryItemsSeeEveryAttendedKey) {
-  for (int keys : {bw::q_step_keys(128), bw::q_step_keys(64)})
+  const int keys = bw::kQStepKeys;
   for (const bw::Schedule& s : schedules()) {
     SCOPED_TRACE(describe(s) + " step " + std::to_string(keys));
     std::set<std::pair<int, int>> items;

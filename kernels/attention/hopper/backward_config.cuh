@@ -134,15 +134,15 @@ static_assert(kKvSmemBytes<64, true> <= kMaxSmemBytes && kKvSmemBytes<128, true>
 
 // ---- dQ ----
 // Two consumer warpgroups of 64 queries each (Q and dO are the A operands of S = Q K^T and
-// dP = dO V^T); keys come a step at a time (64 at D = 128, 128 at D = 64), so S and dP (32 or
-// 64 registers each) fit beside dQ (D / 2).
+// dP = dO V^T); keys come kQStepKeys at a time, so S and dP (64 registers each) fit beside dQ
+// (D / 2).
 template <int D>
 struct QConfig {
   static constexpr int consumers = kQBlock / warpgroup::kRows;
   static constexpr int consumer_registers = 240, producer_registers = 24;
   static constexpr int threads = (1 + consumers) * 128;
-  static constexpr int step = q_step_keys(D);  // keys per step
-  static constexpr int stages = D == 64 ? 4 : 3;  // a step's K and V: 32 KB at either D
+  static constexpr int step = kQStepKeys;         // keys per step
+  static constexpr int stages = D == 64 ? 4 : 2;  // a step's K and V: 32 KB at D = 64, 64 KB at 128
 
   using q = st<bf16, warpgroup::kRows, D>;  // a consumer's queries or dO, then its dQ on the way out
   using kv = st<bf16, step, D>;             // a step's keys or values
