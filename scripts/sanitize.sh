@@ -110,7 +110,7 @@ for tool in "${TOOLS[@]}"; do
   done
 done
 # The attention backward's ring alone (tests/gpu/ring_racecheck.cu), released four ways: `all`
-# (every reading thread arrives, as dkdv_kernel releases) must be clean and counts above; the
+# (every reading thread arrives, as the dK/dV consumers release) must be clean and counts above; the
 # others are shown for comparison (14 hazards each on the H200, 2026-12-02).
 ring="$(dirname "$tkprobe")/tests/ring_racecheck"
 if [[ -x "$ring" ]]; then

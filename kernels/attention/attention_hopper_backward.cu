@@ -1,14 +1,14 @@
 // Launches the Hopper attention backward (hopper/backward_*.cuh): the scratch's layout, the
 // tensor maps (at the tensors' strides: hopper/tensor_maps.cuh), the grids, the shared memory
-// each kernel asks for. Three launches on one stream: the preprocess, then either dK/dV and dQ,
-// which both read its scratch (deterministic), or dK/dV reducing dQ into the scratch's fp32
-// accumulator (zeroed by the preprocess) and its conversion to bf16 (reducing).
+// each kernel asks for. On one stream: the preprocess, then either the dK/dV and dQ items, which
+// both read its scratch, in one launch or two (deterministic: hopper/backward_deterministic.cuh),
+// or dK/dV reducing dQ into the scratch's fp32 accumulator (zeroed by the preprocess) and its
+// conversion to bf16 (reducing).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/attention/hopper/backward_dkdv.cuh"
-#include "kernels/attention/hopper/backward_dq.cuh"
+#include "kernels/attention/hopper/backward_deterministic.cuh"
 #include "kernels/attention/hopper/backward_dq_convert.cuh"
 #include "kernels/attention/hopper/backward_preprocess.cuh"
 #include "kernels/attention/hopper/tensor_maps.cuh"
@@ -54,34 +54,45 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
   const std::uint64_t q_matrices = std::uint64_t(s.batch) * s.heads;
   const int h = s.heads, kvh = s.kv_heads;
   // Enough preprocess (and conversion) blocks to fill the GPU many times over; each strides over the rest.
-  const int prep_grid = int(std::min<std::uint64_t>(q_matrices * padded(s.seq) / kPrepWarps, kPrepMaxBlocks));
+  const int prep_grid = int(std::min<std::uint64_t>(q_matrices * padded(s.seq) / kPrepRowsPerBlock<D>, kPrepMaxBlocks));
   const int kv_grid = kv_items(schedule);
   const BackwardTensors in = t;
   const RowStrides o_at = row_strides(at.o), d_o_at = row_strides(at.d_o);
+  const auto preprocess = [=](cudaStream_t stream) {
+    preprocess_kernel<D><<<prep_grid, kPrepThreads, 0, stream>>>(in.o, o_at, in.d_o, d_o_at, in.lse, p);
+  };
   if (!o.deterministic) {
-    cudaFuncSetAttribute(dkdv_kernel<D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvSmemBytes<D, true>);
+    cudaFuncSetAttribute(reducing_dkdv_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvSmemBytes<D, true>);
     const DqOut out{t.dq, at.dq.batch, at.dq.head, at.dq.seq};
     const std::uint64_t float4s = dq_accumulator_floats(s.batch, s.heads, s.seq, D) / 4;
     const int convert_grid = int(std::min<std::uint64_t>((float4s + kConvertThreads - 1) / kConvertThreads, kConvertMaxBlocks));
     const KvMaps kv_maps = kv_maps_for<FC>(t, s, at);
     return [=](cudaStream_t stream) {
-      preprocess_kernel<D><<<prep_grid, kPrepThreads, 0, stream>>>(in.o, o_at, in.d_o, d_o_at, in.lse, p);
-      dkdv_kernel<D, true><<<kv_grid, FC::threads, kKvSmemBytes<D, true>, stream>>>(kv_maps, p);
+      preprocess(stream);
+      reducing_dkdv_kernel<D><<<kv_grid, FC::threads, kKvSmemBytes<D, true>, stream>>>(kv_maps, p);
       dq_convert_kernel<D><<<convert_grid, kConvertThreads, 0, stream>>>(p, out);
     };
   }
   const QMaps q_maps{tensor_map<typename QC::q>(t.q, s, h, at.q), tensor_map<typename QC::q>(t.d_o, s, h, at.d_o),
                      tensor_map<typename QC::kv>(t.k, s, kvh, at.k), tensor_map<typename QC::kv>(t.v, s, kvh, at.v),
                      tensor_map<typename QC::q>(t.dq, s, h, at.dq)};
-  cudaFuncSetAttribute(dkdv_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvSmemBytes<D>);
-  cudaFuncSetAttribute(dq_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kQSmemBytes<D>);
-  const int q_grid = q_items(schedule);
   const KvMaps kv_maps = kv_maps_for<KC>(t, s, at);
-  return [=](cudaStream_t stream) {
-    preprocess_kernel<D><<<prep_grid, kPrepThreads, 0, stream>>>(in.o, o_at, in.d_o, d_o_at, in.lse, p);
-    dkdv_kernel<D><<<kv_grid, KC::threads, kKvSmemBytes<D>, stream>>>(kv_maps, p);
-    dq_kernel<D><<<q_grid, QC::threads, kQSmemBytes<D>, stream>>>(q_maps, p);
-  };
+  const int q_grid = q_items(schedule);
+  if constexpr (kOneLaunch<D>) {
+    cudaFuncSetAttribute(deterministic_kernel<D, Items::both>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBothSmemBytes<D>);
+    return [=](cudaStream_t stream) {
+      preprocess(stream);
+      deterministic_kernel<D, Items::both><<<kv_grid + q_grid, KC::threads, kBothSmemBytes<D>, stream>>>(kv_maps, q_maps, p);
+    };
+  } else {
+    cudaFuncSetAttribute(deterministic_kernel<D, Items::dkdv>, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvSmemBytes<D>);
+    cudaFuncSetAttribute(deterministic_kernel<D, Items::dq>, cudaFuncAttributeMaxDynamicSharedMemorySize, kQSmemBytes<D>);
+    return [=](cudaStream_t stream) {
+      preprocess(stream);
+      deterministic_kernel<D, Items::dkdv><<<kv_grid, KC::threads, kKvSmemBytes<D>, stream>>>(kv_maps, q_maps, p);
+      deterministic_kernel<D, Items::dq><<<q_grid, QC::threads, kQSmemBytes<D>, stream>>>(kv_maps, q_maps, p);
+    };
+  }
 }
 
 }  // namespace

@@ -110,8 +110,7 @@ __global__ void __launch_bounds__(kThreads, Tiles<D>::blocks_per_sm)
     forward_kernel(const Tensors t, const Shape s, float scale) {
   using F = Tiles<D>;
   extern __shared__ std::uint8_t raw[];
-  auto& sm =
-      *reinterpret_cast<typename F::Smem*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
+  auto& sm = aligned_smem<typename F::Smem>(raw);
   const int warp = threadIdx.x / kWarpThreads, head = blockIdx.y, batch = blockIdx.z;
   const int kv_head = head / (s.heads / s.kv_heads);
   const int q0 = query_tile(blockIdx.x, gridDim.x, Causal) * kBlockRows, warp_q0 = q0 + warp * kRowsPerWarp;

@@ -61,7 +61,7 @@ __device__ void store_tile(c_stage& staging, const CUtensorMap& map, c_out& out,
 // across tiles, so the producer fills the next tile's stages while the consumers store this one.
 __global__ void __launch_bounds__(kThreads, 1) gemm_kernel(const __grid_constant__ Maps maps, Shape s) {
   extern __shared__ std::uint8_t raw[];
-  Smem& sm = *reinterpret_cast<Smem*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
+  Smem& sm = aligned_smem<Smem>(raw);
   const int tiles = (s.m / kBlockM) * (s.n / kBlockN), steps = s.k / kBlockK;
   if (threadIdx.x == 0) sm.pipe.init(kConsumers * 4);  // every consumer warp releases a stage
   __syncthreads();

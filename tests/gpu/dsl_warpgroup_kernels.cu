@@ -19,10 +19,11 @@ namespace {
 
 using namespace tk;
 
+// The kernel's dynamic shared memory as Smem.
 template <class Smem>
-__device__ Smem& aligned_smem() {
+__device__ Smem& dynamic_smem() {
   extern __shared__ std::uint8_t raw[];
-  return *reinterpret_cast<Smem*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
+  return aligned_smem<Smem>(raw);
 }
 
 // Fills a shared tile from a row-major matrix through st::operator() (the layout's own math).
@@ -69,7 +70,7 @@ __global__ void __launch_bounds__(128) mma_kernel(const T* a, const T* b, const 
     a_tile a;
     b_tile b;
   };
-  Smem& sm = aligned_smem<Smem>();
+  Smem& sm = dynamic_smem<Smem>();
   fill(sm.a, a);
   fill(sm.b, b);
   arch::fence_proxy_async();  // written by threads, read by the tensor cores
@@ -94,7 +95,7 @@ __global__ void __launch_bounds__(128) mma_kernel(const T* a, const T* b, const 
 
 __global__ void __launch_bounds__(128) e4m3_pv_kernel(const float* p, const std::uint8_t* vt, float* o) {
   using v_tile = st<__nv_fp8_e4m3, kE4m3Dim, kE4m3Keys>;
-  v_tile& v = aligned_smem<v_tile>();
+  v_tile& v = dynamic_smem<v_tile>();
   for (int i = threadIdx.x; i < kE4m3Dim * kE4m3Keys; i += blockDim.x)
     reinterpret_cast<std::uint8_t&>(v(i / kE4m3Keys, i % kE4m3Keys)) = vt[i];
   arch::fence_proxy_async();
@@ -117,7 +118,7 @@ __global__ void tma_round_trip_kernel(const __grid_constant__ CUtensorMap in, co
                                       int row_tile, int col_tile) {
   using tile = st<T, R, C>;
   __shared__ alignas(8) std::uint64_t bar;
-  tile& t = aligned_smem<tile>();
+  tile& t = dynamic_smem<tile>();
   if (threadIdx.x != 0) return;
   const std::uint32_t b = arch::shared_address(&bar);
   arch::mbarrier_init(b, 1);
@@ -155,7 +156,7 @@ __global__ void __launch_bounds__(256) pipeline_kernel(const __grid_constant__ C
     tile stage[Stages];
     pipeline<Stages> pipe;
   };
-  Smem& sm = aligned_smem<Smem>();
+  Smem& sm = dynamic_smem<Smem>();
   constexpr int kConsumerWarps = 4;
   if (threadIdx.x == 0) sm.pipe.init(kConsumerWarps);
   __syncthreads();

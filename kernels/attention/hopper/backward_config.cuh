@@ -1,7 +1,8 @@
 #pragma once
 // The Hopper attention backward's types, shared memory and problem (the kernels are in
-// backward_preprocess.cuh, backward_dkdv.cuh, backward_dq.cuh and backward_dq_convert.cuh, the work
-// split in ../backward_schedule.hpp, the launcher in ../attention_hopper_backward.cu).
+// backward_preprocess.cuh, backward_dkdv.cuh, backward_dq.cuh, backward_deterministic.cuh and
+// backward_dq_convert.cuh, the work split in ../backward_schedule.hpp, the launcher in
+// ../attention_hopper_backward.cu).
 //
 // Deterministic (the default): three kernels, no atomics (the same inputs give the same bits):
 //   1. preprocess: per query row, D = rowsum(dO * O) and LSE in base 2, into a padded scratch;
@@ -11,7 +12,8 @@
 //   3. dQ: a work item per (batch, query head, 128 queries) walks the key tiles, recomputing P
 //      and dS the same way, and accumulates dQ += dS K in registers.
 // Kernel 3 recomputes S and dP (two of the five products kernel 2 issues): the price of a dQ
-// that needs neither fp32 atomics nor a reduction over key tiles.
+// that needs neither fp32 atomics nor a reduction over key tiles. Kernels 2 and 3 are one launch
+// at D = 64 (backward_deterministic.cuh).
 //
 // Reducing (BackwardOptions::deterministic = false): the five products FlashAttention-3 issues.
 //   1. preprocess, as above, and it zeroes an fp32 dQ accumulator (../backward_schedule.hpp);
@@ -33,8 +35,14 @@ using namespace attention::backward;
 using bf16 = __nv_bfloat16;
 
 // ---- preprocess ----
-constexpr int kPrepWarps = 8;  // rows per block: a warp per row
-constexpr int kPrepThreads = kPrepWarps * 32;
+constexpr int kPrepThreads = 256;
+constexpr int kPrepColumnsPerLane = 8;  // one 16-byte load of bf16
+template <int D>
+constexpr int kPrepLanes = D / kPrepColumnsPerLane;  // lanes per row
+template <int D>
+constexpr int kPrepRowsPerBlock = kPrepThreads / kPrepLanes<D>;
+static_assert(kRowPad % kPrepRowsPerBlock<64> == 0 && kRowPad % kPrepRowsPerBlock<128> == 0,
+              "a block's rows lie in one padded row range");
 constexpr int kPrepMaxBlocks = 1 << 16;  // the grid strides beyond
 
 // ---- dK, dV ----

@@ -180,17 +180,13 @@ __device__ void consume_kv(KvSmem<D, FusedDq>& sm, const KvMaps& maps, const Pro
   warpgroup::store_async(maps.dv, sm.v[w], out, it.kv_block * C::consumers + w, 0, 1 + w, it.kvm);
 }
 
-// FusedDq: the reducing path's kernel (dQ's parts into p.dq_accumulator, items staggered).
-template <int D, bool FusedDq = false>
-__global__ void __launch_bounds__(KvConfig<D, FusedDq>::threads, 1)
-    dkdv_kernel(const __grid_constant__ KvMaps maps, const Problem p) {
+// A block's dK/dV work item `item` (kv_item), in its shared memory.
+template <int D, bool FusedDq>
+__device__ __forceinline__ void dkdv_block(KvSmem<D, FusedDq>& sm, const KvMaps& maps, const Problem& p, int item) {
   using C = KvConfig<D, FusedDq>;
-  using Smem = KvSmem<D, FusedDq>;
-  extern __shared__ std::uint8_t raw[];
-  Smem& sm = *reinterpret_cast<Smem*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
   if (threadIdx.x == 0) sm.init();
   __syncthreads();
-  const KvItem it = kv_item(p.schedule, blockIdx.x, C::step, FusedDq);
+  const KvItem it = kv_item(p.schedule, item, C::step, FusedDq);
 
   if (warpgroup::index() == 0) {
     warpgroup::decrease_registers<C::producer_registers>();
@@ -202,6 +198,15 @@ __global__ void __launch_bounds__(KvConfig<D, FusedDq>::threads, 1)
   // The K and V tiles must outlive the stores, and the dQ staging tiles the reductions (one
   // thread issued both, in its bulk groups).
   if (warpgroup::thread() == 0) tma::store_wait_read<0>();
+}
+
+// The reducing path's kernel: a dK/dV item per block, each adding its dQ parts into
+// p.dq_accumulator (items staggered).
+template <int D>
+__global__ void __launch_bounds__(KvConfig<D, true>::threads, 1)
+    reducing_dkdv_kernel(const __grid_constant__ KvMaps maps, const Problem p) {
+  extern __shared__ std::uint8_t raw[];
+  dkdv_block<D, true>(aligned_smem<KvSmem<D, true>>(raw), maps, p, blockIdx.x);
 }
 
 }  // namespace attention::hopper::backward

@@ -83,14 +83,13 @@ __device__ void consume_q(QSmem<D>& sm, const QMaps& maps, const Problem& p, con
   warpgroup::store_async(maps.dq, sm.q[w], out, tile, 0, 1 + w, it.qm);
 }
 
+// A block's dQ work item `item` (q_item), in its shared memory.
 template <int D>
-__global__ void __launch_bounds__(QConfig<D>::threads, 1) dq_kernel(const __grid_constant__ QMaps maps, const Problem p) {
+__device__ __forceinline__ void dq_block(QSmem<D>& sm, const QMaps& maps, const Problem& p, int item) {
   using C = QConfig<D>;
-  extern __shared__ std::uint8_t raw[];
-  QSmem<D>& sm = *reinterpret_cast<QSmem<D>*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
   if (threadIdx.x == 0) sm.init();
   __syncthreads();
-  const QItem it = q_item(p.schedule, blockIdx.x, C::step);
+  const QItem it = q_item(p.schedule, item, C::step);
 
   if (warpgroup::index() == 0) {
     warpgroup::decrease_registers<C::producer_registers>();

@@ -156,7 +156,7 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
 template <class C>
 __global__ void __launch_bounds__(C::threads, 1) forward_kernel(const __grid_constant__ Maps maps, const Problem p) {
   extern __shared__ std::uint8_t raw[];
-  Smem<C>& sm = *reinterpret_cast<Smem<C>*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
+  Smem<C>& sm = aligned_smem<Smem<C>>(raw);
   if (threadIdx.x == 0) sm.init();
   __syncthreads();
 

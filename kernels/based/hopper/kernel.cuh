@@ -226,7 +226,7 @@ __global__ void __launch_bounds__(Config<Dv>::threads, Config<Dv>::blocks_per_sm
     forward_kernel(const __grid_constant__ Maps maps, const Problem p) {
   using C = Config<Dv>;
   extern __shared__ std::uint8_t raw[];
-  Smem<Dv>& sm = *reinterpret_cast<Smem<Dv>*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
+  Smem<Dv>& sm = aligned_smem<Smem<Dv>>(raw);
   const int bh = blockIdx.x, w = warpgroup::index();
   if (threadIdx.x == 0) sm.chunks.init(C::threads / 32);
   for (auto& tile : sm.state) clear(tile);  // the first chunk's readout: no earlier chunks

@@ -6,6 +6,7 @@
 // operand. Declare tiles inside a struct in dynamic shared memory aligned to kSmemAlign.
 #include <cstdint>
 
+#include "tk/arch/shared_memory.cuh"
 #include "tk/layout/swizzle.hpp"
 #include "tk/layout/wgmma_descriptor.hpp"
 
@@ -16,6 +17,13 @@ inline constexpr int kSmemAlign = 1024;    // the 128B swizzle repeats every 102
 // The most dynamic shared memory a block may opt in to on sm_90 (CUDA C++ Programming Guide,
 // "Technical Specifications per Compute Capability": 227 KB).
 inline constexpr int kMaxSmemBytes = 227 * 1024;
+
+// The struct of tiles `Smem` at the start of dynamic shared memory `raw`, rounded up to
+// kSmemAlign: the kernel asks for sizeof(Smem) + kSmemAlign bytes.
+template <class Smem>
+__device__ __forceinline__ Smem& aligned_smem(std::uint8_t* raw) {
+  return *reinterpret_cast<Smem*>(raw + (kSmemAlign - arch::shared_address(raw) % kSmemAlign) % kSmemAlign);
+}
 
 // The widest swizzle whose span divides a row of `row_bytes`.
 constexpr layout::Swizzle swizzle_for_row(int row_bytes) {
