@@ -11,10 +11,9 @@
 
 namespace attention::hopper::backward {
 
-// Measured on the H200 (results/NOTES.md, eleventh session), with the launches' preprocess the same:
-// one launch took D = 64 from 31-44% to 35-47% of the clock peak (+2 to +6% over two, most at
-// N = 1024-4096), but D = 128 from 53.9% to 52.4% at N = 16384 causal and 0.5-1.6% lower at
-// N = 4096: D = 128 keeps two launches.
+// Measured on the H200 in turns against two launches (results/NOTES.md, eleventh session): one
+// took D = 64 from 34-44% to 35-47% of the clock peak (+2.8 to +6.7%), but D = 128 from 53.9% to
+// 52.4% at N = 16384 causal and 0.6-1.6% lower at N = 4096: D = 128 keeps two launches.
 template <int D>
 constexpr bool kOneLaunch = D == 64;
 
