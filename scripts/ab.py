@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Two builds of tkprobe, A and B, run the same probe in turns (A B, then B A, ...) on one GPU, so
+that what drifts while they run (clocks under a power cap, temperature, another tenant) falls on
+both alike; then each row's judged metric (`primary`) side by side: A's and B's mean over the
+rounds, their ranges, and the change. A row is faster or slower only where the two ranges do not
+overlap; with one round every row is "same". Reports and each run's table land in --out.
+
+This is how a kernel change is measured before it lands (results/NOTES.md): a 2% effect is below
+what `tkprobe compare` can judge against a baseline from another card or hour, but shows plainly
+when both builds share the card and the minutes.
+
+usage: scripts/ab.py [--rounds N] [--out DIR] [--threshold PCT] A_TKPROBE B_TKPROBE -- PROBE [ARGS...]
+exit: 0, 1 where B is slower than A by more than --threshold percent on some row (default 0: any
+slower row) or a run failed its check, 2 bad usage, 4 a run that ended otherwise (its log is in --out)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tkreport  # noqa: E402
+
+
+def usage_error(message):
+    print(f"ab.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse(argv):
+    if "--" not in argv:
+        usage_error("give the probe after --: ab.py A_TKPROBE B_TKPROBE -- PROBE [ARGS...]")
+    cut = argv.index("--")
+    p = argparse.ArgumentParser(prog="ab.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("a", help="build A's tkprobe (the base)")
+    p.add_argument("b", help="build B's tkprobe (the change)")
+    p.add_argument("--rounds", type=int, default=2, help="rounds, each running A and B once (default 2)")
+    p.add_argument("--out", default="ab-out", help="folder for the reports, logs and ab.md (default ab-out)")
+    p.add_argument("--threshold", type=float, default=0.0, help="percent B may be slower before exit 1 (default 0)")
+    args = p.parse_args(argv[:cut])
+    args.probe = argv[cut + 1:]
+    if not args.probe:
+        usage_error("no probe after --")
+    if args.rounds < 1:
+        usage_error(f"--rounds {args.rounds}: give 1 or more")
+    if args.threshold < 0:
+        usage_error(f"--threshold {args.threshold}: give a percentage >= 0")
+    for binary in (args.a, args.b):
+        if not os.access(binary, os.X_OK):
+            usage_error(f"{binary}: not an executable file")
+    if any(a == "--json" or a.startswith("--json=") for a in args.probe):
+        usage_error("--json is ab.py's to give: it writes each run's report into --out")
+    return args
+
+
+def order(rounds):
+    """The runs in turns: (build, round) pairs, A first in odd rounds and B first in even ones."""
+    runs = []
+    for r in range(1, rounds + 1):
+        pair = ("a", "b") if r % 2 else ("b", "a")
+        runs += [(build, r) for build in pair]
+    return runs
+
+
+def run_all(args):
+    os.makedirs(args.out, exist_ok=True)
+    failed_checks = []
+    for build, r in order(args.rounds):
+        report = os.path.join(args.out, f"{build}-{r}.json")
+        log = os.path.join(args.out, f"{build}-{r}.txt")
+        binary = args.a if build == "a" else args.b
+        with open(log, "w") as out:
+            code = subprocess.run([binary] + args.probe + ["--json", report], stdout=out, stderr=subprocess.STDOUT).returncode
+        print(f"{build.upper()} round {r}: exit {code}", file=sys.stderr)
+        if code == 1:
+            failed_checks.append(f"{build.upper()} round {r}")
+        elif code != 0 or not os.path.exists(report):
+            print(f"ab.py: {binary} exit {code} (round {r}): see {log}", file=sys.stderr)
+            sys.exit(4)
+    return failed_checks
+
+
+def label(row):
+    """The row as `tkprobe compare` names it: probe, then key=value with values as JSON writes them."""
+    params = " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in row["params"].items())
+    return f"{row['probe']} {params}".strip()
+
+
+def judged(path):
+    """{row label: (metric name, unit, better, median)} for each row with a judged statistic."""
+    rows = {}
+    for row in tkreport.load(path)["results"]:
+        stat = row.get("metrics", {}).get(row.get("primary"))
+        if row.get("status") == "ok" and isinstance(stat, dict) and "median" in stat:
+            key = label(row) + (f" device={row['device']}" if "device" in row else "")
+            rows[key] = (row["primary"], stat["unit"], stat["better"], stat["median"])
+    return rows
+
+
+def verdict(a, b, better):
+    """faster, slower or same: B against A by their ranges over the rounds."""
+    if len(a) < 2:
+        return "same"
+    if better == "lower":
+        a, b = [-x for x in a], [-x for x in b]
+    return "faster" if min(b) > max(a) else "slower" if max(b) < min(a) else "same"
+
+
+def table(args):
+    runs = {(build, r): judged(os.path.join(args.out, f"{build}-{r}.json")) for build, r in order(args.rounds)}
+    lines = [f"| row | metric | A mean (range) | B mean (range) | B vs A | verdict |", "|---|---|---:|---:|---:|---|"]
+    worst = 0.0
+    counts = {"faster": 0, "slower": 0, "same": 0}
+    for key, (metric, unit, better, _) in runs[("a", 1)].items():
+        a = [runs[("a", r)][key][3] for r in range(1, args.rounds + 1) if key in runs[("a", r)]]
+        b = [runs[("b", r)][key][3] for r in range(1, args.rounds + 1) if key in runs[("b", r)]]
+        if len(a) != args.rounds or len(b) != args.rounds:
+            continue  # a row some run lacks: nothing paired to judge
+        mean_a, mean_b = sum(a) / len(a), sum(b) / len(b)
+        change = (mean_b / mean_a - 1) * 100 if mean_a else 0.0
+        worse_by = -change if better == "higher" else change
+        call = verdict(a, b, better)
+        counts[call] += 1
+        if call == "slower":
+            worst = max(worst, worse_by)
+        lines.append(f"| {key} | {metric} ({unit}) | {mean_a:.4g} ({min(a):.4g}-{max(a):.4g}) | "
+                     f"{mean_b:.4g} ({min(b):.4g}-{max(b):.4g}) | {change:+.2f}% | {call} |")
+    summary = (f"{sum(counts.values())} rows over {args.rounds} round(s) in turns: {counts['faster']} faster, "
+               f"{counts['slower']} slower, {counts['same']} same (B against A)")
+    return "\n".join(lines + ["", summary]), worst
+
+
+def main():
+    args = parse(sys.argv[1:])
+    failed_checks = run_all(args)
+    text, worst = table(args)
+    if failed_checks:
+        text += "\nfailed their check: " + ", ".join(failed_checks)
+    with open(os.path.join(args.out, "ab.md"), "w") as f:
+        f.write(text + "\n")
+    print(text)
+    return 1 if failed_checks or worst > args.threshold else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""scripts/ab.py without a GPU: two stand-ins for tkprobe, `a` and `b`, write the committed
+baseline's rows as a report, each run's judged medians moved by under 0.3% (the run's noise); `b`
+makes one row 10% faster and another 10% slower. ab.py must run them in turns (a b b a), call those
+two rows faster and slower and every other row the same, exit 1 for the slower row but not past a
+--threshold of 20, pass a failed check on as exit 1 and any other failure as exit 4, and refuse bad
+usage with exit 2.
+
+usage: test_ab.py SOURCE_DIR"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SOURCE = sys.argv[1]
+sys.path.insert(0, os.path.join(SOURCE, "scripts"))
+import ab  # noqa: E402
+import tkreport  # noqa: E402
+
+STAND_IN = """#!/usr/bin/env python3
+import json, os, sys
+build = os.path.basename(sys.argv[0])
+with open(os.environ["AB_CALLS"], "a") as f:
+    f.write(build + "\\n")
+call = sum(1 for _ in open(os.environ["AB_CALLS"]))
+doc = json.load(open(os.environ["AB_REPORT"]))
+moved = {} if build == "a" else {int(os.environ["AB_FASTER"]): 1.1, int(os.environ["AB_SLOWER"]): 1 / 1.1}
+for i, row in enumerate(doc["results"]):
+    stat = row["metrics"].get(row.get("primary"))
+    if isinstance(stat, dict) and "median" in stat:
+        gain = moved.get(i, 1.0)
+        stat["median"] *= (1 + 0.001 * (call % 3)) * (gain if stat["better"] == "higher" else 1 / gain)
+json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"))
+sys.exit(int(os.environ.get("AB_EXIT_" + build.upper(), "0")))
+"""
+
+
+def run(args, env):
+    return subprocess.run([sys.executable, os.path.join(SOURCE, "scripts", "ab.py")] + args, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def main():
+    failures = []
+
+    def expect(ok, what):
+        if not ok:
+            failures.append(what)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        doc = tkreport.load(os.path.join(SOURCE, "results", "h200", "suite.json"))
+        report = os.path.join(tmp, "report.json")
+        with open(report, "w") as f:
+            json.dump(doc, f)
+        higher = [i for i, r in enumerate(doc["results"]) if r.get("status") == "ok"
+                  and r["metrics"].get(r.get("primary"), {}).get("better") == "higher"]
+        faster, slower = higher[0], higher[1]
+        binaries = {}
+        for build in ("a", "b"):
+            binaries[build] = os.path.join(tmp, build)
+            with open(binaries[build], "w") as f:
+                f.write(STAND_IN)
+            os.chmod(binaries[build], 0o755)
+        calls = os.path.join(tmp, "calls")
+        env = dict(os.environ, AB_CALLS=calls, AB_REPORT=report, AB_FASTER=str(faster), AB_SLOWER=str(slower))
+        out = os.path.join(tmp, "out")
+        ab_args = [binaries["a"], binaries["b"], "--out", out]
+
+        r = run(ab_args + ["--", "all"], env)
+        expect(r.returncode == 1, f"a 10% slower row: exit {r.returncode}, not 1\n{r.stderr}")
+        expect(open(calls).read().split() == ["a", "b", "b", "a"], f"runs {open(calls).read().split()}, not a b b a")
+        table = open(os.path.join(out, "ab.md")).read() if os.path.exists(os.path.join(out, "ab.md")) else ""
+        verdicts = {line.split(" | ")[0][2:]: line.rstrip(" |").split(" | ")[-1]
+                    for line in table.splitlines() if line.startswith("| ") and not line.startswith("| row")}
+        names = {i: ab.label(doc["results"][i]) for i in (faster, slower)}
+        expect(verdicts.get(names[faster]) == "faster", f"{names[faster]}: {verdicts.get(names[faster])}, not faster")
+        expect(verdicts.get(names[slower]) == "slower", f"{names[slower]}: {verdicts.get(names[slower])}, not slower")
+        others = {k: v for k, v in verdicts.items() if k not in names.values()}
+        expect(others and set(others.values()) == {"same"}, f"unmoved rows judged {sorted(set(others.values()))}")
+        expect(" 1 faster, 1 slower," in table, "the summary line does not count one faster and one slower row")
+
+        os.remove(calls)
+        r = run(ab_args + ["--threshold", "20", "--", "all"], env)
+        expect(r.returncode == 0, f"--threshold 20: exit {r.returncode}, not 0\n{r.stderr}")
+
+        os.remove(calls)
+        r = run(ab_args + ["--rounds", "1", "--", "all"], dict(env, AB_EXIT_B="1"))
+        expect(r.returncode == 1 and "failed their check: B round 1" in r.stdout,
+               f"a failed check: exit {r.returncode}, output {r.stdout[-200:]!r}")
+
+        os.remove(calls)
+        r = run(ab_args + ["--", "all"], dict(env, AB_EXIT_B="4"))
+        expect(r.returncode == 4, f"a run that failed: exit {r.returncode}, not 4")
+
+        for bad in (ab_args + ["all"], ab_args + ["--rounds", "0", "--", "all"], ab_args + ["--"],
+                    [binaries["a"], os.path.join(tmp, "missing"), "--", "all"],
+                    ab_args + ["--", "all", "--json", "x.json"]):
+            r = run(bad, env)
+            expect(r.returncode == 2 and r.stderr.startswith("ab.py: "), f"{bad[2:]}: exit {r.returncode}, not 2 with a message")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"ab: {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
