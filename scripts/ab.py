@@ -7,14 +7,19 @@ overlap; with one round every row is "same". Reports and each run's table land i
 
 This is how a kernel change is measured before it lands (results/NOTES.md): a 2% effect is below
 what `tkprobe compare` can judge against a baseline from another card or hour, but shows plainly
-when both builds share the card and the minutes.
+when both builds share the card and the minutes. One build against itself with --b-args compares
+two settings the same way (`--b-args --flush-l2`), where the setting leaves the rows' params alone:
+rows pair by probe and params, and a setting that is a param (`attention --dq reduce`) pairs none.
 
-usage: scripts/ab.py [--rounds N] [--out DIR] [--threshold PCT] A_TKPROBE B_TKPROBE -- PROBE [ARGS...]
+usage: scripts/ab.py [--rounds N] [--out DIR] [--threshold PCT] [--a-args ARGS] [--b-args ARGS]
+                     A_TKPROBE B_TKPROBE -- PROBE [ARGS...]
 exit: 0, 1 where B is slower than A by more than --threshold percent on some row (default 0: any
-slower row) or a run failed its check, 2 bad usage, 4 a run that ended otherwise (its log is in --out)."""
+slower row) or a run failed its check, 2 bad usage or no row paired, 4 a run that ended otherwise (its
+log is in --out)."""
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -27,18 +32,40 @@ def usage_error(message):
     sys.exit(2)
 
 
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        usage_error(message)
+
+
+def joined(options):
+    """--a-args X and --b-args X as --a-args=X: their values are options themselves."""
+    out, i = [], 0
+    while i < len(options):
+        if options[i] in ("--a-args", "--b-args") and i + 1 < len(options):
+            out.append(f"{options[i]}={options[i + 1]}")
+            i += 2
+        else:
+            out.append(options[i])
+            i += 1
+    return out
+
+
 def parse(argv):
-    if "--" not in argv:
+    if "--" not in argv and not {"-h", "--help"} & set(argv):
         usage_error("give the probe after --: ab.py A_TKPROBE B_TKPROBE -- PROBE [ARGS...]")
-    cut = argv.index("--")
-    p = argparse.ArgumentParser(prog="ab.py", description=__doc__.split("\n\n")[0])
+    cut = argv.index("--") if "--" in argv else len(argv)
+    p = Parser(prog="ab.py", usage="%(prog)s [options] A_TKPROBE B_TKPROBE -- PROBE [ARGS...]",
+               description=__doc__.split("\n\n")[0])
     p.add_argument("a", help="build A's tkprobe (the base)")
     p.add_argument("b", help="build B's tkprobe (the change)")
     p.add_argument("--rounds", type=int, default=2, help="rounds, each running A and B once (default 2)")
     p.add_argument("--out", default="ab-out", help="folder for the reports, logs and ab.md (default ab-out)")
     p.add_argument("--threshold", type=float, default=0.0, help="percent B may be slower before exit 1 (default 0)")
-    args = p.parse_args(argv[:cut])
+    p.add_argument("--a-args", default="", help="options only A's runs take, as one string")
+    p.add_argument("--b-args", default="", help="options only B's runs take, as one string")
+    args = p.parse_args(joined(argv[:cut]))
     args.probe = argv[cut + 1:]
+    args.extra = {"a": shlex.split(args.a_args), "b": shlex.split(args.b_args)}
     if not args.probe:
         usage_error("no probe after --")
     if args.rounds < 1:
@@ -48,7 +75,7 @@ def parse(argv):
     for binary in (args.a, args.b):
         if not os.access(binary, os.X_OK):
             usage_error(f"{binary}: not an executable file")
-    if any(a == "--json" or a.startswith("--json=") for a in args.probe):
+    if any(a == "--json" or a.startswith("--json=") for a in args.probe + args.extra["a"] + args.extra["b"]):
         usage_error("--json is ab.py's to give: it writes each run's report into --out")
     return args
 
@@ -70,7 +97,8 @@ def run_all(args):
         log = os.path.join(args.out, f"{build}-{r}.txt")
         binary = args.a if build == "a" else args.b
         with open(log, "w") as out:
-            code = subprocess.run([binary] + args.probe + ["--json", report], stdout=out, stderr=subprocess.STDOUT).returncode
+            command = [binary] + args.probe + args.extra[build] + ["--json", report]
+            code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode
         print(f"{build.upper()} round {r}: exit {code}", file=sys.stderr)
         if code == 1:
             failed_checks.append(f"{build.upper()} round {r}")
@@ -127,13 +155,15 @@ def table(args):
                      f"{mean_b:.4g} ({min(b):.4g}-{max(b):.4g}) | {change:+.2f}% | {call} |")
     summary = (f"{sum(counts.values())} rows over {args.rounds} round(s) in turns: {counts['faster']} faster, "
                f"{counts['slower']} slower, {counts['same']} same (B against A)")
-    return "\n".join(lines + ["", summary]), worst
+    return "\n".join(lines + ["", summary]), worst, sum(counts.values())
 
 
 def main():
     args = parse(sys.argv[1:])
     failed_checks = run_all(args)
-    text, worst = table(args)
+    text, worst, paired = table(args)
+    if not paired:
+        usage_error(f"no row of A's reports has a twin in B's (same probe and params): see {args.out}")
     if failed_checks:
         text += "\nfailed their check: " + ", ".join(failed_checks)
     with open(os.path.join(args.out, "ab.md"), "w") as f:

@@ -3,8 +3,8 @@
 baseline's rows as a report, each run's judged medians moved by under 0.3% (the run's noise); `b`
 makes one row 10% faster and another 10% slower. ab.py must run them in turns (a b b a), call those
 two rows faster and slower and every other row the same, exit 1 for the slower row but not past a
---threshold of 20, pass a failed check on as exit 1 and any other failure as exit 4, and refuse bad
-usage with exit 2.
+--threshold of 20, give --b-args to b's runs alone, pass a failed check on as exit 1 and any other
+failure as exit 4, and refuse bad usage, and runs whose rows do not pair, with exit 2.
 
 usage: test_ab.py SOURCE_DIR"""
 import json
@@ -23,10 +23,14 @@ import json, os, sys
 build = os.path.basename(sys.argv[0])
 with open(os.environ["AB_CALLS"], "a") as f:
     f.write(build + "\\n")
+with open(os.environ["AB_CALLS"] + ".args", "a") as f:
+    f.write(" ".join(sys.argv[1:sys.argv.index("--json")]) + "\\n")
 call = sum(1 for _ in open(os.environ["AB_CALLS"]))
 doc = json.load(open(os.environ["AB_REPORT"]))
 moved = {} if build == "a" else {int(os.environ["AB_FASTER"]): 1.1, int(os.environ["AB_SLOWER"]): 1 / 1.1}
 for i, row in enumerate(doc["results"]):
+    if build == "b" and os.environ.get("AB_B_PARAM"):
+        row["params"]["dq"] = "reduce"
     stat = row["metrics"].get(row.get("primary"))
     if isinstance(stat, dict) and "median" in stat:
         gain = moved.get(i, 1.0)
@@ -81,8 +85,13 @@ def main():
         expect(" 1 faster, 1 slower," in table, "the summary line does not count one faster and one slower row")
 
         os.remove(calls)
-        r = run(ab_args + ["--threshold", "20", "--", "all"], env)
+        os.remove(calls + ".args")
+        r = run(ab_args + ["--threshold", "20", "--b-args", "--flush-l2 --seed 7", "--", "all", "--quick"], env)
         expect(r.returncode == 0, f"--threshold 20: exit {r.returncode}, not 0\n{r.stderr}")
+        seen = open(calls + ".args").read().splitlines()
+        b_run = "all --quick --flush-l2 --seed 7"
+        expect(seen == ["all --quick", b_run, b_run, "all --quick"],
+               f"--b-args: the runs took {seen}")
 
         os.remove(calls)
         r = run(ab_args + ["--rounds", "1", "--", "all"], dict(env, AB_EXIT_B="1"))
@@ -93,9 +102,13 @@ def main():
         r = run(ab_args + ["--", "all"], dict(env, AB_EXIT_B="4"))
         expect(r.returncode == 4, f"a run that failed: exit {r.returncode}, not 4")
 
+        r = run(ab_args + ["--rounds", "1", "--", "all"], dict(env, AB_B_PARAM="1"))
+        expect(r.returncode == 2 and "no row of A's reports has a twin" in r.stderr,
+               f"no row paired: exit {r.returncode}, stderr {r.stderr[-200:]!r}")
+
         for bad in (ab_args + ["all"], ab_args + ["--rounds", "0", "--", "all"], ab_args + ["--"],
                     [binaries["a"], os.path.join(tmp, "missing"), "--", "all"],
-                    ab_args + ["--", "all", "--json", "x.json"]):
+                    ab_args + ["--", "all", "--json", "x.json"], ab_args + ["--b-args", "--json=x", "--", "all"]):
             r = run(bad, env)
             expect(r.returncode == 2 and r.stderr.startswith("ab.py: "), f"{bad[2:]}: exit {r.returncode}, not 2 with a message")
     for f in failures:
