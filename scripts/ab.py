@@ -8,11 +8,12 @@ overlap; with one round every row is "same". Reports and each run's table land i
 This is how a kernel change is measured before it lands (results/NOTES.md): a 2% effect is below
 what `tkprobe compare` can judge against a baseline from another card or hour, but shows plainly
 when both builds share the card and the minutes. One build against itself with --b-args compares
-two settings the same way (`--b-args --flush-l2`), where the setting leaves the rows' params alone:
-rows pair by probe and params, and a setting that is a param (`attention --dq reduce`) pairs none.
+two settings the same way (`--b-args --flush-l2`). Rows pair by probe and params; a setting that is
+a param pairs once --drop-param names it (`--b-args "--dq reduce" --drop-param dq`: the attention
+backward's reducing path against its deterministic one).
 
 usage: scripts/ab.py [--rounds N] [--out DIR] [--threshold PCT] [--a-args ARGS] [--b-args ARGS]
-                     A_TKPROBE B_TKPROBE -- PROBE [ARGS...]
+                     [--drop-param NAME]... A_TKPROBE B_TKPROBE -- PROBE [ARGS...]
 exit: 0, 1 where B is slower than A by more than --threshold percent on some row (default 0: any
 slower row) or a run failed its check, 2 bad usage or no row paired, 4 a run that ended otherwise (its
 log is in --out)."""
@@ -63,6 +64,7 @@ def parse(argv):
     p.add_argument("--threshold", type=float, default=0.0, help="percent B may be slower before exit 1 (default 0)")
     p.add_argument("--a-args", default="", help="options only A's runs take, as one string")
     p.add_argument("--b-args", default="", help="options only B's runs take, as one string")
+    p.add_argument("--drop-param", action="append", default=[], help="a param left out when rows pair (repeatable)")
     args = p.parse_args(joined(argv[:cut]))
     args.probe = argv[cut + 1:]
     args.extra = {"a": shlex.split(args.a_args), "b": shlex.split(args.b_args)}
@@ -108,19 +110,20 @@ def run_all(args):
     return failed_checks
 
 
-def label(row):
+def label(row, dropped=()):
     """The row as `tkprobe compare` names it: probe, then key=value with values as JSON writes them."""
-    params = " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in row["params"].items())
+    params = " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in row["params"].items()
+                      if k not in dropped)
     return f"{row['probe']} {params}".strip()
 
 
-def judged(path):
+def judged(path, dropped):
     """{row label: (metric name, unit, better, median)} for each row with a judged statistic."""
     rows = {}
     for row in tkreport.load(path)["results"]:
         stat = row.get("metrics", {}).get(row.get("primary"))
         if row.get("status") == "ok" and isinstance(stat, dict) and "median" in stat:
-            key = label(row) + (f" device={row['device']}" if "device" in row else "")
+            key = label(row, dropped) + (f" device={row['device']}" if "device" in row else "")
             rows[key] = (row["primary"], stat["unit"], stat["better"], stat["median"])
     return rows
 
@@ -135,7 +138,8 @@ def verdict(a, b, better):
 
 
 def table(args):
-    runs = {(build, r): judged(os.path.join(args.out, f"{build}-{r}.json")) for build, r in order(args.rounds)}
+    runs = {(build, r): judged(os.path.join(args.out, f"{build}-{r}.json"), args.drop_param)
+            for build, r in order(args.rounds)}
     lines = [f"| row | metric | A mean (range) | B mean (range) | B vs A | verdict |", "|---|---|---:|---:|---:|---|"]
     worst = 0.0
     counts = {"faster": 0, "slower": 0, "same": 0}

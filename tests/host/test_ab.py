@@ -4,7 +4,8 @@ baseline's rows as a report, each run's judged medians moved by under 0.3% (the 
 makes one row 10% faster and another 10% slower. ab.py must run them in turns (a b b a), call those
 two rows faster and slower and every other row the same, exit 1 for the slower row but not past a
 --threshold of 20, give --b-args to b's runs alone, pass a failed check on as exit 1 and any other
-failure as exit 4, and refuse bad usage, and runs whose rows do not pair, with exit 2.
+failure as exit 4, refuse bad usage and runs whose rows do not pair with exit 2, and pair them once
+--drop-param names the param that differs.
 
 usage: test_ab.py SOURCE_DIR"""
 import json
@@ -105,6 +106,8 @@ def main():
         r = run(ab_args + ["--rounds", "1", "--", "all"], dict(env, AB_B_PARAM="1"))
         expect(r.returncode == 2 and "no row of A's reports has a twin" in r.stderr,
                f"no row paired: exit {r.returncode}, stderr {r.stderr[-200:]!r}")
+        r = run(ab_args + ["--rounds", "1", "--drop-param", "dq", "--", "all"], dict(env, AB_B_PARAM="1"))
+        expect(r.returncode == 0 and " 0 slower," in r.stdout, f"--drop-param dq: exit {r.returncode}\n{r.stderr}")
 
         for bad in (ab_args + ["all"], ab_args + ["--rounds", "0", "--", "all"], ab_args + ["--"],
                     [binaries["a"], os.path.join(tmp, "missing"), "--", "all"],
