@@ -84,8 +84,7 @@ constexpr KvItem kv_item(const Schedule& s, int t, int step, bool staggered = fa
 }
 
 // A dQ work item: query block `q_block` of query matrix `qm`, reading key/value matrix `kvm`, key
-// tiles of `step` keys (kQStepKeys) 0 .. tiles - 1 (with a causal mask those up to the block's
-// last query).
+// tiles of kQStepKeys keys 0 .. tiles - 1 (with a causal mask those up to the block's last query).
 struct QItem {
   int q_block, qm, kvm, tiles;
 };
@@ -93,7 +92,7 @@ struct QItem {
 constexpr int q_items(const Schedule& s) { return ceil_div(s.seq, kQBlock) * s.batch * s.heads; }
 
 // Item t: as the forward's, head by head without a mask, longest (last queries) first with one.
-constexpr QItem q_item(const Schedule& s, int t, int step) {
+constexpr QItem q_item(const Schedule& s, int t) {
   const int q_blocks = ceil_div(s.seq, kQBlock), matrices = s.batch * s.heads;
   const int qm = s.causal ? t % matrices : t / q_blocks;
   const int order = s.causal ? t / matrices : t % q_blocks;
@@ -101,7 +100,7 @@ constexpr QItem q_item(const Schedule& s, int t, int step) {
   const int kvm = qm / s.heads * s.kv_heads + qm % s.heads / s.group();
   const int end = (q_block + 1) * kQBlock;
   const int last_key = s.causal && end < s.seq ? end : s.seq;
-  return {q_block, qm, kvm, ceil_div(last_key, step)};
+  return {q_block, qm, kvm, ceil_div(last_key, kQStepKeys)};
 }
 
 // Whether a tile of `keys` keys from key0 against queries from query0 on holds a pair that is

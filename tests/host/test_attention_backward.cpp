@@ -133,11 +133,11 @@ TEST(AttentionBackward, KeyItemsVisitEveryAttendedPairOnce) {
 TEST(AttentionBackward, QueryItemsSeeEveryAttendedKey) {
   const int keys = bw::kQStepKeys;
   for (const bw::Schedule& s : schedules()) {
-    SCOPED_TRACE(describe(s) + " step " + std::to_string(keys));
+    SCOPED_TRACE(describe(s));
     std::set<std::pair<int, int>> items;
     int last_tiles = 1 << 30;
     for (int t = 0; t < bw::q_items(s); ++t) {
-      const bw::QItem it = bw::q_item(s, t, keys);
+      const bw::QItem it = bw::q_item(s, t);
       EXPECT_TRUE(items.insert({it.qm, it.q_block}).second) << "item " << t << " repeats";
       ASSERT_LT(it.q_block * bw::kQBlock, s.seq);
       EXPECT_EQ(it.kvm, it.qm / s.heads * s.kv_heads + it.qm % s.heads / s.group());

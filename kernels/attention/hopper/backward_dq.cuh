@@ -89,7 +89,7 @@ __device__ __forceinline__ void dq_block(QSmem<D>& sm, const QMaps& maps, const 
   using C = QConfig<D>;
   if (threadIdx.x == 0) sm.init();
   __syncthreads();
-  const QItem it = q_item(p.schedule, item, C::step);
+  const QItem it = q_item(p.schedule, item);
 
   if (warpgroup::index() == 0) {
     warpgroup::decrease_registers<C::producer_registers>();
