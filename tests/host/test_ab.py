@@ -109,7 +109,8 @@ def main():
         r = run(ab_args + ["--rounds", "1", "--drop-param", "dq", "--", "all"], dict(env, AB_B_PARAM="1"))
         expect(r.returncode == 0 and " 0 slower," in r.stdout, f"--drop-param dq: exit {r.returncode}\n{r.stderr}")
 
-        for bad in (ab_args + ["all"], ab_args + ["--rounds", "0", "--", "all"], ab_args + ["--"],
+        for bad in (ab_args + ["all"], ab_args + ["--rounds", "0", "--", "all"], ab_args + ["--rounds", "x", "--", "all"],
+                    ab_args + ["--threshold", "-1", "--", "all"], ab_args + ["--"],
                     [binaries["a"], os.path.join(tmp, "missing"), "--", "all"],
                     ab_args + ["--", "all", "--json", "x.json"], ab_args + ["--b-args", "--json=x", "--", "all"]):
             r = run(bad, env)
