@@ -78,21 +78,11 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
                      tensor_map<typename QC::q>(t.dq, s, h, at.dq)};
   const KvMaps kv_maps = kv_maps_for<KC>(t, s, at);
   const int q_grid = q_items(schedule);
-  if constexpr (kOneLaunch<D>) {
-    cudaFuncSetAttribute(deterministic_kernel<D, Items::both>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBothSmemBytes<D>);
-    return [=](cudaStream_t stream) {
-      preprocess(stream);
-      deterministic_kernel<D, Items::both><<<kv_grid + q_grid, KC::threads, kBothSmemBytes<D>, stream>>>(kv_maps, q_maps, p);
-    };
-  } else {
-    cudaFuncSetAttribute(deterministic_kernel<D, Items::dkdv>, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvSmemBytes<D>);
-    cudaFuncSetAttribute(deterministic_kernel<D, Items::dq>, cudaFuncAttributeMaxDynamicSharedMemorySize, kQSmemBytes<D>);
-    return [=](cudaStream_t stream) {
-      preprocess(stream);
-      deterministic_kernel<D, Items::dkdv><<<kv_grid, KC::threads, kKvSmemBytes<D>, stream>>>(kv_maps, q_maps, p);
-      deterministic_kernel<D, Items::dq><<<q_grid, QC::threads, kQSmemBytes<D>, stream>>>(kv_maps, q_maps, p);
-    };
-  }
+  cudaFuncSetAttribute(deterministic_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kDeterministicSmemBytes<D>);
+  return [=](cudaStream_t stream) {
+    preprocess(stream);
+    deterministic_kernel<D><<<kv_grid + q_grid, KC::threads, kDeterministicSmemBytes<D>, stream>>>(kv_maps, q_maps, p);
+  };
 }
 
 }  // namespace

@@ -85,7 +85,7 @@ void tk_attention_destroy(void* forward) { delete static_cast<attention::Forward
 
 // The device scratch a backward of this shape takes (0 when the shape is refused); _opts: on the
 // path `deterministic` picks (attention::BackwardOptions: nonzero, the default, the deterministic
-// three kernels; 0, dQ reduced in fp32 by the dK/dV kernel, whose scratch is larger).
+// path in two launches; 0, dQ reduced in fp32 by the dK/dV kernel, whose scratch is larger).
 long long tk_attention_backward_scratch_bytes_opts(int batch, int heads, int kv_heads, int seq, int head_dim,
                                                    int causal, int deterministic) {
   const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
@@ -127,7 +127,7 @@ void* tk_attention_backward_create(const void* q, const void* k, const void* v, 
                                            causal, strides, scratch, 1);
 }
 
-// Launches it on `stream` (three kernels): 0 on success, 1 on a CUDA error.
+// Launches it on `stream` (two kernels, three on the reducing path): 0 on success, 1 on a CUDA error.
 int tk_attention_backward_launch(void* backward, void* stream) {
   (*static_cast<attention::Backward*>(backward))(static_cast<cudaStream_t>(stream));
   return cudaGetLastError() == cudaSuccess ? 0 : 1;

@@ -4,16 +4,16 @@
 // backward_dq_convert.cuh, the work split in ../backward_schedule.hpp, the launcher in
 // ../attention_hopper_backward.cu).
 //
-// Deterministic (the default): three kernels, no atomics (the same inputs give the same bits):
+// Deterministic (the default): two launches, no atomics (the same inputs give the same bits):
 //   1. preprocess: per query row, D = rowsum(dO * O) and LSE in base 2, into a padded scratch;
-//   2. dK, dV: a work item per (batch, key/value head, 128 keys) walks the query tiles of every
+//   2. one launch of two kinds of work item (backward_deterministic.cuh):
+//      dK, dV: an item per (batch, key/value head, 128 keys) walks the query tiles of every
 //      query head of its group, recomputing P^T = 2^(S^T scale log2 e - lse2) and
 //      dS^T = P^T * (dP^T - D), and accumulates dV += P^T dO and dK += dS^T Q in registers;
-//   3. dQ: a work item per (batch, query head, 128 queries) walks the key tiles, recomputing P
-//      and dS the same way, and accumulates dQ += dS K in registers.
-// Kernel 3 recomputes S and dP (two of the five products kernel 2 issues): the price of a dQ
-// that needs neither fp32 atomics nor a reduction over key tiles. Kernels 2 and 3 are one launch
-// at D = 64 (backward_deterministic.cuh).
+//      dQ: an item per (batch, query head, 128 queries) walks the key tiles, recomputing P and
+//      dS the same way, and accumulates dQ += dS K in registers.
+// The dQ items recompute S and dP (two of the five products the dK/dV items issue): the price of
+// a dQ that needs neither fp32 atomics nor a reduction over key tiles.
 //
 // Reducing (BackwardOptions::deterministic = false): the five products FlashAttention-3 issues.
 //   1. preprocess, as above, and it zeroes an fp32 dQ accumulator (../backward_schedule.hpp);
@@ -44,6 +44,13 @@ constexpr int kPrepRowsPerBlock = kPrepThreads / kPrepLanes<D>;
 static_assert(kRowPad % kPrepRowsPerBlock<64> == 0 && kRowPad % kPrepRowsPerBlock<128> == 0,
               "a block's rows lie in one padded row range");
 constexpr int kPrepMaxBlocks = 1 << 16;  // the grid strides beyond
+
+// Both kernels' consumers take turns to issue a step's first two products (S^T and dP^T, or S
+// and dP), as the forward's do (config.cuh): one's products run under the other's exponentials
+// instead of the two queueing at the tensor cores together and then exponentiating together.
+// Measured on the H200 in turns against main (results/NOTES.md, twelfth session): +3 to +6% at
+// D = 64, +9 to +12% at D = 128. Every consumer of a block takes one turn per step, so the
+// turns stay paired.
 
 // ---- dK, dV ----
 // Two consumer warpgroups of 64 keys each (their K and V slices are the A operands of
@@ -96,10 +103,11 @@ struct KvConfig {
   static constexpr int dq_ring = 2;
   static constexpr std::uint32_t dq_part_bytes = kDqPartFloats * sizeof(float);
   // Named barriers (1 + w are the consumers' dK/dV stores): every consumer's dS^T is in shared
-  // memory; consumer w's part is staged.
+  // memory; consumer w's part is staged. Then the turns (below).
   static constexpr int ds_barrier = 1 + consumers;
   static constexpr int staged_barrier(int w) { return 2 + consumers + w; }
-  static_assert(2 + 2 * consumers <= 16, "named barriers 1..15");
+
+  using Turns = warpgroup::turns<consumers, 2 + 2 * consumers>;  // after the barriers above
 };
 
 // The FusedDq kernel's shared memory beyond the deterministic one's.
@@ -159,6 +167,7 @@ struct QConfig {
   using grad = rt_fl<16, D>;                // a warp's 16 rows of dQ
   using grad_bf = rt_bf<16, D>;
   using rows = scores::row_vec;             // a value per query row: lse2, D
+  using Turns = warpgroup::turns<consumers, 1 + consumers>;  // after 1 + w, consumer w's dQ store
 };
 
 template <int D>

@@ -90,10 +90,10 @@ __device__ __forceinline__ void reduce_dq_part(KvSmem<D, true>& sm, const Proble
   }
 }
 
-// One query step of consumer w, whose warp holds keys warp_key0 .. + 15. Each product runs under
-// the element-wise work of the one before (wgmma groups complete in order): dP^T under P^T, dV under
-// dS^T; with FusedDq, dK under the dS^T barrier. The step ends with every product done (the stage
-// may be released).
+// One query step of consumer w, whose warp holds keys warp_key0 .. + 15, its first two products
+// issued in its turn. Each product runs under the element-wise work of the one before (wgmma
+// groups complete in order): dP^T under P^T, dV under dS^T; with FusedDq, dK under the dS^T
+// barrier. The step ends with every product done (the stage may be released).
 template <int D, bool FusedDq>
 __device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& it, int step, int w, int warp_key0,
                         typename KvConfig<D, FusedDq>::grad& dk, typename KvConfig<D, FusedDq>::grad& dv) {
@@ -103,11 +103,14 @@ __device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& 
   const int stage = sm.pipe.stage(step), query0 = it.q_tile(step) * C::step;
   typename C::scores s, dp;
   typename C::probs pr, ds;
+  const typename C::Turns turn{w};
+  turn.wait();
   warpgroup::mma_fence();
   warpgroup::mma_ABt(s, sm.k[w], sm.q[stage], false);  // S^T = K Q^T
   warpgroup::mma_commit();
   warpgroup::mma_ABt(dp, sm.v[w], sm.d_o[stage], false);  // dP^T = V dO^T
   warpgroup::mma_commit();
+  turn.pass();
   warpgroup::mma_wait<1>();  // S^T
   if (needs_mask(query0, warp_key0, warpgroup::kWarpRows, sc.seq, sc.causal)) {
     warp::fill_where(s, -INFINITY, [&](int r, int c) { return !attends(query0 + c, warp_key0 + r, sc.seq, sc.causal); });
@@ -164,12 +167,15 @@ __device__ void consume_kv(KvSmem<D, FusedDq>& sm, const KvMaps& maps, const Pro
   typename C::grad dk, dv;
   warp::zero(dk);
   warp::zero(dv);
+  const typename C::Turns turn{w};
+  turn.start();
   sm.kv_pipe.wait_full(0);
   for (int step = 0; step < it.steps; ++step) {
     sm.pipe.wait_full(step);
     kv_step<D, FusedDq>(sm, p, it, step, w, key0 + warpgroup::warp_row(), dk, dv);
     sm.pipe.release(step);  // every thread: its own reads of lse2 and D (KvSmem::init)
   }
+  turn.finish();
   // FusedDq: the other consumers' last parts read this consumer's K, which its dK overwrites.
   if constexpr (FusedDq) warpgroup::sync(C::ds_barrier, C::consumer_threads);
   typename C::grad_bf out;

@@ -27,8 +27,9 @@ __device__ void produce_q(QSmem<D>& sm, const QMaps& maps, const QItem& it) {
   }
 }
 
-// One key step of consumer w, whose warp holds queries row0 .. + 15 (their lse2 and D given).
-// dP's product runs under P's exponentials (wgmma groups complete in order).
+// One key step of consumer w, whose warp holds queries row0 .. + 15 (their lse2 and D given), S
+// and dP issued in its turn. dP's product runs under P's exponentials (wgmma groups complete in
+// order).
 template <int D>
 __device__ void q_step(const QSmem<D>& sm, const Problem& p, int step, int w, int row0,
                        const typename QConfig<D>::rows& lse2, const typename QConfig<D>::rows& delta,
@@ -38,11 +39,14 @@ __device__ void q_step(const QSmem<D>& sm, const Problem& p, int step, int w, in
   const int stage = sm.pipe.stage(step), key0 = step * C::step;
   typename C::scores s, dp;
   typename C::probs ds;
+  const typename C::Turns turn{w};
+  turn.wait();
   warpgroup::mma_fence();
   warpgroup::mma_ABt(s, sm.q[w], sm.k[stage], false);  // S = Q K^T
   warpgroup::mma_commit();
   warpgroup::mma_ABt(dp, sm.d_o[w], sm.v[stage], false);  // dP = dO V^T
   warpgroup::mma_commit();
+  turn.pass();
   warpgroup::mma_wait<1>();  // S
   if (needs_mask(row0, key0, C::step, sc.seq, sc.causal)) {
     warp::fill_where(s, -INFINITY, [&](int r, int c) { return !attends(row0 + r, key0 + c, sc.seq, sc.causal); });
@@ -71,12 +75,15 @@ __device__ void consume_q(QSmem<D>& sm, const QMaps& maps, const Problem& p, con
   warp::load(delta, p.delta + p.row(it.qm, row0));
   typename C::grad dq;
   warp::zero(dq);
+  const typename C::Turns turn{w};
+  turn.start();
   sm.q_pipe.wait_full(0);
   for (int step = 0; step < it.tiles; ++step) {
     sm.pipe.wait_full(step);
     q_step<D>(sm, p, step, w, row0, lse2, delta, dq);
     if (releaser) sm.pipe.release(step);
   }
+  turn.finish();
   typename C::grad_bf out;
   warp::mul(dq, dq, p.scale);  // the scores were Q K^T scaled: dQ = scale dS K
   warp::copy(out, dq);
