@@ -48,9 +48,9 @@ constexpr int kPrepMaxBlocks = 1 << 16;  // the grid strides beyond
 // Both kernels' consumers take turns to issue a step's first two products (S^T and dP^T, or S
 // and dP), as the forward's do (config.cuh): one's products run under the other's exponentials
 // instead of the two queueing at the tensor cores together and then exponentiating together.
-// Measured on the H200 in turns against main (results/NOTES.md, twelfth session): +3 to +6% at
-// D = 64, +9 to +12% at D = 128. Every consumer of a block takes one turn per step, so the
-// turns stay paired.
+// Measured on the H200 in turns against the same kernels without them (results/NOTES.md, twelfth
+// session): +3 to +6% at D = 64, +9 to +12% at D = 128. Every consumer of a block takes one turn
+// per step, so the turns stay paired.
 
 // ---- dK, dV ----
 // Two consumer warpgroups of 64 keys each (their K and V slices are the A operands of
