@@ -14,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 
+from checklist import Checklist
+
 SOURCE = sys.argv[1]
 sys.path.insert(0, os.path.join(SOURCE, "scripts"))
 import ab  # noqa: E402
@@ -47,11 +49,8 @@ def run(args, env):
 
 
 def main():
-    failures = []
-
-    def expect(ok, what):
-        if not ok:
-            failures.append(what)
+    checks = Checklist("ab")
+    expect = checks.expect
 
     with tempfile.TemporaryDirectory() as tmp:
         doc = tkreport.load(os.path.join(SOURCE, "results", "h200", "suite.json"))
@@ -115,10 +114,7 @@ def main():
                     ab_args + ["--", "all", "--json", "x.json"], ab_args + ["--b-args", "--json=x", "--", "all"]):
             r = run(bad, env)
             expect(r.returncode == 2 and r.stderr.startswith("ab.py: "), f"{bad[2:]}: exit {r.returncode}, not 2 with a message")
-    for f in failures:
-        print("FAIL:", f)
-    print(f"ab: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return checks.exit_code()
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 
+from checklist import Checklist
+
 # The based probe's row keys (probes/based/based.cpp, params_json) and the kernel.
 PROBE_KEYS = {"kernel", "seq", "batch", "heads", "feature_dim", "value_dim", "normalize", "dtype"}
 
@@ -68,105 +70,96 @@ def sample_report(m, rows, spans):
     return m.report(tool, host, device, rows, spans)
 
 
-def check(condition, what, failures):
-    if not condition:
-        failures.append(what)
-
-
-def check_rows(m, failures):
+def check_rows(m, checks):
     rows, spans, (s1, s2) = sample_rows(m)
     doc = sample_report(m, rows, spans)
     out = doc["results"]
-    check(doc["schema"] == "tkprobe.report/2" and doc["tool"]["probes"] == ["based-peers"], "a version 2 report",
-          failures)
-    check(all(set(r["params"]) == PROBE_KEYS for r in out), "every row carries the probe's params", failures)
-    check([r["params"]["kernel"] for r in out] == ["tk", "fla-fused", "fla-parallel"] * 2, "the kernels", failures)
-    check([bool(r.get("peer")) for r in out] == [False, True, True] * 2, "fla's rows, and only they, are peers",
-          failures)
-    check([r["status"] for r in out] == ["ok", "ok", "failed", "failed", "skipped", "skipped"],
-          f"statuses: {[r['status'] for r in out]}", failures)
-    check(out[2]["metrics"]["rel_error"] is None and out[2]["check"]["value"] is None,
-          "a NaN error (an unwritten output) shows as null and fails", failures)
-    check(out[3]["check"]["worst_row_error"] == 2.5e-2 and not out[3]["check"]["passed"],
-          "a worst row over 2e-2 fails though the norm passes", failures)
+    checks.expect(doc["schema"] == "tkprobe.report/2" and doc["tool"]["probes"] == ["based-peers"],
+                  "a version 2 report")
+    checks.expect(all(set(r["params"]) == PROBE_KEYS for r in out), "every row carries the probe's params")
+    checks.expect([r["params"]["kernel"] for r in out] == ["tk", "fla-fused", "fla-parallel"] * 2, "the kernels")
+    checks.expect([bool(r.get("peer")) for r in out] == [False, True, True] * 2, "fla's rows, and only they, are peers")
+    checks.expect([r["status"] for r in out] == ["ok", "ok", "failed", "failed", "skipped", "skipped"],
+                  f"statuses: {[r['status'] for r in out]}")
+    checks.expect(out[2]["metrics"]["rel_error"] is None and out[2]["check"]["value"] is None,
+                  "a NaN error (an unwritten output) shows as null and fails")
+    checks.expect(out[3]["check"]["worst_row_error"] == 2.5e-2 and not out[3]["check"]["passed"],
+                  "a worst row over 2e-2 fails though the norm passes")
     ms, tflops = out[0]["metrics"]["ms"], out[0]["metrics"]["tflops"]
-    check((ms["median"], ms["n"], ms["better"], tflops["better"]) == (0.1095, 20, "lower", "higher"),
-          f"ms by linear interpolation, as src/stats.cpp: {ms}", failures)
-    check(tflops["max"] == float(f"{flops(s1) / 1e-4 / 1e12:.6g}") and tflops["unit"] == "TFLOP/s",
-          f"TFLOP/s: the FLOPs given over each launch's time (the fastest: the max): {tflops}", failures)
+    checks.expect((ms["median"], ms["n"], ms["better"], tflops["better"]) == (0.1095, 20, "lower", "higher"),
+                  f"ms by linear interpolation, as src/stats.cpp: {ms}")
+    checks.expect(tflops["max"] == float(f"{flops(s1) / 1e-4 / 1e12:.6g}") and tflops["unit"] == "TFLOP/s",
+                  f"TFLOP/s: the FLOPs given over each launch's time (the fastest: the max): {tflops}")
     ratio = out[1]["metrics"]["ratio"]
-    check(ratio["median"] == 2.0 and ratio["min"] == 2.0 and ratio["better"] == "higher",
-          f"the paired ratio: ours' speed over the peer's, launch by launch: {ratio}", failures)
-    check("ratio" not in out[0]["metrics"], "ours has no ratio to itself", failures)
-    check(all(r["primary"] == "tflops" for r in out if r["status"] != "skipped"), "primary: tflops", failures)
-    check("what" in out[0]["check"] and all("what" not in r["check"] for r in out[1:4]),
-          "version 2: a check's `what` once, where it changes", failures)
-    check("telemetry" not in out[0] and out[3]["telemetry"] == {"throttled": True, "reasons": ["sw_power_cap"]},
-          f"row telemetry only where throttled: {out[3].get('telemetry')}", failures)
+    checks.expect(ratio["median"] == 2.0 and ratio["min"] == 2.0 and ratio["better"] == "higher",
+                  f"the paired ratio: ours' speed over the peer's, launch by launch: {ratio}")
+    checks.expect("ratio" not in out[0]["metrics"], "ours has no ratio to itself")
+    checks.expect(all(r["primary"] == "tflops" for r in out if r["status"] != "skipped"), "primary: tflops")
+    checks.expect("what" in out[0]["check"] and all("what" not in r["check"] for r in out[1:4]),
+                  "version 2: a check's `what` once, where it changes")
+    checks.expect("telemetry" not in out[0] and out[3]["telemetry"] == {"throttled": True, "reasons": ["sw_power_cap"]},
+                  f"row telemetry only where throttled: {out[3].get('telemetry')}")
     section = doc["telemetry"]["based-peers"]
-    check(section == {"rows": 4, "throttled_rows": 1, "sm_clock_mhz": [1600, 1980], "power_w": [300.0, 690.0],
-                      "temperature_c": [40, 55]}, f"the telemetry section: {section}", failures)
-    check(m.probe_telemetry([(None, None)]) == {"rows": 1, "throttled_rows": 0, "nvml": "unavailable"},
-          "no NVML: unavailable", failures)
+    checks.expect(section == {"rows": 4, "throttled_rows": 1, "sm_clock_mhz": [1600, 1980], "power_w": [300.0, 690.0],
+                              "temperature_c": [40, 55]}, f"the telemetry section: {section}")
+    checks.expect(m.probe_telemetry([(None, None)]) == {"rows": 1, "throttled_rows": 0, "nvml": "unavailable"},
+                  "no NVML: unavailable")
     texts = [f["text"] for f in doc["findings"]]
-    check(any(t.startswith("tk over fla-fused, paired launch by launch: 2.00x..2.00x") for t in texts) and
-          any(t.startswith("fla-parallel: ") and "largest relative error NaN" in t for t in texts),
-          f"findings: {texts}", failures)
-    check(m.tkreport.round_significant({"a": [1 / 3, 7, True, None]}) == {"a": [0.333333, 7, True, None]},
-          "numbers to 6 significant digits, integers and booleans as they are", failures)
-    check(rows[1]["check"].get("what"), "the report leaves the caller's rows whole", failures)
+    checks.expect(any(t.startswith("tk over fla-fused, paired launch by launch: 2.00x..2.00x") for t in texts) and
+                  any(t.startswith("fla-parallel: ") and "largest relative error NaN" in t for t in texts),
+                  f"findings: {texts}")
+    checks.expect(m.tkreport.round_significant({"a": [1 / 3, 7, True, None]}) == {"a": [0.333333, 7, True, None]},
+                  "numbers to 6 significant digits, integers and booleans as they are")
+    checks.expect(rows[1]["check"].get("what"), "the report leaves the caller's rows whole")
     table = m.markdown(doc)
-    check("| B=16 H=16 N=1024 Dk=16 Dv=64 normalized | fla-fused | 0.219 | " in table and "| 2.000 | ok |" in table
-          and "| fla-parallel | 0.219 |" in table and "| NaN | NaN | 2.000 | FAILED |" in table
-          and "| - | skipped: fla not importable: " in table, f"the table:\n{table}", failures)
+    checks.expect("| B=16 H=16 N=1024 Dk=16 Dv=64 normalized | fla-fused | 0.219 | " in table
+                  and "| 2.000 | ok |" in table and "| fla-parallel | 0.219 |" in table
+                  and "| NaN | NaN | 2.000 | FAILED |" in table
+                  and "| - | skipped: fla not importable: " in table, f"the table:\n{table}")
     return doc
 
 
-def check_reader(m, doc, validate, tkprobe, source_dir, failures):
+def check_reader(m, doc, validate, tkprobe, source_dir, checks):
     schema = os.path.join(source_dir, "results", "report.schema.json")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "based-peers.json")
         m.sdpa.write_atomic(path, m.tkreport.text(doc))
         with open(path) as f:
             text = f.read()
-        check(json.loads(text)["schema"] == "tkprobe.report/3" and m.tkreport.decoded(json.loads(text)) == doc
-              and '\n    {"probe":"based-peers","kind":0,' in text,
-              "written as tkprobe writes: version 2 in columns, a line a row", failures)
+        checks.expect(json.loads(text)["schema"] == "tkprobe.report/3" and m.tkreport.decoded(json.loads(text)) == doc
+                      and '\n    {"probe":"based-peers","kind":0,' in text,
+                      "written as tkprobe writes: version 2 in columns, a line a row")
         v = subprocess.run([validate, schema, path], capture_output=True, text=True)
-        check(v.returncode == 0, f"validate_report: {v.stderr}", failures)
+        checks.expect(v.returncode == 0, f"validate_report: {v.stderr}")
         c = subprocess.run([tkprobe, "compare", path, path], capture_output=True, text=True)
         # The failed rows fail compare (exit 1); the reader must not refuse the report (2).
-        check(c.returncode == 1 and "fla-fused" in c.stdout, f"tkprobe compare: {c.returncode} {c.stderr}", failures)
+        checks.expect(c.returncode == 1 and "fla-fused" in c.stdout, f"tkprobe compare: {c.returncode} {c.stderr}")
         passing = dict(doc, results=[r for r in doc["results"] if r["status"] != "failed"])
         clean = os.path.join(tmp, "clean.json")
         m.sdpa.write_atomic(clean, m.tkreport.text(passing))
         c = subprocess.run([tkprobe, "compare", clean, clean], capture_output=True, text=True)
-        check(c.returncode == 0, f"tkprobe compare on passing rows: {c.returncode} {c.stdout} {c.stderr}", failures)
+        checks.expect(c.returncode == 0, f"tkprobe compare on passing rows: {c.returncode} {c.stdout} {c.stderr}")
 
 
-def check_library(m, lib_path, failures):
+def check_library(m, lib_path, checks):
     """The C entry points as the script declares them, on the host alone (no GPU is touched)."""
     tk = m.TkBased(lib_path)
     for shape in m.shapes([1, 1000, 16384], 16, 16, 64, True) + m.shapes([5000], 2, 4, 128, False):
-        check(tk.flops(shape) == flops(shape), f"tk_based_flops {shape}: {tk.flops(shape)} != {flops(shape)}",
-              failures)
-    check(math.isclose(tk.flops(m.shapes([16384], 16, 16, 64, True)[0]), 3.41198e11, rel_tol=1e-5),
-          "3.41e11 FLOPs at B = H = 16, N = 16384 (based.hpp)", failures)
+        checks.expect(tk.flops(shape) == flops(shape), f"tk_based_flops {shape}: {tk.flops(shape)} != {flops(shape)}")
+    checks.expect(math.isclose(tk.flops(m.shapes([16384], 16, 16, 64, True)[0]), 3.41198e11, rel_tol=1e-5),
+                  "3.41e11 FLOPs at B = H = 16, N = 16384 (based.hpp)")
     bad = dict(m.shapes([1024], 16, 16, 64, True)[0], value_dim=96)
-    check(tk.refusal(bad) == "value dim = 96: give 64 or 128", f"tk_based_refusal: {tk.refusal(bad)!r}", failures)
-    check(tk.refusal(m.shapes([1024], 16, 16, 128, False)[0]) == "", "a valid shape is not refused", failures)
+    checks.expect(tk.refusal(bad) == "value dim = 96: give 64 or 128", f"tk_based_refusal: {tk.refusal(bad)!r}")
+    checks.expect(tk.refusal(m.shapes([1024], 16, 16, 128, False)[0]) == "", "a valid shape is not refused")
     short = ctypes.create_string_buffer(6)
     n = tk.lib.tk_based_refusal(1, 1, 0, 16, 64, 1, short, len(short))
-    check(n == len("seq = 0: give a positive number") and short.value == b"seq =", "a refusal truncated to fit",
-          failures)
-    check(not tk.lib.tk_based_forward_create(None, None, None, None, 1, 1, 64, 16, 64, 1), "null tensors: null",
-          failures)
-    check(not tk.lib.tk_based_forward_create(16, 32, 48, 64, 1, 1, 64, 16, 96, 1), "a refused shape: null",
-          failures)
-    check(tk.lib.tk_based_forward_launch(None, None) != 0, "launching null is an error, not a crash", failures)
+    checks.expect(n == len("seq = 0: give a positive number") and short.value == b"seq =", "a refusal truncated to fit")
+    checks.expect(not tk.lib.tk_based_forward_create(None, None, None, None, 1, 1, 64, 16, 64, 1), "null tensors: null")
+    checks.expect(not tk.lib.tk_based_forward_create(16, 32, 48, 64, 1, 1, 64, 16, 96, 1), "a refused shape: null")
+    checks.expect(tk.lib.tk_based_forward_launch(None, None) != 0, "launching null is an error, not a crash")
 
 
-def check_options(source_dir, lib_path, failures):
+def check_options(source_dir, lib_path, checks):
     script = os.path.join(source_dir, "scripts", "compare_based.py")
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "x.json")
@@ -178,27 +171,24 @@ def check_options(source_dir, lib_path, failures):
                     ["--tk-lib", os.path.join(tmp, "none.so")], ["--tk-lib", script],
                     ["--out", os.path.join(tmp, "no", "x.json")]):
             r = run(*bad)
-            check(r.returncode == 2 and bad[0] in r.stderr, f"{bad}: exit {r.returncode} {r.stderr}", failures)
+            checks.expect(r.returncode == 2 and bad[0] in r.stderr, f"{bad}: exit {r.returncode} {r.stderr}")
         r = run("--value-dim", "96")
-        check("64 or 128" in r.stderr, f"the refusal names what is valid: {r.stderr}", failures)
+        checks.expect("64 or 128" in r.stderr, f"the refusal names what is valid: {r.stderr}")
         if importlib.util.find_spec("torch") is None:
             r = run("--seq", "1024", "--peers", "none")
-            check(r.returncode == 3 and "PyTorch" in r.stderr and not os.path.exists(out),
-                  f"no torch: exit 3 and no report: {r.returncode} {r.stderr}", failures)
+            checks.expect(r.returncode == 3 and "PyTorch" in r.stderr and not os.path.exists(out),
+                          f"no torch: exit 3 and no report: {r.returncode} {r.stderr}")
 
 
 def main():
     validate, tkprobe, lib_path, source_dir = sys.argv[1:5]
     m = load_script(source_dir)
-    failures = []
-    doc = check_rows(m, failures)
-    check_reader(m, doc, validate, tkprobe, source_dir, failures)
-    check_library(m, lib_path, failures)
-    check_options(source_dir, lib_path, failures)
-    for f in failures:
-        print("FAILED:", f)
-    print(f"{len(failures)} failures")
-    return 1 if failures else 0
+    checks = Checklist("compare_based")
+    doc = check_rows(m, checks)
+    check_reader(m, doc, validate, tkprobe, source_dir, checks)
+    check_library(m, lib_path, checks)
+    check_options(source_dir, lib_path, checks)
+    return checks.exit_code()
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 
+from checklist import Checklist
+
 # The attention probe's row keys (probes/attention/attention.cpp, params_json; results/README.md).
 PROBE_KEYS = {"kernel", "head_dim", "seq", "batch", "heads", "kv_heads", "causal", "dtype", "pass"}
 
@@ -53,93 +55,87 @@ def sample_report(m):
                  "findings": doc["findings"]}
 
 
-def check(condition, what, failures):
-    if not condition:
-        failures.append(what)
-
-
 def main():
     validate, tkprobe, source_dir = sys.argv[1:4]
     m = load_script(source_dir)
-    failures = []
+    checks = Checklist("compare_sdpa")
 
     doc, v1 = sample_report(m)
     rows = doc["results"]
-    check(doc["schema"] == "tkprobe.report/2" and doc["telemetry"]["attention"]["rows"] == 4
-          and doc["telemetry"]["attention"]["throttled_rows"] == 1, f"version 2: {doc['telemetry']}", failures)
-    check(rows[0]["telemetry"] == {} and "what" in rows[0]["check"] and "what" not in rows[1]["check"],
-          "NVML's readings once for the probe, a check's text where it changes", failures)
-    check(all(set(r["params"]) == PROBE_KEYS for r in rows), "every row carries the probe's params", failures)
-    check(rows[0]["status"] == "ok" and rows[0]["check"]["passed"], "a small error passes", failures)
-    check(rows[1]["status"] == "failed" and not rows[1]["check"]["passed"], "a NaN error fails", failures)
-    check(rows[1]["metrics"]["pct_datasheet_peak"] is None, "no peak: null, not a number", failures)
-    check(rows[1]["telemetry"]["throttled"] and rows[1]["telemetry"]["reasons"] == ["gpu_idle", "sw_power_cap"],
-          "NVML reasons are named as src/nvml.cpp names them", failures)
+    checks.expect(doc["schema"] == "tkprobe.report/2" and doc["telemetry"]["attention"]["rows"] == 4
+                  and doc["telemetry"]["attention"]["throttled_rows"] == 1, f"version 2: {doc['telemetry']}")
+    checks.expect(rows[0]["telemetry"] == {} and "what" in rows[0]["check"] and "what" not in rows[1]["check"],
+                  "NVML's readings once for the probe, a check's text where it changes")
+    checks.expect(all(set(r["params"]) == PROBE_KEYS for r in rows), "every row carries the probe's params")
+    checks.expect(rows[0]["status"] == "ok" and rows[0]["check"]["passed"], "a small error passes")
+    checks.expect(rows[1]["status"] == "failed" and not rows[1]["check"]["passed"], "a NaN error fails")
+    checks.expect(rows[1]["metrics"]["pct_datasheet_peak"] is None, "no peak: null, not a number")
+    checks.expect(rows[1]["telemetry"]["throttled"] and rows[1]["telemetry"]["reasons"] == ["gpu_idle", "sw_power_cap"],
+                  "NVML reasons are named as src/nvml.cpp names them")
     stats = rows[0]["metrics"]["tflops"]
-    check((stats["median"], stats["q1"], stats["q3"], stats["n"]) == (109.5, 104.75, 114.25, 20),
-          f"quartiles by linear interpolation, as src/stats.cpp: {stats}", failures)
-    check(math.isclose(m.flops(dict(batch=1, heads=16, seq=16384, head_dim=128, causal=True)),
-                       2 * 16 * 16384 ** 2 * 128), "flops as attention::flops", failures)
+    checks.expect((stats["median"], stats["q1"], stats["q3"], stats["n"]) == (109.5, 104.75, 114.25, 20),
+                  f"quartiles by linear interpolation, as src/stats.cpp: {stats}")
+    checks.expect(math.isclose(m.flops(dict(batch=1, heads=16, seq=16384, head_dim=128, causal=True)),
+                               2 * 16 * 16384 ** 2 * 128), "flops as attention::flops")
     sweep = m.grid(quick=False)
-    check(len(sweep) == 12 and all(s["batch"] * s["seq"] == 16384 and s["heads"] * s["head_dim"] == 2048
-                                   for s in sweep), "the sweep: 16k tokens, hidden 2048", failures)
+    checks.expect(len(sweep) == 12 and all(s["batch"] * s["seq"] == 16384 and s["heads"] * s["head_dim"] == 2048
+                                           for s in sweep), "the sweep: 16k tokens, hidden 2048")
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "sdpa.json")
         m.write_atomic(path, m.tkreport.text(doc))
         with open(path) as f:
             text = f.read()
-        check(json.loads(text)["schema"] == "tkprobe.report/3" and m.tkreport.load(path) == doc
-              and '\n    {"probe":"attention","kind":0,' in text, "written in columns, read back equal", failures)
+        checks.expect(json.loads(text)["schema"] == "tkprobe.report/3" and m.tkreport.load(path) == doc
+                      and '\n    {"probe":"attention","kind":0,' in text, "written in columns, read back equal")
         schema = os.path.join(source_dir, "results", "report.schema.json")
         v = subprocess.run([validate, schema, path], capture_output=True, text=True)
-        check(v.returncode == 0, f"validate_report: {v.stderr}", failures)
+        checks.expect(v.returncode == 0, f"validate_report: {v.stderr}")
         # tkprobe's own compaction of the version 1 rows is the same document, number for number.
         v1_path = os.path.join(tmp, "v1.json")
         m.write_atomic(v1_path, json.dumps(v1, indent=2) + "\n")
         v = subprocess.run([validate, schema, v1_path, "--print-v2"], capture_output=True, text=True)
-        check(v.returncode == 0 and json.loads(v.stdout) == doc == m.tkreport.compacted(v1),
-              f"tkprobe's compact_report and tkreport.compacted differ: {v.stderr}", failures)
+        checks.expect(v.returncode == 0 and json.loads(v.stdout) == doc == m.tkreport.compacted(v1),
+                      f"tkprobe's compact_report and tkreport.compacted differ: {v.stderr}")
         c = subprocess.run([tkprobe, "compare", path, path], capture_output=True, text=True)
         # The failed row fails compare (exit 1) however it compares; the reader must not refuse it (2).
-        check(c.returncode == 1 and "torch-flash" in c.stdout, f"tkprobe compare: {c.returncode} {c.stderr}", failures)
+        checks.expect(c.returncode == 1 and "torch-flash" in c.stdout, f"tkprobe compare: {c.returncode} {c.stderr}")
 
     table = m.side_by_side({"results": [dict(rows[0], params=dict(rows[0]["params"], kernel="wgmma"))]}, doc)
-    check("| 109.5 | - | 109.5 | - | 1.000 | - |" in table, f"side by side:\n{table}", failures)
+    checks.expect("| 109.5 | - | 109.5 | - | 1.000 | - |" in table, f"side by side:\n{table}")
     reducing = dict(rows[0], params=dict(rows[0]["params"], kernel="wgmma", dq="reduce"))
     table = m.side_by_side({"results": [reducing]}, doc)
-    check("| 109.5 | - | 109.5 | - | 1.000 | - |" in table, f"--dq reduce's rows beside the peers:\n{table}", failures)
+    checks.expect("| 109.5 | - | 109.5 | - | 1.000 | - |" in table, f"--dq reduce's rows beside the peers:\n{table}")
 
     # The DSL's rows (timed through libtk_attention_c) also check the logsumexp.
     shape = m.grid(quick=True)[0]
     rates = [100.0 + i for i in range(20)]
     tk_ok = m.measured_row("wgmma", shape, rates, 3e-3, 989.4, m.telemetry(None, None), lse_error=2e-6)
     tk_bad = m.measured_row("wgmma", shape, rates, 3e-3, 989.4, m.telemetry(None, None), lse_error=float("nan"))
-    check(tk_ok["status"] == "ok" and tk_ok["metrics"]["lse_error"] == 2e-6, "a small LSE error passes", failures)
-    check(tk_bad["status"] == "failed" and tk_bad["check"]["lse_error"] is None, "an unwritten LSE fails", failures)
+    checks.expect(tk_ok["status"] == "ok" and tk_ok["metrics"]["lse_error"] == 2e-6, "a small LSE error passes")
+    checks.expect(tk_bad["status"] == "failed" and tk_bad["check"]["lse_error"] is None, "an unwritten LSE fails")
 
     # Backward rows: every gradient's error, the worst one judged; the passes' FLOPs.
     bwd, both = rows[3], rows[4]
-    check(bwd["params"]["pass"] == "bwd" and rows[0]["params"]["pass"] == "fwd", "rows carry the pass", failures)
-    check(bwd["status"] == "ok" and bwd["check"]["value"] == 4e-3 and bwd["metrics"]["rel_error_dk"] == 4e-3
-          and "rel_error" not in bwd["metrics"], f"a backward row: {bwd['check']} {bwd['metrics']}", failures)
-    check(both["status"] == "ok" and both["metrics"]["rel_error"] == 2e-3 and both["check"]["value"] == 6e-3,
-          f"a forward and backward row checks O and the gradients: {both['check']}", failures)
+    checks.expect(bwd["params"]["pass"] == "bwd" and rows[0]["params"]["pass"] == "fwd", "rows carry the pass")
+    checks.expect(bwd["status"] == "ok" and bwd["check"]["value"] == 4e-3 and bwd["metrics"]["rel_error_dk"] == 4e-3
+                  and "rel_error" not in bwd["metrics"], f"a backward row: {bwd['check']} {bwd['metrics']}")
+    checks.expect(both["status"] == "ok" and both["metrics"]["rel_error"] == 2e-3 and both["check"]["value"] == 6e-3,
+                  f"a forward and backward row checks O and the gradients: {both['check']}")
     wrong = m.measured_row("wgmma", shape, rates, None, 989.4, m.telemetry(None, None), None, "bwd",
                            {"dQ": 3e-3, "dK": 2e-2, "dV": 2e-3})
     unwritten = m.measured_row("wgmma", shape, rates, None, 989.4, m.telemetry(None, None), None, "bwd",
                                {"dQ": 1e-3, "dK": float("nan"), "dV": 2e-3})
-    check(wrong["status"] == "failed" and wrong["check"]["value"] == 2e-2, "one gradient over the bound fails",
-          failures)
-    check(unwritten["status"] == "failed" and unwritten["check"]["value"] is None,
-          f"an unwritten gradient fails and shows as null: {unwritten['check']}", failures)
+    checks.expect(wrong["status"] == "failed" and wrong["check"]["value"] == 2e-2, "one gradient over the bound fails")
+    checks.expect(unwritten["status"] == "failed" and unwritten["check"]["value"] is None,
+                  f"an unwritten gradient fails and shows as null: {unwritten['check']}")
     full = m.flops(shape)
-    check((m.pass_flops(shape, "fwd"), m.pass_flops(shape, "bwd"), m.pass_flops(shape, "fwd+bwd")) ==
-          (full, 2.5 * full, 3.5 * full), "backward FLOPs 2.5x the forward's, both 3.5x", failures)
+    checks.expect((m.pass_flops(shape, "fwd"), m.pass_flops(shape, "bwd"), m.pass_flops(shape, "fwd+bwd")) ==
+                  (full, 2.5 * full, 3.5 * full), "backward FLOPs 2.5x the forward's, both 3.5x")
     texts = [f["text"] for f in doc["findings"]]
-    check(any(t.startswith("wgmma bwd:") for t in texts) and any(t.startswith("torch-flash fwd+bwd:") for t in texts),
-          f"a finding per kernel and pass: {texts}", failures)
-    check(" D=64 bwd |" in m.side_by_side(doc), "side by side names the pass", failures)
+    checks.expect(any(t.startswith("wgmma bwd:") for t in texts)
+                  and any(t.startswith("torch-flash fwd+bwd:") for t in texts), f"a finding per kernel and pass: {texts}")
+    checks.expect(" D=64 bwd |" in m.side_by_side(doc), "side by side names the pass")
 
     # Bad options exit 2 before torch is needed.
     script = os.path.join(source_dir, "scripts", "compare_sdpa.py")
@@ -148,12 +144,9 @@ def main():
         for bad in (["--reps", "10"], ["--rounds", "7"], ["--rounds", "0"], ["--tk-lib", os.path.join(tmp, "none.so")],
                     ["--pass", "backward"], ["--dq", "sideways"], ["--dq", "reduce"]):
             r = subprocess.run([sys.executable, script, "--out", out, *bad], capture_output=True, text=True)
-            check(r.returncode == 2 and bad[0] in r.stderr, f"{bad}: exit {r.returncode} {r.stderr}", failures)
+            checks.expect(r.returncode == 2 and bad[0] in r.stderr, f"{bad}: exit {r.returncode} {r.stderr}")
 
-    for f in failures:
-        print("FAILED:", f)
-    print(f"{len(failures)} failures")
-    return 1 if failures else 0
+    return checks.exit_code()
 
 
 if __name__ == "__main__":

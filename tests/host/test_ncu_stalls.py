@@ -11,6 +11,8 @@ import subprocess
 import sys
 import tempfile
 
+from checklist import Checklist
+
 SCRIPT = os.path.join(sys.argv[1], "scripts", "ncu_stalls.py")
 HEADER = ('"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)",'
           '"stall_barrier","stall_short_sb","stall_selected","stall_barrier (Not Issued)"')
@@ -34,11 +36,8 @@ def run(*args):
 
 
 def main():
-    failures = []
-
-    def expect(ok, what):
-        if not ok:
-            failures.append(what)
+    checks = Checklist("ncu_stalls")
+    expect = checks.expect
 
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "source.csv")
@@ -50,7 +49,8 @@ def main():
         expect(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
         expect(out.count("## dq_kernel<128>") == 1, "the repeated kernel is read once")
         expect("100 stall samples over 3 instructions" in out, "the first kernel's samples add up to 100")
-        expect("| 60.0% | 0x10 | `WARPGROUP.DEPBAR.LE gsb0, 0x0` | barrier 60 |" in out, "the wgmma wait leads with 60%")
+        expect("| 60.0% | 0x10 | `WARPGROUP.DEPBAR.LE gsb0, 0x0` | barrier 60 |" in out,
+               "the wgmma wait leads with 60%")
         expect("| barrier | 60.0% |" in out and "| short_sb | 30.0% |" in out and "| selected | 10.0% |" in out,
                "the reasons over the kernel")
         expect("| WARPGROUP | 60.0% |" in out and "| MUFU | 25.0% |" in out and "| BRA | 15.0% |" in out,
@@ -63,10 +63,7 @@ def main():
         for bad in ([empty], [os.path.join(tmp, "missing.csv")], [report, "--top", "0"], [report, "--kernel", "x"]):
             r = run(*bad)
             expect(r.returncode == 2 and r.stderr.startswith("ncu_stalls.py: "), f"{bad}: exit {r.returncode}")
-    for f in failures:
-        print("FAIL:", f)
-    print(f"ncu_stalls: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return checks.exit_code()
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import tempfile
 
+from checklist import Checklist
+
 ROOT = sys.argv[1]
 
 
@@ -24,15 +26,8 @@ def check(cmake, nvcc):
         return run.returncode, run.stderr
 
 
-failures = []
-checks = 0
-
-
-def expect(condition, what):
-    global checks
-    checks += 1
-    if not condition:
-        failures.append(what)
+checks = Checklist("setup")
+expect = checks.expect
 
 
 code, err = check("3.22.1", "13.0")  # Ubuntu 22.04's apt CMake
@@ -53,7 +48,4 @@ expect(code == 0 and err == "", f"new enough: exit {code}, {err!r}")
 code, err = check("4.4.0", "12.1")  # version order is numeric, not textual
 expect(code == 0, f"cmake 4.4 and nvcc 12.1 are new enough: exit {code}, {err!r}")
 
-for f in failures:
-    print("FAIL:", f)
-print(f"{checks - len(failures)} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+sys.exit(checks.exit_code())

@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 
+from checklist import Checklist
+
 SOURCE, TKPROBE = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(SOURCE, "scripts"))
 import tkreport  # noqa: E402
@@ -65,24 +67,19 @@ def main():
                    REAL_TKPROBE=TKPROBE, CARD_REPORT=card_report)
         run = subprocess.run(["bash", os.path.join(SOURCE, "scripts", "slurm-fleet.sh"), out], env=env,
                              capture_output=True, text=True, timeout=600)
-        failures = []
-        if run.returncode != 1:
-            failures.append(f"exit {run.returncode}, not 1 (an outlier)\n{run.stdout}{run.stderr}")
+        checks = Checklist("slurm-fleet")
+        checks.expect(run.returncode == 1, f"exit {run.returncode}, not 1 (an outlier)\n{run.stdout}{run.stderr}")
         reports = sorted(f for f in os.listdir(os.path.join(out, "reports")) if f.endswith(".json"))
-        if reports != ["nodeA.json", "nodeB.json"]:
-            failures.append(f"node reports {reports}, not nodeA.json and nodeB.json")
+        checks.expect(reports == ["nodeA.json", "nodeB.json"], f"node reports {reports}, not nodeA.json and nodeB.json")
         fleet = json.load(open(os.path.join(out, "fleet.json"))) if os.path.exists(os.path.join(out, "fleet.json")) else {}
-        if len(fleet.get("gpus", [])) != 6:
-            failures.append(f"{len(fleet.get('gpus', []))} cards, not 6")
+        checks.expect(len(fleet.get("gpus", [])) == 6, f"{len(fleet.get('gpus', []))} cards, not 6")
         flagged = {fleet["gpus"][g]["source"] for r in fleet.get("rows", []) for g in r["outliers"]}
-        if flagged != {os.path.join(out, "reports", "nodeB.json") + " device 1"}:
-            failures.append(f"flagged {sorted(flagged)}, not nodeB.json's device 1 alone")
-        if "**OUTLIER**" not in open(os.path.join(out, "fleet.md")).read() if os.path.exists(os.path.join(out, "fleet.md")) else True:
-            failures.append("fleet.md does not mark the outlier")
-        for f in failures:
-            print("FAIL:", f)
-        print(f"slurm-fleet: {len(failures)} failure(s)")
-        return 1 if failures else 0
+        checks.expect(flagged == {os.path.join(out, "reports", "nodeB.json") + " device 1"},
+                      f"flagged {sorted(flagged)}, not nodeB.json's device 1 alone")
+        fleet_md = os.path.join(out, "fleet.md")
+        checks.expect(os.path.exists(fleet_md) and "**OUTLIER**" in open(fleet_md).read(),
+                      "fleet.md does not mark the outlier")
+        return checks.exit_code()
 
 
 if __name__ == "__main__":

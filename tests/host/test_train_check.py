@@ -8,6 +8,8 @@ import importlib.util
 import os
 import sys
 
+from checklist import Checklist
+
 
 def load_script(source_dir):
     spec = importlib.util.spec_from_file_location("train_check", os.path.join(source_dir, "scripts", "train_check.py"))
@@ -18,7 +20,7 @@ def load_script(source_dir):
 
 def main():
     m = load_script(sys.argv[1])
-    failures = []
+    checks = Checklist("train_check")
     sdpa = [5.5 - 0.02 * i for i in range(100)]  # falls from 5.5 to 3.5
     math_ = [x + 0.01 * (-1) ** i for i, x in enumerate(sdpa)]  # another backend: a little apart
     cases = [("the same curve", sdpa, True),
@@ -27,20 +29,14 @@ def main():
              ("NaN from step 50", sdpa[:50] + [float("nan")] * 50, False)]
     for what, ours, expected in cases:
         passed, lines = m.judge(ours, sdpa, math_, 20)
-        if passed != expected:
-            failures.append(f"{what}: judged {passed}:\n" + "\n".join(lines))
+        checks.expect(passed == expected, f"{what}: judged {passed}:\n" + "\n".join(lines))
     flat = [5.5] * 100
     passed, lines = m.judge(flat, flat, flat, 20)
-    if passed or "did not fall" not in lines[-1]:
-        failures.append("flat curves passed:\n" + "\n".join(lines))
+    checks.expect(not passed and "did not fall" in lines[-1], "flat curves passed:\n" + "\n".join(lines))
     # The noise the two SDPA backends show widens what is allowed.
     noisy_math = [x + 0.2 for x in sdpa]
-    if not m.judge([x + 0.3 for x in sdpa], sdpa, noisy_math, 20)[0]:
-        failures.append("a gap within 3x the measured noise failed")
-    for f in failures:
-        print("FAILED:", f)
-    print(f"{len(failures)} failures")
-    return 1 if failures else 0
+    checks.expect(m.judge([x + 0.3 for x in sdpa], sdpa, noisy_math, 20)[0], "a gap within 3x the measured noise failed")
+    return checks.exit_code()
 
 
 if __name__ == "__main__":
