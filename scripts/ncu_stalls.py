@@ -6,11 +6,13 @@ stall samples, the stall reasons over the whole kernel, and the samples by opcod
 counters (`--set full`, or `--section SourceCounters`).
 
 This is the question a kernel change starts from (results/NOTES.md): the tensor pipe is 70% busy,
-so where are the other 30%? A wgmma wait (`WARPGROUP.DEPBAR`) at the top says the consumers wait
-on their own products; a barrier (`BAR.SYNC`, `SYNCS`) says on each other or on the producer.
+so where are the other 30%? A sample sits on the instruction a warp cannot issue yet: a wgmma
+wait (`WARPGROUP.DEPBAR`) on top says the consumers wait on their own products; the instruction
+after a named barrier (`BAR.SYNC`), reason barrier, that they wait on each other; a try-wait loop's
+branch (`BRA`, long_sb) that they wait on the producer's copies or it on theirs.
 
 usage: scripts/ncu_stalls.py SOURCE_CSV [--top N] [--kernel TEXT]
-exit: 0, 2 bad usage or a file that holds no kernel with samples."""
+exit: 0, 2 (argparse's usage error) bad usage or a file that holds no kernel with samples."""
 import argparse
 import collections
 import csv
@@ -18,16 +20,6 @@ import sys
 
 SAMPLES = "Warp Stall Sampling (All Samples)"
 REASON_PREFIX = "stall_"
-
-
-def usage_error(message):
-    print(f"ncu_stalls.py: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        usage_error(message)
 
 
 def kernels(text):
@@ -91,20 +83,20 @@ def summary(name, header, rows, top):
 
 
 def main(argv):
-    p = Parser(prog="ncu_stalls.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="ncu_stalls.py", description=__doc__.split("\n\n")[0])
     p.add_argument("csv", help="ncu -i REPORT --page source --csv --print-source sass > SOURCE_CSV")
     p.add_argument("--top", type=int, default=12, help="instructions listed per kernel (default 12)")
     p.add_argument("--kernel", default="", help="only kernels whose name holds TEXT")
     a = p.parse_args(argv)
     if a.top < 1:
-        usage_error(f"--top {a.top}: give 1 or more")
+        p.error(f"--top {a.top}: give 1 or more")
     try:
         text = open(a.csv, encoding="utf-8").read()
     except OSError as e:
-        usage_error(f"{a.csv}: {e.strerror}")
+        p.error(f"{a.csv}: {e.strerror}")
     found = [s for n, h, r in kernels(text) if a.kernel in n for s in [summary(n, h, r, a.top)] if s]
     if not found:
-        usage_error(f"{a.csv}: no kernel{' matching ' + repr(a.kernel) if a.kernel else ''} with stall samples "
+        p.error(f"{a.csv}: no kernel{' matching ' + repr(a.kernel) if a.kernel else ''} with stall samples "
                     "(give ncu's --page source --csv output of a report with source counters)")
     print("\n".join(found), end="")
 

@@ -62,7 +62,7 @@ def main():
         open(empty, "w").write('"Kernel Name","k",\n' + HEADER + "\n")
         for bad in ([empty], [os.path.join(tmp, "missing.csv")], [report, "--top", "0"], [report, "--kernel", "x"]):
             r = run(*bad)
-            expect(r.returncode == 2 and r.stderr.startswith("ncu_stalls.py: "), f"{bad}: exit {r.returncode}")
+            expect(r.returncode == 2 and "ncu_stalls.py: error: " in r.stderr, f"{bad}: exit {r.returncode}")
     return checks.exit_code()
 
 
