@@ -79,6 +79,24 @@ find_cuda() {  # nvcc on PATH, or the toolkit's usual places
   done
 }
 
+# The SASS checks (tests/gpu/check_sass.py, ctest host.sass) read the binary with cuobjdump, which
+# needs nvdisasm beside it. A toolkit on a GPU machine has both; a compiler-only one (CI's) has
+# neither, so they come from NVIDIA's wheels on PyPI, unpacked into the build folder (the test
+# finds them there; without them it says skipped).
+SASS_TOOLS=(nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37)
+SASS_TOOLS_DIR="$BUILD/tools/bin"
+fetch_sass_tools() {
+  [ -n "${TKPROBE_NO_INSTALL:-}" ] && return 0
+  command -v cuobjdump >/dev/null && command -v nvdisasm >/dev/null && return 0
+  [ -x "$SASS_TOOLS_DIR/cuobjdump" ] && [ -x "$SASS_TOOLS_DIR/nvdisasm" ] && return 0
+  log "fetching cuobjdump and nvdisasm for the SASS checks: ${SASS_TOOLS[*]}"
+  local wheels="$BUILD/tools/wheels"
+  if ! { python3 -m pip download -q --no-deps --only-binary=:all: -d "$wheels" "${SASS_TOOLS[@]}" >&2 &&
+         python3 "$ROOT/scripts/unpack_tools.py" "$SASS_TOOLS_DIR" "$wheels"/*.whl; }; then
+    log "warning: could not fetch them; the SASS checks will say skipped"
+  fi
+}
+
 configure_and_build() {
   if [ ! -f "$BUILD/build.ninja" ]; then
     log "configuring in $BUILD"
@@ -92,4 +110,5 @@ install_missing_packages
 find_cuda
 require_tools
 [ -n "${TKPROBE_CHECK_ONLY:-}" ] && return 0 2>/dev/null  # scripts/test's own test of the checks above
+fetch_sass_tools
 configure_and_build

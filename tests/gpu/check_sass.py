@@ -2,7 +2,11 @@
 """Checks in the sm_90a SASS that each timed probe kernel really contains the instruction it
 claims to time (LDS, LDG, LDSM, HGMMA/QGMMA/IGMMA, HMMA/IMMA, UTMALDG, LDGSTS, STS), unrolled as written
 (ptxas deletes or hoists repeated non-volatile shared loads; a probe whose loop lost them would time
-an empty loop). Exit 77 (skipped) without cuobjdump."""
+an empty loop). It needs no GPU: cuobjdump on PATH, or the one given after the binary (scripts/setup.sh
+unpacks NVIDIA's into build/tools/bin where the toolkit has none). Exit 77 (skipped) without one.
+
+usage: check_sass.py TKPROBE [CUOBJDUMP]"""
+import os
 import re
 import shutil
 import subprocess
@@ -116,11 +120,17 @@ def opcode_base(op):
     return ".".join(p for p in op.split(".") if p not in ("U", "S", "E"))
 
 
+def find_cuobjdump():
+    given = sys.argv[2] if len(sys.argv) > 2 else ""
+    return shutil.which("cuobjdump") or (given if os.access(given, os.X_OK) else None)
+
+
 def main():
-    if not shutil.which("cuobjdump"):
-        print("skipped: cuobjdump not found (it ships with the CUDA toolkit on the GPU machine)")
+    cuobjdump = find_cuobjdump()
+    if not cuobjdump:
+        print("skipped: cuobjdump not found (the CUDA toolkit's, or scripts/setup.sh's in build/tools/bin)")
         return 77
-    sass = subprocess.run(["cuobjdump", "--dump-sass", sys.argv[1]], check=True, capture_output=True, text=True).stdout
+    sass = subprocess.run([cuobjdump, "--dump-sass", sys.argv[1]], check=True, capture_output=True, text=True).stdout
     funcs = functions(sass, "sm_90a")
     failures = 0
     for needle, opcode, least, kernels, timed in EXPECTED:
