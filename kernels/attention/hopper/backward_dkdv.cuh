@@ -91,19 +91,19 @@ __device__ __forceinline__ void reduce_dq_part(KvSmem<D, true>& sm, const Proble
 }
 
 // One query step of consumer w, whose warp holds keys warp_key0 .. + 15, its first two products
-// issued in its turn. Each product runs under the element-wise work of the one before (wgmma
+// issued in its turn (`turn`, consume_kv's). Each product runs under the element-wise work of the one before (wgmma
 // groups complete in order): dP^T under P^T, dV under dS^T; with FusedDq, dK under the dS^T
 // barrier. The step ends with every product done (the stage may be released).
 template <int D, bool FusedDq>
 __device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& it, int step, int w, int warp_key0,
-                        typename KvConfig<D, FusedDq>::grad& dk, typename KvConfig<D, FusedDq>::grad& dv) {
+                        typename KvConfig<D, FusedDq>::grad& dk, typename KvConfig<D, FusedDq>::grad& dv,
+                        const typename KvConfig<D, FusedDq>::Turns& turn) {
   using C = KvConfig<D, FusedDq>;
   using slice = typename C::slice_tile;
   const Schedule& sc = p.schedule;
   const int stage = sm.pipe.stage(step), query0 = it.q_tile(step) * C::step;
   typename C::scores s, dp;
   typename C::probs pr, ds;
-  const typename C::Turns turn{w};
   turn.wait();
   warpgroup::mma_fence();
   warpgroup::mma_ABt(s, sm.k[w], sm.q[stage], false);  // S^T = K Q^T
@@ -172,7 +172,7 @@ __device__ void consume_kv(KvSmem<D, FusedDq>& sm, const KvMaps& maps, const Pro
   sm.kv_pipe.wait_full(0);
   for (int step = 0; step < it.steps; ++step) {
     sm.pipe.wait_full(step);
-    kv_step<D, FusedDq>(sm, p, it, step, w, key0 + warpgroup::warp_row(), dk, dv);
+    kv_step<D, FusedDq>(sm, p, it, step, w, key0 + warpgroup::warp_row(), dk, dv, turn);
     sm.pipe.release(step);  // every thread: its own reads of lse2 and D (KvSmem::init)
   }
   turn.finish();

@@ -28,18 +28,17 @@ __device__ void produce_q(QSmem<D>& sm, const QMaps& maps, const QItem& it) {
 }
 
 // One key step of consumer w, whose warp holds queries row0 .. + 15 (their lse2 and D given), S
-// and dP issued in its turn. dP's product runs under P's exponentials (wgmma groups complete in
+// and dP issued in its turn (`turn`, consume_q's). dP's product runs under P's exponentials (wgmma groups complete in
 // order).
 template <int D>
 __device__ void q_step(const QSmem<D>& sm, const Problem& p, int step, int w, int row0,
                        const typename QConfig<D>::rows& lse2, const typename QConfig<D>::rows& delta,
-                       typename QConfig<D>::grad& dq) {
+                       typename QConfig<D>::grad& dq, const typename QConfig<D>::Turns& turn) {
   using C = QConfig<D>;
   const Schedule& sc = p.schedule;
   const int stage = sm.pipe.stage(step), key0 = step * C::step;
   typename C::scores s, dp;
   typename C::probs ds;
-  const typename C::Turns turn{w};
   turn.wait();
   warpgroup::mma_fence();
   warpgroup::mma_ABt(s, sm.q[w], sm.k[stage], false);  // S = Q K^T
@@ -80,7 +79,7 @@ __device__ void consume_q(QSmem<D>& sm, const QMaps& maps, const Problem& p, con
   sm.q_pipe.wait_full(0);
   for (int step = 0; step < it.tiles; ++step) {
     sm.pipe.wait_full(step);
-    q_step<D>(sm, p, step, w, row0, lse2, delta, dq);
+    q_step<D>(sm, p, step, w, row0, lse2, delta, dq, turn);
     if (releaser) sm.pipe.release(step);
   }
   turn.finish();
