@@ -75,6 +75,20 @@ TEST(WgmmaDescriptor, FieldsSitWhereThePtxIsaPutsThem) {
   EXPECT_EQ(wgmma_descriptor(0x40000, 0, 0, Swizzle::none), 0u);  // 18-bit shared addresses only
 }
 
+// warpgroup::mma's K slices: the slice-0 descriptor advanced by the slice's bytes is the
+// descriptor built from the slice's address, at every 16-byte-aligned address a CTA can have.
+TEST(WgmmaDescriptor, AdvancingEqualsBuildingFromTheAddress) {
+  for (const Swizzle mode : {Swizzle::none, Swizzle::b32, Swizzle::b64, Swizzle::b128}) {
+    for (std::uint32_t base = 0; base < kSharedAddressLimit; base += 0x1230) {
+      for (std::uint32_t bytes : {0u, 32u, 96u, 1024u, 8192u, 0x10000u}) {
+        if (base + bytes >= kSharedAddressLimit) continue;
+        EXPECT_EQ(advance(wgmma_descriptor(base, 16, 1024, mode), bytes), wgmma_descriptor(base + bytes, 16, 1024, mode))
+            << base << " + " << bytes;
+      }
+    }
+  }
+}
+
 // The fp32 accumulator -> e4m3 A operand conversion (fragments.hpp, p8_*): the key permutation is
 // a bijection on each 32-column slice with p8_column its inverse; and for every thread of a warp,
 // every A register and byte of every 32-column slice, the accumulator value p8_source names is the

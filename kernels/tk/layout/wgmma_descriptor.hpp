@@ -107,4 +107,12 @@ constexpr std::uint64_t wgmma_descriptor(std::uint32_t smem_address, const SmemO
   return wgmma_descriptor(smem_address, op.lbo, op.sbo, op.swizzle, base_offset);
 }
 
+// A CTA's shared addresses lie below 2^18 (228 KB of shared memory on sm_90), the start-address
+// field's reach: a descriptor moved on by `bytes` (a multiple of 16, the address staying below
+// 2^18) is the descriptor plus bytes / 16, with no carry out of the field. One 64-bit add per
+// K slice where building each slice's descriptor from its address took a dozen instructions
+// between two wgmma (results/NOTES.md, twelfth session).
+inline constexpr std::uint32_t kSharedAddressLimit = 1u << 18;  // host-tested against the full build
+constexpr std::uint64_t advance(std::uint64_t descriptor, std::uint32_t bytes) { return descriptor + (bytes >> 4); }
+
 }  // namespace tk::layout

@@ -65,7 +65,11 @@ __device__ __forceinline__ void arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-__device__ __forceinline__ int index() { return threadIdx.x / 128; }  // which warpgroup of the block
+// Which warpgroup of the block. Through a shuffle from lane 0, so that the compiler knows every lane
+// holds the same value: the tile addresses and wgmma descriptors built from it then live in uniform
+// registers, and a product's wgmma issue back to back (without it, two R2UR moves before each).
+// Every lane of the warp must call it.
+__device__ __forceinline__ int index() { return __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0); }
 __device__ __forceinline__ int thread() { return threadIdx.x % 128; }  // thread within the warpgroup
 
 }  // namespace warpgroup

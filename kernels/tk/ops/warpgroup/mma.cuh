@@ -30,19 +30,25 @@ inline constexpr int kSliceK = 16;   // K of one wgmma for 16-bit inputs
 template <class T>
 inline constexpr int kSliceKOf = 32 / int(sizeof(T));
 
-// Tile `t` as a K-major operand, from K slice `s` on.
-template <class ST>
-__device__ __forceinline__ std::uint64_t k_major(const ST& t, int s) {
-  const int col = s * kSliceKOf<typename ST::element>, box = col / ST::box_cols;
-  const std::uint32_t at = arch::shared_address(t.data) + box * ST::box_bytes + (col % ST::box_cols) * sizeof(typename ST::element);
-  return layout::wgmma_descriptor(at, ST::operand());
+// Where K slice `s` of tile type ST starts, in bytes from the tile's start, as a K-major operand
+// (rows M or N, columns K) or as an MN-major one (K rows x N columns, N contiguous).
+template <layout::Major M, class ST>
+constexpr std::uint32_t slice_offset(int s) {
+  if constexpr (M == layout::Major::k) {
+    const int col = s * kSliceKOf<typename ST::element>;
+    return col / ST::box_cols * ST::box_bytes + col % ST::box_cols * sizeof(typename ST::element);
+  } else {
+    return s * kSliceK * ST::span;
+  }
 }
 
-// Tile `t` (K rows x N columns, N contiguous) as an MN-major operand, from K slice `s` on.
-template <class ST>
-__device__ __forceinline__ std::uint64_t mn_major(const ST& t, int s) {
-  const std::uint32_t at = arch::shared_address(t.data) + s * kSliceK * ST::span;
-  return layout::wgmma_descriptor(at, layout::packed_operand(layout::Major::mn, ST::swizzle, ST::cols, ST::rows));
+// Tile `t`'s descriptor as an operand of major M, at K slice 0; slice s is layout::advance(it,
+// slice_offset<M, ST>(s)).
+template <layout::Major M, class ST>
+__device__ __forceinline__ std::uint64_t operand(const ST& t) {
+  if constexpr (M == layout::Major::k) return layout::wgmma_descriptor(arch::shared_address(t.data), ST::operand());
+  return layout::wgmma_descriptor(arch::shared_address(t.data),
+                                  layout::packed_operand(layout::Major::mn, ST::swizzle, ST::cols, ST::rows));
 }
 
 // The warp's 16 x N slice of the accumulator as wgmma's registers (same order: tk/types/rt.cuh).
@@ -75,24 +81,21 @@ constexpr bool warpgroup_rows() {
   return A::rows == kRows;
 }
 
-template <layout::Major M, class ST>
-__device__ __forceinline__ std::uint64_t operand(const ST& t, int s) {
-  if constexpr (M == layout::Major::k) return k_major(t, s);
-  return mn_major(t, s);
-}
-
 // The loop every form shares: one wgmma per 16 of K (32 for e4m3: kSliceKOf), A read with major MA (from shared memory)
 // or from registers, B with major MB; the first overwrites acc unless accumulate.
 template <int N, int K, layout::Major MA, layout::Major MB, class Acc, class A, class SB>
 __device__ __forceinline__ void mma_slices(Acc& acc, const A& a, const SB& b, bool accumulate) {
   using Op = arch::Wgmma<arch::f32_accumulate_t<typename A::element>, N>;
   constexpr int trans_a = MA == layout::Major::mn, trans_b = MB == layout::Major::mn;
+  const std::uint64_t b0 = operand<MB>(b);
 #pragma unroll
   for (int s = 0; s < K / kSliceKOf<typename A::element>; ++s) {
+    const std::uint64_t b_s = layout::advance(b0, slice_offset<MB, SB>(s));
     if constexpr (in_registers<A>) {
-      Op::template rs<trans_b>(registers<N>(acc), a_fragment(a, s), operand<MB>(b, s), accumulate || s > 0);
+      Op::template rs<trans_b>(registers<N>(acc), a_fragment(a, s), b_s, accumulate || s > 0);
     } else {
-      Op::template ss<trans_a, trans_b>(registers<N>(acc), operand<MA>(a, s), operand<MB>(b, s), accumulate || s > 0);
+      const std::uint64_t a_s = layout::advance(operand<MA>(a), slice_offset<MA, A>(s));
+      Op::template ss<trans_a, trans_b>(registers<N>(acc), a_s, b_s, accumulate || s > 0);
     }
   }
 }
