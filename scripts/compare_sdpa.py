@@ -10,7 +10,10 @@ fresh random inputs; the kernels are warmed up, then timed in turns (--rounds ro
 --rounds launches each, so a drifting clock or power state touches all alike) with CUDA events
 (TFLOP/s per launch: median, quartiles, noise); each output is checked against an fp32 reference
 computed head by head (and the DSL's logsumexp against its fp32 value). A kernel that refuses a
-shape gets a `skipped` row with its reason.
+shape gets a `skipped` row with its reason. FlashAttention-4 ("fa4": PyPI flash-attn-4, module
+flash_attn.cute, its CuTe-DSL kernels) is timed beside them where it is installed, on copies of
+the same inputs in its own (B, N, H, D) layout made before timing; where it is not, its rows say
+`skipped` with the import's error. It is never a dependency.
 
 --pass picks what is timed: `fwd` (the default) the forward; `bwd` the backward alone (PyTorch's
 through torch.autograd.grad on a retained graph; the DSL's `wgmma` backward through the library,
@@ -37,6 +40,7 @@ import argparse
 import contextlib
 import ctypes
 import datetime
+import functools
 import json
 import math
 import os
@@ -50,6 +54,8 @@ import tkreport  # noqa: E402 (--against: a tkprobe report of any version; the r
 
 PROBE = "attention"
 BACKENDS = {"torch-flash": "FLASH_ATTENTION", "torch-cudnn": "CUDNN_ATTENTION"}
+FA4 = "fa4"
+PEERS = (*BACKENDS, FA4)  # every kernel not the DSL's: reported, never judged
 TK_KERNELS = {"wgmma": 0, "mma-sync": 1}  # libtk_attention_c's kernel numbers (kernels/attention/c_api.cpp)
 MAX_LSE_ERROR = 1e-2  # the probe's bound on the logsumexp (absolute)
 MAX_REL_ERROR = 1e-2  # the probe's bound (probes/attention/attention.cpp): bf16 inputs and output; and each gradient's
@@ -159,8 +165,8 @@ def skipped_row(kernel, shape, reason, pass_="fwd"):
 
 
 def as_peer_where_due(kernel, row):
-    """PyTorch's backends are peers: `tkprobe compare` reports their rows and never judges them."""
-    if kernel.startswith("torch-"):
+    """The peers' rows: `tkprobe compare` reports them and never judges them."""
+    if kernel in PEERS:
         row["peer"] = True
     return row
 
@@ -185,31 +191,34 @@ def finding(kernel, rows, pass_="fwd"):
 def report(tool, host, device, rows):
     """The version 2 document, made as tkprobe's to_json makes it: built whole as version 1 (each
     row with NVML's readings around it), then compacted (tkreport.compacted). `rows` stay whole."""
-    findings = [f for f in (finding(k, rows, p) for p in PASSES for k in [*TK_KERNELS, *BACKENDS]) if f]
+    findings = [f for f in (finding(k, rows, p) for p in PASSES for k in [*TK_KERNELS, *PEERS]) if f]
     return tkreport.compacted({"schema": tkreport.SCHEMAS[0], "tool": tool, "host": host, "device": device,
                                "results": rows, "findings": findings})
 
 
 def side_by_side(*reports):
     """Markdown: per shape, every kernel's median TFLOP/s from the reports (a later report's row
-    replaces an earlier one's for the same kernel), and the DSL's over each torch backend's.
-    Rows that failed their check are left out: a wrong output's speed compares with nothing."""
+    replaces an earlier one's for the same kernel), and the DSL's over each peer's (FlashAttention-4's
+    columns only where it has a row). Rows that failed their check are left out: a wrong output's
+    speed compares with nothing."""
     by_shape = {}
     for r in [row for doc in reports for row in doc["results"]]:
         if r.get("probe") != PROBE or r.get("status") != "ok":
             continue
         key = tuple(sorted((k, v) for k, v in r["params"].items() if k not in ("kernel", "dq")))  # dq: ours only
         by_shape.setdefault(key, {})[r["params"]["kernel"]] = r["metrics"]["tflops"]["median"]
-    kernels = [*TK_KERNELS, *BACKENDS]
-    lines = ["| shape | " + " | ".join(kernels) + " | wgmma / flash | wgmma / cudnn |",
-             "|---|" + "---:|" * (len(kernels) + 2)]
+    peers = [*BACKENDS, *([FA4] if any(FA4 in rates for rates in by_shape.values()) else [])]
+    kernels = [*TK_KERNELS, *peers]
+    ratio_names = {"torch-flash": "flash", "torch-cudnn": "cudnn", FA4: FA4}
+    lines = ["| shape | " + " | ".join(kernels) + "".join(f" | wgmma / {ratio_names[p]}" for p in peers) + " |",
+             "|---|" + "---:|" * (len(kernels) + len(peers))]
     for key, rates in by_shape.items():
         p = dict(key)
         ratio = lambda peer: f"{rates['wgmma'] / rates[peer]:.3f}" if "wgmma" in rates and peer in rates else "-"
         cells = [f"{rates[k]:.1f}" if k in rates else "-" for k in kernels]
         shape = "B={batch} H={heads} HKV={kv_heads} N={seq} D={head_dim}{c}{w}".format(
             c=" causal" if p["causal"] else "", w="" if p.get("pass", "fwd") == "fwd" else " " + p["pass"], **p)
-        lines.append(f"| {shape} | " + " | ".join(cells) + f" | {ratio('torch-flash')} | {ratio('torch-cudnn')} |")
+        lines.append(f"| {shape} | " + " | ".join(cells) + "".join(f" | {ratio(p)}" for p in peers) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -357,6 +366,43 @@ def rel_error(torch, x, ref):
     return (torch.linalg.vector_norm(x.float() - ref) / torch.linalg.vector_norm(ref)).item()
 
 
+def first_line(error):
+    """An exception as a skipped row's reason."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+@functools.lru_cache(maxsize=None)
+def flash_attn_4():
+    """FlashAttention-4's flash_attn_func, or None and why it cannot be had (imported once)."""
+    try:
+        from flash_attn.cute import flash_attn_func
+    except Exception as e:  # not installed, or its CUTLASS DSL failing to load
+        return None, f"flash-attn-4 not importable ({type(e).__name__}: {first_line(e)}): pip install flash-attn-4"
+    return flash_attn_func, None
+
+
+def fa4_layout(t):
+    """A (B, H, N, D) tensor as FlashAttention-4 takes one, (B, N, H, D) contiguous: a copy, made
+    before timing."""
+    return t.transpose(1, 2).contiguous()
+
+
+def fa4_output(result):
+    """O from flash_attn_func, which some versions return with the LSE."""
+    return result[0] if isinstance(result, tuple) else result
+
+
+def autograd_runs(torch, attend, leaves, d_o, with_forward):
+    """A peer's backward through autograd: O and the gradients once (a kernel that cannot take the
+    shape raises here), and the timed unit: the backward alone on a retained graph, or the forward
+    and the backward."""
+    o = attend()
+    grads = torch.autograd.grad(o, leaves, d_o, retain_graph=True)
+    if with_forward:
+        return o, grads, lambda: torch.autograd.grad(attend(), leaves, d_o)
+    return o, grads, lambda: torch.autograd.grad(o, leaves, d_o, retain_graph=True)
+
+
 BLOCKER_CYCLES = 1_000_000  # ~0.5 ms of GPU spin: longer than any host-side launch path here
 
 
@@ -462,14 +508,25 @@ def measure_shape(torch, shape, kernels, args, generator, nvml, peak, tk):
             releases.append(release)
             run()
             outputs[kernel] = (o, lse)
-        else:
+        elif kernel == FA4:
+            flash_attn_func, why = flash_attn_4()
+            if flash_attn_func is None:
+                rows[kernel] = skipped_row(kernel, shape, why)
+                continue
+            fq, fk, fv = (fa4_layout(t) for t in (q, k, v))
+            run = lambda f=flash_attn_func, fq=fq, fk=fk, fv=fv: f(fq, fk, fv, causal=shape["causal"])
+            try:
+                outputs[kernel] = (fa4_output(run()).transpose(1, 2), None)
+            except Exception as e:  # a shape or GPU it does not take
+                rows[kernel] = skipped_row(kernel, shape, f"refused: {first_line(e)}")
+                continue
             backend = getattr(SDPBackend, BACKENDS[kernel])
             run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"])
             try:
                 with sdpa_kernel(backend):
                     outputs[kernel] = (run(), None)  # a backend that cannot take the shape refuses here
             except RuntimeError as e:
-                rows[kernel] = skipped_row(kernel, shape, (str(e).strip().splitlines() or [type(e).__name__])[0])
+                rows[kernel] = skipped_row(kernel, shape, first_line(e))
                 continue
             contexts[kernel] = lambda backend=backend: sdpa_kernel(backend)
         runs[kernel] = run
@@ -525,6 +582,19 @@ def measure_backward_shape(torch, shape, kernels, args, generator, nvml, peak, t
             run_backward()
             run = (lambda f=run_forward, g=run_backward: (f(), g())) if with_forward else run_backward
             results[kernel] = (o, lse, grads)
+        elif kernel == FA4:
+            flash_attn_func, why = flash_attn_4()
+            if flash_attn_func is None:
+                rows[kernel] = skipped_row(kernel, shape, why, pass_)
+                continue
+            leaves = [fa4_layout(t).requires_grad_() for t in (q, k, v)]
+            attend = lambda f=flash_attn_func, leaves=leaves: fa4_output(f(*leaves, causal=causal))
+            try:
+                o, grads, run = autograd_runs(torch, attend, leaves, fa4_layout(d_o), with_forward)
+            except Exception as e:  # a shape or GPU it does not take
+                rows[kernel] = skipped_row(kernel, shape, f"refused: {first_line(e)}", pass_)
+                continue
+            results[kernel] = (o.detach().transpose(1, 2), None, [g.transpose(1, 2) for g in grads])
         else:
             backend = getattr(SDPBackend, BACKENDS[kernel])
             leaves = [t.detach().requires_grad_() for t in (q, k, v)]
@@ -532,16 +602,10 @@ def measure_backward_shape(torch, shape, kernels, args, generator, nvml, peak, t
                                                                           enable_gqa=kvh != h)
             try:
                 with sdpa_kernel(backend):  # a backend that cannot take the shape refuses here
-                    o = attend()
-                    grads = torch.autograd.grad(o, leaves, d_o, retain_graph=True)
+                    o, grads, run = autograd_runs(torch, attend, leaves, d_o, with_forward)
             except RuntimeError as e:
-                rows[kernel] = skipped_row(kernel, shape, (str(e).strip().splitlines() or [type(e).__name__])[0],
-                                           pass_)
+                rows[kernel] = skipped_row(kernel, shape, first_line(e), pass_)
                 continue
-            if with_forward:
-                run = lambda attend=attend, leaves=leaves: torch.autograd.grad(attend(), leaves, d_o)
-            else:
-                run = lambda o=o, leaves=leaves: torch.autograd.grad(o, leaves, d_o, retain_graph=True)
             results[kernel] = (o.detach(), None, grads)
             contexts[kernel] = lambda backend=backend: sdpa_kernel(backend)
         runs[kernel] = run
@@ -599,7 +663,7 @@ def run_all(args):
     nvml, device, generator = session.nvml, session.device, session.generator
     tool, host = session.tool("compare_sdpa.py (torch " + torch.__version__ + ")"), session.host
     tk = TkAttention(args.tk_lib, args.dq) if args.tk_lib else None
-    kernels = [*(TK_KERNELS if tk else []), *BACKENDS]
+    kernels = [*(TK_KERNELS if tk else []), *PEERS]
     rows = []
     peak = datasheet_bf16_peak(device["name"])
     for pass_ in PASSES if args.pass_ == "all" else [args.pass_]:

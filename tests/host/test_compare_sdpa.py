@@ -107,6 +107,20 @@ def main():
     table = m.side_by_side({"results": [reducing]}, doc)
     checks.expect("| 109.5 | - | 109.5 | - | 1.000 | - |" in table, f"--dq reduce's rows beside the peers:\n{table}")
 
+    # FlashAttention-4: a peer where installed (never judged, its own columns in the table only once it
+    # has a row); where it cannot be imported, a skipped row saying why.
+    fa4_row = m.measured_row("fa4", m.grid(quick=True)[0], [120.0 + i for i in range(20)], 3e-3, 989.4,
+                             m.telemetry(None, None))
+    checks.expect(fa4_row.get("peer") is True, "FlashAttention-4's rows are peers")
+    table = m.side_by_side({"results": [dict(rows[0], params=dict(rows[0]["params"], kernel="wgmma")), fa4_row]}, doc)
+    checks.expect(table.startswith("| shape | wgmma | mma-sync | torch-flash | torch-cudnn | fa4 | wgmma / flash | "
+                                   "wgmma / cudnn | wgmma / fa4 |") and "| 109.5 | - | 109.5 | - | 129.5 | 1.000 | - | 0.846 |"
+                  in table, f"FlashAttention-4 beside the others:\n{table}")
+    checks.expect("fa4" not in m.side_by_side(doc), "no FlashAttention-4 columns without its rows")
+    flash_attn_func, why = m.flash_attn_4()
+    checks.expect(flash_attn_func is not None or ("flash-attn-4" in why and "pip install" in why),
+                  f"where FlashAttention-4 cannot be imported, the reason names it: {why}")
+
     # The DSL's rows (timed through libtk_attention_c) also check the logsumexp.
     shape = m.grid(quick=True)[0]
     rates = [100.0 + i for i in range(20)]
