@@ -209,8 +209,8 @@ def side_by_side(*reports):
         by_shape.setdefault(key, {})[r["params"]["kernel"]] = r["metrics"]["tflops"]["median"]
     peers = [*BACKENDS, *([FA4] if any(FA4 in rates for rates in by_shape.values()) else [])]
     kernels = [*TK_KERNELS, *peers]
-    ratio_names = {"torch-flash": "flash", "torch-cudnn": "cudnn", FA4: FA4}
-    lines = ["| shape | " + " | ".join(kernels) + "".join(f" | wgmma / {ratio_names[p]}" for p in peers) + " |",
+    ratios = "".join(f" | wgmma / {p.removeprefix('torch-')}" for p in peers)
+    lines = ["| shape | " + " | ".join(kernels) + ratios + " |",
              "|---|" + "---:|" * (len(kernels) + len(peers))]
     for key, rates in by_shape.items():
         p = dict(key)

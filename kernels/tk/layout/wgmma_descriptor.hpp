@@ -74,7 +74,10 @@ constexpr SmemOperand packed_operand(Major major, Swizzle mode, int mn_extent, i
   return mode == Swizzle::none ? SmemOperand{major, mode, group, box} : SmemOperand{major, mode, box, group};
 }
 
-constexpr std::uint64_t descriptor_field(std::uint32_t bytes) { return (bytes & 0x3FFFFu) >> 4; }
+// A descriptor's address fields hold bytes / 16 in 14 bits: they reach 2^18 bytes, all of a CTA's
+// shared memory (228 KB on sm_90).
+inline constexpr std::uint32_t kSharedAddressLimit = 1u << 18;
+constexpr std::uint64_t descriptor_field(std::uint32_t bytes) { return (bytes & (kSharedAddressLimit - 1)) >> 4; }
 
 // Bits 62-63: 0 none (interleaved), 1 128B, 2 64B, 3 32B.
 constexpr std::uint64_t descriptor_swizzle_code(Swizzle mode) {
@@ -107,12 +110,10 @@ constexpr std::uint64_t wgmma_descriptor(std::uint32_t smem_address, const SmemO
   return wgmma_descriptor(smem_address, op.lbo, op.sbo, op.swizzle, base_offset);
 }
 
-// A CTA's shared addresses lie below 2^18 (228 KB of shared memory on sm_90), the start-address
-// field's reach: a descriptor moved on by `bytes` (a multiple of 16, the address staying below
-// 2^18) is the descriptor plus bytes / 16, with no carry out of the field. One 64-bit add per
-// K slice where building each slice's descriptor from its address took a dozen instructions
+// A descriptor moved on by `bytes` (a multiple of 16, the address staying below kSharedAddressLimit)
+// is the descriptor plus bytes / 16, with no carry out of the start-address field. One 64-bit add
+// per K slice where building each slice's descriptor from its address took a dozen instructions
 // between two wgmma (results/NOTES.md, twelfth session).
-inline constexpr std::uint32_t kSharedAddressLimit = 1u << 18;  // host-tested against the full build
 constexpr std::uint64_t advance(std::uint64_t descriptor, std::uint32_t bytes) { return descriptor + (bytes >> 4); }
 
 }  // namespace tk::layout
