@@ -52,6 +52,15 @@ constexpr int kPrepMaxBlocks = 1 << 16;  // the grid strides beyond
 // session): +3 to +6% at D = 64, +9 to +12% at D = 128. Every consumer of a block takes one turn
 // per step, so the turns stay paired.
 
+// Which warpgroup of the block. At D = 128 the DSL's warp-uniform index, whose tile addresses and
+// descriptors live in uniform registers (+1.8 to +3.0% on the H200, in turns); at D = 64 the same
+// measured 2.1 to 4.6% slower than the per-thread index (results/NOTES.md, thirteenth session).
+template <int D>
+__device__ __forceinline__ int block_warpgroup() {
+  if constexpr (D == 128) return warpgroup::index();
+  return warpgroup::index_per_thread();
+}
+
 // ---- dK, dV ----
 // Two consumer warpgroups of 64 keys each (their K and V slices are the A operands of
 // S^T = K Q^T and dP^T = V dO^T). A consumer thread holds dK and dV (D floats between them)

@@ -162,7 +162,7 @@ __device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& 
 template <int D, bool FusedDq>
 __device__ void consume_kv(KvSmem<D, FusedDq>& sm, const KvMaps& maps, const Problem& p, const KvItem& it) {
   using C = KvConfig<D, FusedDq>;
-  const int w = warpgroup::index() - 1;
+  const int w = block_warpgroup<D>() - 1;
   const int key0 = (it.kv_block * C::consumers + w) * warpgroup::kRows;
   typename C::grad dk, dv;
   warp::zero(dk);
@@ -194,7 +194,7 @@ __device__ __forceinline__ void dkdv_block(KvSmem<D, FusedDq>& sm, const KvMaps&
   __syncthreads();
   const KvItem it = kv_item(p.schedule, item, C::step, FusedDq);
 
-  if (warpgroup::index() == 0) {
+  if (block_warpgroup<D>() == 0) {
     warpgroup::decrease_registers<C::producer_registers>();
     if (warpgroup::thread() == 0) produce_kv<D, FusedDq>(sm, maps, p, it);
     return;

@@ -66,7 +66,7 @@ __device__ void q_step(const QSmem<D>& sm, const Problem& p, int step, int w, in
 template <int D>
 __device__ void consume_q(QSmem<D>& sm, const QMaps& maps, const Problem& p, const QItem& it) {
   using C = QConfig<D>;
-  const int w = warpgroup::index() - 1;
+  const int w = block_warpgroup<D>() - 1;
   const int tile = it.q_block * C::consumers + w, row0 = tile * warpgroup::kRows + warpgroup::warp_row();
   const bool releaser = threadIdx.x % 32 == 0;
   typename C::rows lse2, delta;
@@ -97,7 +97,7 @@ __device__ __forceinline__ void dq_block(QSmem<D>& sm, const QMaps& maps, const 
   __syncthreads();
   const QItem it = q_item(p.schedule, item);
 
-  if (warpgroup::index() == 0) {
+  if (block_warpgroup<D>() == 0) {
     warpgroup::decrease_registers<C::producer_registers>();
     if (warpgroup::thread() == 0) produce_q<D>(sm, maps, it);
     return;

@@ -70,6 +70,9 @@ __device__ __forceinline__ void arrive(int id, int threads) {
 // registers, and a product's wgmma issue back to back (without it, two R2UR moves before each).
 // Every lane of the warp must call it.
 __device__ __forceinline__ int index() { return __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0); }
+// The same, computed by each thread: the compiler keeps what derives from it in per-thread registers.
+// For a kernel that measured slower with the uniform one (the attention backward at D = 64).
+__device__ __forceinline__ int index_per_thread() { return threadIdx.x / 128; }
 __device__ __forceinline__ int thread() { return threadIdx.x % 128; }  // thread within the warpgroup
 
 }  // namespace warpgroup
