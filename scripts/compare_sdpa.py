@@ -520,6 +520,7 @@ def measure_shape(torch, shape, kernels, args, generator, nvml, peak, tk):
             except Exception as e:  # a shape or GPU it does not take
                 rows[kernel] = skipped_row(kernel, shape, f"refused: {first_line(e)}")
                 continue
+        else:
             backend = getattr(SDPBackend, BACKENDS[kernel])
             run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=shape["causal"])
             try:
