@@ -54,7 +54,8 @@ constexpr int kPrepMaxBlocks = 1 << 16;  // the grid strides beyond
 
 // Which warpgroup of the block. At D = 128 the DSL's warp-uniform index, whose tile addresses and
 // descriptors live in uniform registers (+1.8 to +3.0% on the H200, in turns); at D = 64 the same
-// measured 2.1 to 4.6% slower than the per-thread index (results/NOTES.md, thirteenth session).
+// measured 2.1 to 4.6% slower than the per-thread index, which this choice gave back (+2.1 to +7.4%;
+// results/NOTES.md, thirteenth and fourteenth sessions).
 template <int D>
 __device__ __forceinline__ int block_warpgroup() {
   if constexpr (D == 128) return warpgroup::index();
