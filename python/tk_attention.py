@@ -143,6 +143,7 @@ def load(path=None):
     lib.tk_attention_backward_scratch_bytes_opts.argtypes = [i] * 7
     lib.tk_attention_backward_create_opts.restype = p
     lib.tk_attention_backward_create_opts.argtypes = [p] * 9 + [i] * 6 + [strides, p, i]
+    lib.tk_attention_backward_dq_path.argtypes = [i] * 7
     lib.tk_attention_backward_launch.argtypes = [p, p]
     lib.tk_attention_backward_destroy.argtypes = [p]
     _lib = lib
@@ -188,15 +189,18 @@ def forward(q, k, v, problem):
     return o, lse
 
 
-# The backward's dQ path (attention::BackwardOptions): True (the default) runs the deterministic
-# kernels (the same inputs give the same bits); False lets the dK/dV kernel reduce dQ in fp32 with
-# the TMA (five matrix products instead of seven; dQ's bits may differ from run to run). With
-# torch.use_deterministic_algorithms(True) the deterministic path runs whatever this says.
-deterministic_backward = True
+# The backward's dQ path (attention::DqPath): False (the default) runs whichever path measured
+# faster for the shape: at D = 128 and long sequences the dK/dV kernel reduces dQ in fp32 with the
+# TMA (five matrix products instead of seven; dQ's bits may differ from run to run), elsewhere the
+# deterministic kernels. True, or torch.use_deterministic_algorithms(True), always runs the
+# deterministic kernels (the same inputs give the same bits).
+deterministic_backward = False
+_DQ_FASTEST, _DQ_DETERMINISTIC = 0, 1  # tk_attention_backward_create_opts's dq_path
 
 
-def _deterministic(torch):
-    return deterministic_backward or torch.are_deterministic_algorithms_enabled()
+def _dq_path(torch):
+    deterministic = deterministic_backward or torch.are_deterministic_algorithms_enabled()
+    return _DQ_DETERMINISTIC if deterministic else _DQ_FASTEST
 
 
 def backward(q, k, v, o, lse, d_o, problem):
@@ -206,16 +210,16 @@ def backward(q, k, v, o, lse, d_o, problem):
         d_o = d_o.contiguous()
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     lib = _lib
-    deterministic = int(_deterministic(torch))
+    dq_path = _dq_path(torch)
     with torch.cuda.device(q.device):
         # The scratch from PyTorch's allocator, ordered on this stream: no cudaMalloc/cudaFree per step.
-        scratch = torch.empty(lib.tk_attention_backward_scratch_bytes_opts(*_shape_args(problem), deterministic),
+        scratch = torch.empty(lib.tk_attention_backward_scratch_bytes_opts(*_shape_args(problem), dq_path),
                               dtype=torch.uint8, device=q.device)
         _run(torch, lib.tk_attention_backward_create_opts, lib.tk_attention_backward_launch,
              lib.tk_attention_backward_destroy, "tk_attention_backward_create", q.data_ptr(), k.data_ptr(),
              v.data_ptr(), o.data_ptr(), d_o.data_ptr(), lse.data_ptr(), dq.data_ptr(), dk.data_ptr(),
              dv.data_ptr(), *_shape_args(problem), _strides((q, k, v, o, d_o, dq, dk, dv)), scratch.data_ptr(),
-             deterministic)
+             dq_path)
     return dq, dk, dv
 
 

@@ -427,12 +427,17 @@ def timed_rates(torch, run, reps, work):
     return [work / s / 1e12 for s in timed_seconds(torch, run, reps)]
 
 
+# tk_attention_backward_create_opts's dq_path for each --dq (attention::DqPath).
+DQ_PATHS = {"fastest": 0, "deterministic": 1, "reduce": 2}
+DQ_REDUCING = DQ_PATHS["reduce"]
+
+
 class TkAttention:
     """The DSL's kernels through libtk_attention_c: prepared once per shape and kernel (tensor maps,
     launch attributes), so a timed launch is the kernel alone."""
 
-    def __init__(self, path, dq="deterministic"):
-        self.dq = dq  # the backward's dQ path (tkprobe attention --dq): its rows carry dq: reduce
+    def __init__(self, path, dq="fastest"):
+        self.dq_path = DQ_PATHS[dq]  # the backward's dQ path (tkprobe attention --dq)
         self.lib = ctypes.CDLL(path)
         self.lib.tk_attention_create.restype = ctypes.c_void_p
         self.lib.tk_attention_create.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 7
@@ -441,8 +446,14 @@ class TkAttention:
         self.lib.tk_attention_backward_create_opts.restype = ctypes.c_void_p
         self.lib.tk_attention_backward_create_opts.argtypes = ([ctypes.c_void_p] * 9 + [ctypes.c_int] * 6
                                                                + [ctypes.c_void_p] * 2 + [ctypes.c_int])
+        self.lib.tk_attention_backward_dq_path.argtypes = [ctypes.c_int] * 7
         self.lib.tk_attention_backward_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         self.lib.tk_attention_backward_destroy.argtypes = [ctypes.c_void_p]
+
+    def reduces_dq(self, q, k, causal):
+        """Whether the backward of this shape takes the reducing path (--dq fastest resolves per shape)."""
+        b, h, n, d = q.shape
+        return self.lib.tk_attention_backward_dq_path(b, h, k.shape[1], n, d, int(causal), self.dq_path) == DQ_REDUCING
 
     def prepare(self, torch, kernel, q, k, v, causal):
         """(run, o, lse, release), or None when the kernel refuses the shape (it says why on stderr)."""
@@ -473,7 +484,7 @@ class TkAttention:
         handle = self.lib.tk_attention_backward_create_opts(
             q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), d_o.data_ptr(), lse.data_ptr(),
             *(g.data_ptr() for g in grads), b, h, k.shape[1], n, d, int(causal), None, None,
-            int(self.dq == "deterministic"))
+            self.dq_path)
         if not handle:
             release_forward()
             return None
@@ -620,8 +631,8 @@ def measure_backward_shape(torch, shape, kernels, args, generator, nvml, peak, t
         lse_error = (lse - want_lse).abs().max().item() if with_forward and lse is not None else None
         rows[kernel] = measured_row(kernel, shape, rates[kernel], o_error, peak, measured, lse_error, pass_,
                                     grad_errors)
-        if kernel in TK_KERNELS and tk.dq == "reduce":
-            rows[kernel]["params"]["dq"] = "reduce"
+        if kernel in TK_KERNELS and tk.reduces_dq(q, k, causal):
+            rows[kernel]["params"]["dq"] = "reduce"  # as tkprobe's rows of the reducing path
     for release in releases:
         release()
     return [rows[kernel] for kernel in kernels]
@@ -689,7 +700,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=5, help="untimed launches first")
     parser.add_argument("--tk-lib", help="the DSL's attention library (build/kernels/libtk_attention_c.so): time "
                                          "its kernels too, in the same run")
-    parser.add_argument("--dq", default="deterministic", choices=["deterministic", "reduce"],
+    parser.add_argument("--dq", default="fastest", choices=list(DQ_PATHS),
                         help="the DSL backward's dQ path (as tkprobe attention --dq; needs --tk-lib)")
     parser.add_argument("--seed", type=int, help="seed for the inputs (default: drawn fresh, recorded)")
     parser.add_argument("--against", help="a `tkprobe attention --json` report to print side by side")
@@ -701,8 +712,8 @@ def main():
                      "--reps / --rounds launches of every kernel")
     if args.tk_lib and not os.path.isfile(args.tk_lib):
         parser.error(f"--tk-lib {args.tk_lib}: no such file (build it: cmake --build build --target tk_attention_c)")
-    if args.dq == "reduce" and not args.tk_lib:
-        parser.error("--dq reduce picks the DSL backward's dQ path: give --tk-lib too")
+    if args.dq != "fastest" and not args.tk_lib:
+        parser.error(f"--dq {args.dq} picks the DSL backward's dQ path: give --tk-lib too")
     if args.seed is not None and args.seed < 0:
         parser.error(f"--seed {args.seed}: give a non-negative integer")
     if args.against and not os.path.isfile(args.against):

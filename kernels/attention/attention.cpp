@@ -249,7 +249,8 @@ Fp8Forward::Fp8Forward(const Fp8Tensors& t, Shape s)
       launch_(detail::hopper_fp8_forward(t, s, scratch_.get())) {}
 
 Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, BackwardOptions options)
-    : Backward(t, s, layout, allocate_scratch(detail::hopper_backward_scratch_floats(checked(t, s, layout), options)),
+    : Backward(t, s, layout,
+               allocate_scratch(detail::hopper_backward_scratch_floats(checked(t, s, layout), dq_path(s, options))),
                options) {}
 
 Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout, float* scratch,
@@ -260,10 +261,16 @@ Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layo
                    BackwardOptions options)
     : scratch_(std::move(scratch)),
       launch_(detail::hopper_backward(t, checked(t, s, layout), resolved(layout, s), static_cast<float*>(scratch_.get()),
-                                      options)) {}
+                                      dq_path(s, options))) {}
+
+DqPath dq_path(Shape s, BackwardOptions options) {
+  if (options.dq != DqPath::fastest) return options.dq;
+  const int query_rows_per_key_block = s.causal ? s.seq / 2 : s.seq;  // on average
+  return s.head_dim == 128 && query_rows_per_key_block >= 2048 ? DqPath::reducing : DqPath::deterministic;
+}
 
 std::size_t backward_scratch_bytes(Shape s, BackwardOptions options) {
-  return detail::hopper_backward_scratch_floats(s, options) * sizeof(float);
+  return detail::hopper_backward_scratch_floats(s, dq_path(s, options)) * sizeof(float);
 }
 
 }  // namespace attention

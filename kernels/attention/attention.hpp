@@ -136,17 +136,27 @@ struct BackwardTensors {
 double flops_backward(Shape s);
 
 // How the backward computes dQ.
-//   deterministic (the default): a kernel of its own recomputes S and dP (seven matrix products
-//     for the five counted) and sums each dQ element in one thread in key order: the same inputs
-//     give the same bits.
-//   deterministic = false: the dK/dV kernel also forms each step's share of dQ (five products,
-//     FlashAttention-3's count) and adds it into an fp32 accumulator in the scratch with the TMA's
-//     bulk reduction, converted to bf16 by a last kernel. The additions' order across key blocks
-//     is not fixed, so dQ's bits may differ from run to run (dK and dV's do not); the scratch
-//     grows by B H N D floats (N padded to 128).
+//   deterministic: a kernel of its own recomputes S and dP (seven matrix products for the five
+//     counted) and sums each dQ element in one thread in key order: the same inputs give the
+//     same bits.
+//   reducing: the dK/dV kernel also forms each step's share of dQ (five products, FlashAttention-3's
+//     count) and hands it to a writer warp that adds it into an fp32 accumulator in the scratch
+//     with the TMA's bulk reduction, converted to bf16 by a last kernel. The additions' order
+//     across key blocks is not fixed, so dQ's bits may differ from run to run (dK and dV's do
+//     not); the scratch grows by B H N D floats (N padded to 128).
+//   fastest (the default): whichever of the two measured faster for the shape (dq_path).
+enum class DqPath { fastest, deterministic, reducing };
+
 struct BackwardOptions {
-  bool deterministic = true;
+  DqPath dq = DqPath::fastest;
 };
+
+// The path a backward of shape `s` takes: options.dq, with `fastest` resolved by the H200's
+// measurements (results/NOTES.md, fifteenth session). The reducing path wins at D = 128 once each
+// key block meets 2048 query rows on average (N >= 2048, causal N >= 4096: +5.6% to +12%); at
+// D = 64 it loses everywhere (-7.5% to -13%), and at D = 128 with fewer rows too (causal N = 2048:
+// -28%; N = 1024: +0.7%, inside the noise).
+DqPath dq_path(Shape s, BackwardOptions options);
 
 // Why the backward cannot take these tensors ("" when it can), as the forward's refusal; the
 // LSE must be the forward's, contiguous [batch][heads][seq].
@@ -155,8 +165,8 @@ std::string refusal(const BackwardTensors& t, Shape s, const BackwardLayout& lay
 // A backward pass ready to launch, for the `wgmma` kernels (sm_90a): tensor maps, launch
 // attributes and its fp32 scratch (D = rowsum(dO * O) and LSE in base 2, per query row) prepared
 // once. Throws std::invalid_argument with refusal(t, s, layout) when that is not empty, and
-// std::runtime_error when the scratch cannot be allocated. Deterministic by default: the same
-// inputs give the same bits (no atomics; see BackwardOptions and kernels/attention/README.md).
+// std::runtime_error when the scratch cannot be allocated. On the faster dQ path for the shape by
+// default (dq_path); DqPath::deterministic when the same inputs must give the same bits.
 class Backward {
  public:
   Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layout = {}, BackwardOptions options = {});

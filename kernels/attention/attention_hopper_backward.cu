@@ -24,9 +24,9 @@ RowStrides row_strides(Strides at) { return {at.batch, at.head, at.seq}; }
 
 // The scratch: the two vectors, then (reducing) the accumulator, 16-byte aligned after them
 // (padded(seq) is a multiple of 128 rows).
-std::size_t scratch_floats_for(Shape s, BackwardOptions o) {
+std::size_t scratch_floats_for(Shape s, DqPath path) {
   const std::size_t vectors = scratch_floats(s.batch, s.heads, s.seq);
-  return o.deterministic ? vectors : vectors + dq_accumulator_floats(s.batch, s.heads, s.seq, s.head_dim);
+  return path == DqPath::deterministic ? vectors : vectors + dq_accumulator_floats(s.batch, s.heads, s.seq, s.head_dim);
 }
 
 // The dK/dV kernel's tensor maps, at config C's tiles (its steps differ between the two paths at D = 64).
@@ -39,7 +39,8 @@ KvMaps kv_maps_for(const BackwardTensors& t, Shape s, const BackwardStrides& at)
 }
 
 template <int D>
-Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, float* scratch, BackwardOptions o) {
+Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, float* scratch, DqPath path) {
+  const bool reducing = path == DqPath::reducing;
   using KC = KvConfig<D>;
   using FC = KvConfig<D, true>;
   using QC = QConfig<D>;
@@ -50,7 +51,7 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
                   float(M_LOG2E / std::sqrt(double(D))),
                   scratch,
                   scratch + vector_floats,
-                  o.deterministic ? nullptr : scratch + 2 * vector_floats};
+                  reducing ? scratch + 2 * vector_floats : nullptr};
   const std::uint64_t q_matrices = std::uint64_t(s.batch) * s.heads;
   const int h = s.heads, kvh = s.kv_heads;
   // Enough preprocess (and conversion) blocks to fill the GPU many times over; each strides over the rest.
@@ -61,7 +62,7 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
   const auto preprocess = [=](cudaStream_t stream) {
     preprocess_kernel<D><<<prep_grid, kPrepThreads, 0, stream>>>(in.o, o_at, in.d_o, d_o_at, in.lse, p);
   };
-  if (!o.deterministic) {
+  if (reducing) {
     cudaFuncSetAttribute(reducing_dkdv_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvSmemBytes<D, true>);
     const DqOut out{t.dq, at.dq.batch, at.dq.head, at.dq.seq};
     const std::uint64_t float4s = dq_accumulator_floats(s.batch, s.heads, s.seq, D) / 4;
@@ -87,10 +88,10 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
 
 }  // namespace
 
-std::size_t hopper_backward_scratch_floats(Shape s, BackwardOptions o) { return scratch_floats_for(s, o); }
+std::size_t hopper_backward_scratch_floats(Shape s, DqPath path) { return scratch_floats_for(s, path); }
 
-Launch hopper_backward(const BackwardTensors& t, Shape s, const BackwardStrides& at, float* scratch, BackwardOptions o) {
-  return s.head_dim == 64 ? launch_for<64>(t, s, at, scratch, o) : launch_for<128>(t, s, at, scratch, o);
+Launch hopper_backward(const BackwardTensors& t, Shape s, const BackwardStrides& at, float* scratch, DqPath path) {
+  return s.head_dim == 64 ? launch_for<64>(t, s, at, scratch, path) : launch_for<128>(t, s, at, scratch, path);
 }
 
 }  // namespace attention::detail

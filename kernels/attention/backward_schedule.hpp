@@ -5,7 +5,7 @@
 // dK, dV: a work item per (batch, key/value head, kKvBlock keys) walks, for each query head of
 // its group, the query tiles (kv_step_queries rows) that see its keys. dQ: a work item per (batch,
 // query head, kQBlock queries) walks the key tiles (kQStepKeys keys) its queries see; or, on the
-// reducing path (BackwardOptions::deterministic = false), the dK/dV items add each step's share of
+// reducing path (DqPath::reducing), the dK/dV items add each step's share of
 // dQ into an fp32 accumulator laid out as below, and a conversion writes it out.
 #include <cstddef>
 
@@ -155,9 +155,14 @@ constexpr DqElement dq_element(int offset) {
 // Which consumer computes which part: a step's dq_parts parts are dealt to the `consumers` in
 // turn, step after step (at D = 128 consumer w takes part w every step; at D = 64 the one part
 // goes to consumer step % 2). part(step, w): consumer w's part at this step, or -1; turn: how
-// many parts it had dealt before (its staging tiles go round by it).
+// many parts it had dealt before; consumer(step, part): part's inverse, the order the writer warp
+// takes the parts in; dealt_again: whether that consumer has another part in an item of `steps`.
 struct DqDeal {
   int parts, consumers;
+  constexpr int consumer(int step, int part) const { return (step * parts + part) % consumers; }
+  constexpr bool dealt_again(int step, int part, int steps) const {
+    return step * parts + part + consumers < steps * parts;
+  }
   constexpr int part(int step, int w) const {
     const int i = ((w - step * parts) % consumers + consumers) % consumers;
     return i < parts ? i : -1;

@@ -51,6 +51,18 @@ void* create_or_explain(const char* entry, const std::string& refused, Make make
   }
 }
 
+// The backward's dQ path as an int (attention::DqPath): 0 the faster for the shape (the default),
+// 1 deterministic (the same bits every run), 2 reducing (dQ reduced in fp32 by the dK/dV kernel;
+// its scratch is larger). Anything else is refused, with the reason on stderr.
+bool dq_options(int dq_path, attention::BackwardOptions& options) {
+  if (dq_path < 0 || dq_path > 2) {
+    std::fprintf(stderr, "tk_attention: dq_path %d: give 0 (fastest), 1 (deterministic) or 2 (reducing)\n", dq_path);
+    return false;
+  }
+  options.dq = static_cast<attention::DqPath>(dq_path);
+  return true;
+}
+
 }  // namespace
 
 extern "C" {
@@ -83,32 +95,41 @@ int tk_attention_launch(void* forward, void* stream) {
 
 void tk_attention_destroy(void* forward) { delete static_cast<attention::Forward*>(forward); }
 
-// The device scratch a backward of this shape takes (0 when the shape is refused); _opts: on the
-// path `deterministic` picks (attention::BackwardOptions: nonzero, the default, the deterministic
-// path in two launches; 0, dQ reduced in fp32 by the dK/dV kernel, whose scratch is larger).
-long long tk_attention_backward_scratch_bytes_opts(int batch, int heads, int kv_heads, int seq, int head_dim,
-                                                   int causal, int deterministic) {
+// The path a backward of this shape takes on `dq_path` (1 or 2: `fastest` resolved), 0 when
+// refused.
+int tk_attention_backward_dq_path(int batch, int heads, int kv_heads, int seq, int head_dim, int causal, int dq_path) {
   const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
-  const attention::BackwardOptions options{.deterministic = deterministic != 0};
-  return attention::refusal(s, attention::Kernel::wgmma).empty()
+  attention::BackwardOptions options;
+  if (!dq_options(dq_path, options) || !attention::refusal(s, attention::Kernel::wgmma).empty()) return 0;
+  return static_cast<int>(attention::dq_path(s, options));
+}
+
+// The device scratch a backward of this shape takes (0 when the shape is refused); _opts: on
+// `dq_path` (above; the plain one on the default, 0).
+long long tk_attention_backward_scratch_bytes_opts(int batch, int heads, int kv_heads, int seq, int head_dim,
+                                                   int causal, int dq_path) {
+  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
+  attention::BackwardOptions options;
+  return dq_options(dq_path, options) && attention::refusal(s, attention::Kernel::wgmma).empty()
              ? (long long)attention::backward_scratch_bytes(s, options)
              : 0;
 }
 long long tk_attention_backward_scratch_bytes(int batch, int heads, int kv_heads, int seq, int head_dim, int causal) {
-  return tk_attention_backward_scratch_bytes_opts(batch, heads, kv_heads, seq, head_dim, causal, 1);
+  return tk_attention_backward_scratch_bytes_opts(batch, heads, kv_heads, seq, head_dim, causal, 0);
 }
 
 // A prepared backward pass (the wgmma kernels, sm_90a): dq, dk, dv from q, k, v, the forward's o
 // and lse, and d_o. `scratch` is null (the pass allocates its own on the current device, freed by
 // tk_attention_backward_destroy) or tk_attention_backward_scratch_bytes of 16-byte aligned device
-// memory that outlives its launches. _opts: on the path `deterministic` picks (as the scratch's
-// size above; the lent scratch must be the _opts size for the same path).
+// memory that outlives its launches. _opts: on `dq_path` (as the scratch's size above; a lent
+// scratch must be the size for the same dq_path).
 void* tk_attention_backward_create_opts(const void* q, const void* k, const void* v, const void* o, const void* d_o,
                                         const float* lse, void* dq, void* dk, void* dv, int batch, int heads,
                                         int kv_heads, int seq, int head_dim, int causal, const std::int64_t* strides,
-                                        void* scratch, int deterministic) {
+                                        void* scratch, int dq_path) {
   const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
-  const attention::BackwardOptions options{.deterministic = deterministic != 0};
+  attention::BackwardOptions options;
+  if (!dq_options(dq_path, options)) return nullptr;
   const attention::BackwardTensors t{static_cast<const bf16*>(q), static_cast<const bf16*>(k),
                                      static_cast<const bf16*>(v), static_cast<const bf16*>(o),
                                      static_cast<const bf16*>(d_o), lse, static_cast<bf16*>(dq),
@@ -124,7 +145,7 @@ void* tk_attention_backward_create(const void* q, const void* k, const void* v, 
                                    const float* lse, void* dq, void* dk, void* dv, int batch, int heads, int kv_heads,
                                    int seq, int head_dim, int causal, const std::int64_t* strides, void* scratch) {
   return tk_attention_backward_create_opts(q, k, v, o, d_o, lse, dq, dk, dv, batch, heads, kv_heads, seq, head_dim,
-                                           causal, strides, scratch, 1);
+                                           causal, strides, scratch, 0);
 }
 
 // Launches it on `stream` (two kernels, three on the reducing path): 0 on success, 1 on a CUDA error.

@@ -27,10 +27,10 @@ Launch hopper_forward(const Tensors& t, Shape s, const ForwardStrides& strides);
 std::size_t hopper_fp8_scratch_bytes(Shape s);
 Launch hopper_fp8_forward(const Fp8Tensors& t, Shape s, void* scratch);
 
-// attention_hopper_backward.cu: the scratch's floats for shape s and the path, and the launches given it.
-std::size_t hopper_backward_scratch_floats(Shape s, BackwardOptions options);
-Launch hopper_backward(const BackwardTensors& t, Shape s, const BackwardStrides& strides, float* scratch,
-                       BackwardOptions options);
+// attention_hopper_backward.cu: the scratch's floats for shape s on a dQ path (deterministic or
+// reducing: dq_path resolved), and the launches given it.
+std::size_t hopper_backward_scratch_floats(Shape s, DqPath path);
+Launch hopper_backward(const BackwardTensors& t, Shape s, const BackwardStrides& strides, float* scratch, DqPath path);
 
 std::string portable_refusal(Shape s);  // attention_portable.cu
 Launch portable_forward(const Tensors& t, Shape s);

@@ -84,11 +84,13 @@ struct GpuReference {
   DeviceBuffer<float> dq, dk, dv, delta;
 };
 
-// The kernels' gradients, on poisoned buffers, on the path `options` picks.
-constexpr attention::BackwardOptions kReducing{.deterministic = false};
+// The kernels' gradients, on poisoned buffers, on the path `options` picks: each path named, as
+// `fastest` (the default) picks by shape.
+constexpr attention::BackwardOptions kDeterministic{.dq = attention::DqPath::deterministic};
+constexpr attention::BackwardOptions kReducing{.dq = attention::DqPath::reducing};
 
 struct KernelGradients {
-  explicit KernelGradients(const Problem& p, attention::BackwardOptions options = {})
+  explicit KernelGradients(const Problem& p, attention::BackwardOptions options = kDeterministic)
       : dq(p.q.size()), dk(p.k.size()), dv(p.k.size()) {
     for (DeviceBuffer<bf16>* b : {&dq, &dk, &dv}) b->poison();
     const attention::Backward backward({p.q.get(), p.k.get(), p.v.get(), p.o.get(), p.d_o.get(), p.lse.get(), dq.get(),
@@ -190,7 +192,8 @@ struct Worst {
   }
 };
 
-void check_kernels(const Problem& p, const GpuReference& ref, Worst& worst, attention::BackwardOptions options = {}) {
+void check_kernels(const Problem& p, const GpuReference& ref, Worst& worst,
+                   attention::BackwardOptions options = kDeterministic) {
   const KernelGradients got(p, options);
   const auto e = check::compare_backward(got.dq.get(), got.dk.get(), got.dv.get(), ref.dq.get(), ref.dk.get(),
                                          ref.dv.get(), p.s, nullptr);
@@ -302,7 +305,7 @@ TEST(AttentionBackwardKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
         }
 }
 
-// No atomics (the default path): two runs give the same bits.
+// No atomics (the deterministic path): two runs give the same bits.
 TEST(AttentionBackwardKernels, AreDeterministic) {
   auto rng = fresh_rng();
   for (bool causal : {false, true}) {
@@ -316,7 +319,7 @@ TEST(AttentionBackwardKernels, AreDeterministic) {
   }
 }
 
-// The reducing path (dQ reduced into an fp32 accumulator by the dK/dV kernel: BackwardOptions),
+// The reducing path (dQ reduced into an fp32 accumulator by the dK/dV kernel: DqPath::reducing),
 // against the same reference within the same bounds.
 TEST(AttentionBackwardKernels, ReducingDqMatchesTheGpuReference) {
   auto rng = fresh_rng();

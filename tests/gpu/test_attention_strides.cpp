@@ -100,7 +100,8 @@ struct Uploaded : DeviceBuffer<bf16> {
 
 // Every tensor of both passes, contiguous, and the passes' results on them.
 struct Dense {
-  Dense(const Shape& shape, std::mt19937_64& rng, attention::BackwardOptions options = {})
+  Dense(const Shape& shape, std::mt19937_64& rng,
+        attention::BackwardOptions options = {.dq = attention::DqPath::deterministic})
       : s(shape),
         options(options),
         q(random_tensor(elements(s.heads), rng)),
@@ -140,7 +141,7 @@ void expect_same(const char* name, const std::vector<bf16>& expected, const Devi
   EXPECT_TRUE(gaps_poisoned) << name << ": written outside its places";
 }
 
-// The reducing path's dQ (BackwardOptions): its fp32 additions come in no fixed order, so two runs
+// The reducing path's dQ (DqPath::reducing): its fp32 additions come in no fixed order, so two runs
 // may round a few elements differently: within 1e-2 relative (Frobenius) of the contiguous run's,
 // and its gaps untouched.
 void expect_near(const char* name, const std::vector<bf16>& expected, const DeviceBuffer<bf16>& buffer,
@@ -179,7 +180,7 @@ void check_layout(const Dense& x, int pad) {
   attention::Backward({q.get(), k.get(), v.get(), o.get(), d_o.get(), lse.get(), dq.get(), dk.get(), dv.get()}, s,
                       {pq.at, pkv.at, pkv.at, pq.at, pq.at, pq.at, pkv.at, pkv.at}, x.options)(nullptr);
   TK_CUDA(cudaDeviceSynchronize());
-  if (x.options.deterministic) {
+  if (x.options.dq == attention::DqPath::deterministic) {
     expect_same("dQ", x.dq, dq, s, s.heads, pq);
   } else {
     expect_near("dQ", x.dq, dq, s, s.heads, pq);
@@ -200,12 +201,12 @@ TEST(AttentionStrides, TransposedAndPaddedLayoutsMatchContiguousBitForBit) {
   }
 }
 
-// The reducing path (BackwardOptions{.deterministic = false}), whose conversion kernel writes dQ at
+// The reducing path (DqPath::reducing), whose conversion kernel writes dQ at
 // its strides without the TMA: dK and dV bit for bit, dQ within rounding.
 TEST(AttentionStrides, ReducingPathTakesTheSameLayouts) {
   std::mt19937_64 rng(20261202);
   for (const Shape& s : {Shape{2, 4, 2, 1000, 64, true}, Shape{3, 6, 6, 100, 128, false}, Shape{2, 3, 1, 1, 64, false}}) {
-    const Dense dense(s, rng, {.deterministic = false});
+    const Dense dense(s, rng, {.dq = attention::DqPath::reducing});
     for (int pad : {0, 8}) check_layout(dense, pad);
   }
 }

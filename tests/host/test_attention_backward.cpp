@@ -15,6 +15,7 @@
 #include "kernels/attention/backward_schedule.hpp"
 #include "kernels/tk/layout/rt_layout.hpp"
 
+using attention::DqPath;
 using attention::Shape;
 namespace bw = attention::backward;
 
@@ -236,7 +237,7 @@ TEST(AttentionBackward, DqPartsTileTheAccumulator) {
 }
 
 // Every step's parts go to distinct consumers, each part to one, and each consumer's turns count
-// 0, 1, 2, ... (its two staging tiles alternate).
+// 0, 1, 2, ...; consumer() names the consumer part() deals each part to (the writer warp's order).
 TEST(AttentionBackward, DqPartsAreDealtInTurn) {
   for (int parts : {1, 2}) {
     const bw::DqDeal deal{parts, 2};
@@ -248,15 +249,55 @@ TEST(AttentionBackward, DqPartsAreDealtInTurn) {
         if (part < 0) continue;
         EXPECT_TRUE(dealt.insert(part).second);
         EXPECT_EQ(deal.turn(step, part), next_turn[w]++) << "parts " << parts << " step " << step << " consumer " << w;
+        EXPECT_EQ(deal.consumer(step, part), w) << "parts " << parts << " step " << step;
       }
       EXPECT_EQ(int(dealt.size()), parts);
     }
   }
 }
 
+// dealt_again says whether the consumer of a part has a later one in the item: the writer frees a
+// consumer's staging tile only for a part that will wait for it (no barrier left half-done).
+TEST(AttentionBackward, DqDealSaysWhetherAConsumerHasAnotherPart) {
+  for (int parts : {1, 2})
+    for (int steps = 1; steps <= 7; ++steps) {
+      const bw::DqDeal deal{parts, 2};
+      for (int step = 0; step < steps; ++step)
+        for (int part = 0; part < parts; ++part) {
+          bool later = false;
+          for (int s = step; s < steps; ++s)
+            for (int q = 0; q < parts; ++q)
+              later |= (s > step || q > part) && deal.consumer(s, q) == deal.consumer(step, part);
+          EXPECT_EQ(deal.dealt_again(step, part, steps), later) << parts << " " << steps << " " << step << " " << part;
+        }
+    }
+}
+
 TEST(AttentionBackward, ReducingScratchHoldsTheAccumulator) {
   const Shape s{2, 8, 2, 1000, 128, true};
   const std::size_t rows = 2 * 8 * 1024;
+  EXPECT_EQ(attention::backward_scratch_bytes(s, {.dq = DqPath::deterministic}), 2 * rows * sizeof(float));
+  EXPECT_EQ(attention::backward_scratch_bytes(s, {.dq = DqPath::reducing}), (2 + 128) * rows * sizeof(float));
+  // The default resolves per shape (below): here deterministic, at N = 4096 reducing.
   EXPECT_EQ(attention::backward_scratch_bytes(s), 2 * rows * sizeof(float));
-  EXPECT_EQ(attention::backward_scratch_bytes(s, {.deterministic = false}), (2 + 128) * rows * sizeof(float));
+  const Shape longer{2, 8, 2, 4096, 128, true};
+  EXPECT_EQ(attention::backward_scratch_bytes(longer), (2 + 128) * 2 * 8 * 4096 * sizeof(float));
+}
+
+// `fastest` takes the reducing path where the H200 measured it faster (attention::dq_path): D = 128
+// once a key block meets 2048 query rows on average; an explicit path is kept whatever the shape.
+TEST(AttentionBackward, FastestDqPathFollowsTheMeasurements) {
+  const auto fastest = [](int seq, int head_dim, bool causal) {
+    return attention::dq_path({1, 16, 16, seq, head_dim, causal}, {});
+  };
+  EXPECT_EQ(fastest(2048, 128, false), DqPath::reducing);
+  EXPECT_EQ(fastest(16384, 128, false), DqPath::reducing);
+  EXPECT_EQ(fastest(4096, 128, true), DqPath::reducing);
+  EXPECT_EQ(fastest(1024, 128, false), DqPath::deterministic);  // +0.7%: inside the noise
+  EXPECT_EQ(fastest(2048, 128, true), DqPath::deterministic);   // -28% reducing
+  for (int seq : {1, 1024, 16384})
+    for (bool causal : {false, true}) EXPECT_EQ(fastest(seq, 64, causal), DqPath::deterministic);
+  const Shape s{1, 16, 16, 16384, 128, false};
+  EXPECT_EQ(attention::dq_path(s, {.dq = DqPath::deterministic}), DqPath::deterministic);
+  EXPECT_EQ(attention::dq_path({1, 16, 16, 1, 64, false}, {.dq = DqPath::reducing}), DqPath::reducing);
 }

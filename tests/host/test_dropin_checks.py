@@ -4,7 +4,7 @@ drop-in does not support raises Unsupported naming what is wrong and what is sup
 PyTorch hands over (contiguous, transposed projections, slices of a fused QKV) pass, and the rules
 agree with the C++ library's (tests/host/test_attention_strides.cpp checks the same cases there).
 Given the built library, also its C interface as the module declares it: the backward's scratch
-size, and refusals answered with null and the reason on stderr (no GPU is reached before them).
+size and dQ path per shape, and refusals answered with null and the reason on stderr (no GPU is reached before them).
 
 usage: test_dropin_checks.py SOURCE_DIR [LIBRARY]
 """
@@ -24,8 +24,13 @@ print("scratch", lib.tk_attention_backward_scratch_bytes(2, 8, 2, 1000, 128, 1))
 strides = (ctypes.c_int64 * 16)(*([8 * 1000 * 128, 1000 * 128, 128, 2] * 4))
 print("forward", lib.tk_attention_create_strided(*[1 << 20] * 5, 2, 8, 8, 1000, 128, 1, 0, strides))
 print("backward", lib.tk_attention_backward_create(*[1 << 20] * 9, 2, 8, 8, 1000, 96, 1, None, None))
-print("scratch reducing", lib.tk_attention_backward_scratch_bytes_opts(2, 8, 2, 1000, 128, 1, 0))
-print("backward reducing", lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 2, 8, 8, 1000, 96, 1, None, None, 0))
+print("scratch reducing", lib.tk_attention_backward_scratch_bytes_opts(2, 8, 2, 1000, 128, 1, 2))
+print("backward reducing", lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 2, 8, 8, 1000, 96, 1, None, None, 2))
+print("paths", *(lib.tk_attention_backward_dq_path(1, 8, 2, n, d, causal, 0)
+                 for n, d, causal in ((2048, 128, 0), (4096, 128, 1), (2048, 128, 1), (1024, 128, 0), (16384, 64, 0))))
+print("forced", lib.tk_attention_backward_dq_path(1, 8, 2, 64, 64, 0, 2), lib.tk_attention_backward_dq_path(1, 8, 2, 16384, 128, 0, 1))
+print("scratch fastest", lib.tk_attention_backward_scratch_bytes(1, 8, 2, 4096, 128, 0))
+print("bad path", lib.tk_attention_backward_dq_path(1, 8, 2, 64, 64, 0, 3), lib.tk_attention_backward_scratch_bytes_opts(1, 8, 2, 64, 64, 0, -1))
 """
 
 
@@ -34,12 +39,17 @@ def check_library(source_dir, library, failures):
                        capture_output=True, text=True)
     # Two vectors (lse2, D) of B x H x padded(N) floats: padded(1000) = 1024; the reducing path adds
     # the fp32 dQ accumulator, B x H x padded(N) x D floats.
+    # The default (fastest) path reduces at D = 128 once a key block meets 2048 query rows on average
+    # (attention::dq_path): 1 deterministic, 2 reducing, 0 refused.
     expected = ["scratch 131072", "forward None", "backward None", f"scratch reducing {131072 + 2 * 8 * 1024 * 128 * 4}",
-                "backward reducing None"]
-    if r.returncode != 0 or r.stdout.split("\n")[:5] != expected:
+                "backward reducing None", "paths 2 2 1 1 1", "forced 2 1",
+                f"scratch fastest {2 * 8 * 4096 * 4 + 8 * 4096 * 128 * 4}", "bad path 0 0"]
+    if r.returncode != 0 or r.stdout.split("\n")[:9] != expected:
         failures.append(f"library calls: exit {r.returncode}, {r.stdout!r} {r.stderr}")
     for reason in ("tk_attention_create: q: head-dim stride 2: the head dim must be contiguous",
-                   "tk_attention_backward_create: head dim = 96: give 64 or 128"):
+                   "tk_attention_backward_create: head dim = 96: give 64 or 128",
+                   "tk_attention: dq_path 3: give 0 (fastest), 1 (deterministic) or 2 (reducing)",
+                   "tk_attention: dq_path -1: give 0 (fastest), 1 (deterministic) or 2 (reducing)"):
         if reason not in r.stderr:
             failures.append(f"library: stderr lacks '{reason}': {r.stderr}")
 

@@ -15,7 +15,7 @@
 // The dQ items recompute S and dP (two of the five products the dK/dV items issue): the price of
 // a dQ that needs neither fp32 atomics nor a reduction over key tiles.
 //
-// Reducing (BackwardOptions::deterministic = false): the five products FlashAttention-3 issues.
+// Reducing (DqPath::reducing): the five products FlashAttention-3 issues.
 //   1. preprocess, as above, and it zeroes an fp32 dQ accumulator (../backward_schedule.hpp);
 //   2. dK, dV as above, and each step also forms its share of dQ = dS K from dS^T staged in shared
 //      memory, reducing it into the accumulator with the TMA's bulk reduction (atomic per element,
@@ -77,7 +77,7 @@ struct KvConfig {
   // A step's Q and dO are 2 x 16 KB at D = 128 and at D = 64 (128 queries): three stages beside
   // the item's K and V (64 KB at D = 128) take 163 KB, four at D = 64 160 KB; with FusedDq at
   // D = 64 (64 queries) four take 100 KB. With FusedDq at D = 128 two (FlashAttention-3's count),
-  // for the 96 KB of dS^T and dQ staging below.
+  // for the 64 KB of dS^T and dQ staging below.
   static constexpr int stages = D == 64 ? 4 : FusedDq ? 2 : 3;
 
   using kv = st<bf16, warpgroup::kRows, D>;  // a consumer's keys or values, then its dK or dV on the way out
@@ -108,16 +108,20 @@ struct KvConfig {
   using dq_part = rt_fl<16, kDqCols>;  // a warp's 16 queries x one part's columns: 32 floats, transient
   static constexpr DqDeal deal() { return {dq_parts(D), consumers}; }
   static_assert(consumers % dq_parts(D) == 0, "every step's parts go to distinct consumers");
-  // A part staged for its bulk reduction, in the accumulator's order; two per consumer, by turn,
-  // so the next part is written while the last one's reduction still reads.
-  static constexpr int dq_ring = 2;
+  // A part staged for its bulk reduction, in the accumulator's order, one tile per consumer: the
+  // producer warpgroup's second warp (the writer, FlashAttention-3's dQ writer) hands each staged
+  // part to the TMA and frees the tile once the copy engine has read it.
+  static constexpr int writer_warp = 1;
   static constexpr std::uint32_t dq_part_bytes = kDqPartFloats * sizeof(float);
   // Named barriers (1 + w are the consumers' dK/dV stores): every consumer's dS^T is in shared
-  // memory; consumer w's part is staged. Then the turns (below).
+  // memory; between consumer w and the writer, w's part is staged (full); the turns; w's tile is
+  // free again (empty).
   static constexpr int ds_barrier = 1 + consumers;
-  static constexpr int staged_barrier(int w) { return 2 + consumers + w; }
-
-  using Turns = warpgroup::turns<consumers, 2 + 2 * consumers>;  // after the barriers above
+  static constexpr int dq_full(int w) { return 2 + consumers + w; }
+  using Turns = warpgroup::turns<consumers, 2 + 2 * consumers>;
+  static constexpr int dq_empty(int w) { return 2 + 3 * consumers + w; }
+  static_assert(dq_empty(consumers - 1) <= 15, "named barriers 1..15");
+  static constexpr int dq_handoff_threads = 128 + 32;  // a consumer and the writer warp
 };
 
 // The FusedDq kernel's shared memory beyond the deterministic one's.
@@ -127,7 +131,7 @@ struct FusedDqSmem {
   typename C::ds_tile ds[C::consumers][C::ds_ring];
   struct alignas(128) staging {
     float data[kDqPartFloats];
-  } dq[C::consumers][C::dq_ring];
+  } dq[C::consumers];
 };
 struct NoSmem {};
 

@@ -10,8 +10,9 @@
 //
 // FusedDq (the reducing path): each step also stages both consumers' dS^T in shared memory and
 // computes the step's dQ = dS K a part of kDqCols columns at a time (KvConfig::deal() says which
-// consumer takes which part), then hands the part to the TMA, which adds it into the fp32
-// accumulator (../backward_schedule.hpp). Pad queries add 0 (dS = 0 there) into the padded rows.
+// consumer takes which part), then hands the part to the producer warpgroup's writer warp, whose
+// bulk reduction adds it into the fp32 accumulator (../backward_schedule.hpp). Pad queries add 0
+// (dS = 0 there) into the padded rows.
 #include "kernels/attention/hopper/backward_config.cuh"
 
 namespace attention::hopper::backward {
@@ -63,37 +64,56 @@ __device__ __forceinline__ void issue_dq_part(const KvSmem<D, true>& sm, int ds_
   warpgroup::mma_commit();
 }
 
-// FusedDq: the part, scaled later (the conversion), to its staging tile in the accumulator's
-// order (conflict-free 16-byte stores), then one thread of the warpgroup adds it into the
-// accumulator with one bulk reduction. That thread waited (kv_step) before the step's dS^T
-// barrier for the reduction that last read this tile.
+// FusedDq: the part, scaled later (the conversion), to consumer w's staging tile in the
+// accumulator's order (conflict-free 16-byte stores), once the writer has read the tile's last
+// part (a consumer's first part finds it free), then handed to the writer.
 template <int D>
-__device__ __forceinline__ void reduce_dq_part(KvSmem<D, true>& sm, const Problem& p, const KvItem& it, int step,
-                                               int w, int part, int turn,
-                                               const typename KvConfig<D, true>::dq_part& dq) {
+__device__ __forceinline__ void stage_dq_part(KvSmem<D, true>& sm, int w, int turn,
+                                              const typename KvConfig<D, true>::dq_part& dq) {
   using C = KvConfig<D, true>;
-  float* tile = sm.fused.dq[w][turn % C::dq_ring].data;
+  float* tile = sm.fused.dq[w].data;
   const int warp = warpgroup::thread() / 32, lane = threadIdx.x % 32;
   static_assert(C::dq_part::pairs == 2 * kDqFloat4sPerLane, "a lane's part is kDqFloat4sPerLane float4s");
+  if (turn > 0) warpgroup::sync(C::dq_empty(w), C::dq_handoff_threads);
 #pragma unroll
   for (int k = 0; k < kDqFloat4sPerLane; ++k) {
     const float2 a = dq.data[2 * k], b = dq.data[2 * k + 1];  // registers 4k..4k+3
     *reinterpret_cast<float4*>(tile + dq_fragment_offset(warp, k, lane, 0)) = make_float4(a.x, a.y, b.x, b.y);
   }
   arch::fence_proxy_async();  // generic-proxy writes, read by the copy engine
-  warpgroup::sync(C::staged_barrier(w));
-  if (warpgroup::thread() == 0) {
-    const int seq = p.schedule.seq;
-    float* dst = p.dq_accumulator + dq_part_start(it.qm(step), it.q_tile(step), part, seq, D);
-    arch::bulk_reduce_add_f32(dst, arch::shared_address(tile), C::dq_part_bytes);
-    arch::bulk_commit();
+  warpgroup::arrive(C::dq_full(w), C::dq_handoff_threads);
+}
+
+// FusedDq, the producer warpgroup's writer warp: every part of the item in the order the
+// consumers stage them (KvConfig::deal()), each added into the accumulator with one bulk
+// reduction; the consumer's tile is freed once the copy engine has read it, and only for a
+// consumer with another part to stage (no barrier is left half-done). No consumer waits on a
+// reduction.
+template <int D>
+__device__ void write_dq(KvSmem<D, true>& sm, const Problem& p, const KvItem& it) {
+  using C = KvConfig<D, true>;
+  const bool issuer = threadIdx.x % 32 == 0;
+  for (int step = 0; step < it.steps; ++step) {
+    for (int part = 0; part < dq_parts(D); ++part) {
+      const int w = C::deal().consumer(step, part);
+      warpgroup::sync(C::dq_full(w), C::dq_handoff_threads);
+      if (issuer) {
+        float* dst = p.dq_accumulator + dq_part_start(it.qm(step), it.q_tile(step), part, p.schedule.seq, D);
+        arch::bulk_reduce_add_f32(dst, arch::shared_address(sm.fused.dq[w].data), C::dq_part_bytes);
+        arch::bulk_commit();
+        arch::bulk_wait_read<0>();
+      }
+      __syncwarp();
+      if (C::deal().dealt_again(step, part, it.steps)) warpgroup::arrive(C::dq_empty(w), C::dq_handoff_threads);
+    }
   }
 }
 
 // One query step of consumer w, whose warp holds keys warp_key0 .. + 15, its first two products
 // issued in its turn (`turn`, consume_kv's). Each product runs under the element-wise work of the one before (wgmma
-// groups complete in order): dP^T under P^T, dV under dS^T; with FusedDq, dK under the dS^T
-// barrier. The step ends with every product done (the stage may be released).
+// groups complete in order): dP^T under P^T, dV under dS^T; with FusedDq, dV under the dS^T
+// barrier, and dK under the dQ part's staging at D = 128 (FlashAttention-3's order) or under the
+// barrier at D = 64. The step ends with every product done (the stage may be released).
 template <int D, bool FusedDq>
 __device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& it, int step, int w, int warp_key0,
                         typename KvConfig<D, FusedDq>::grad& dk, typename KvConfig<D, FusedDq>::grad& dv,
@@ -129,25 +149,37 @@ __device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& 
   });
   warp::copy(ds, dp);
   if constexpr (FusedDq) {
-    const int ds_slot = step % C::ds_ring, part = C::deal().part(step, w);
-    const int turn = part >= 0 ? C::deal().turn(step, part) : 0;
+    const int ds_slot = step % C::ds_ring;
     warpgroup::store(sm.fused.ds[w][ds_slot], ds);  // dS^T for every consumer's parts
     arch::fence_proxy_async();                      // read by wgmma (the async proxy)
-    warpgroup::mma_fence();
-    warpgroup::mma_AB(dk, ds, sm.q[stage]);  // dK += dS^T Q
-    warpgroup::mma_commit();
-    // The staging tile this turn rewrites: its reduction two turns ago has read it, before any
-    // thread of the warpgroup passes the barrier below.
-    if (part >= 0 && warpgroup::thread() == 0) arch::bulk_wait_read<C::dq_ring - 1>();
-    warpgroup::sync(C::ds_barrier, C::consumer_threads);  // every consumer's dS^T is staged
-    if (part >= 0) {
-      typename C::dq_part dq;
+    typename C::dq_part dq;
+    if constexpr (C::deal().parts == C::consumers) {
+      // Consumer w takes part w every step. The part before dK (groups complete in order), so
+      // that dK runs under the part's staging (FlashAttention-3's order).
+      warpgroup::sync(C::ds_barrier, C::consumer_threads);  // every consumer's dS^T is staged
       warpgroup::mma_fence();
-      issue_dq_part<D>(sm, ds_slot, part, dq);
-      warpgroup::mma_wait<0>();  // dK and the part
-      reduce_dq_part<D>(sm, p, it, step, w, part, turn, dq);
+      issue_dq_part<D>(sm, ds_slot, w, dq);
+      warpgroup::mma_AB(dk, ds, sm.q[stage]);  // dK += dS^T Q
+      warpgroup::mma_commit();
+      warpgroup::mma_wait<1>();  // the part
+      stage_dq_part<D>(sm, w, step, dq);
+      warpgroup::mma_wait<0>();  // dK
     } else {
-      warpgroup::mma_wait<0>();
+      // A part every other step: dK under the dS^T barrier (a part issued under a condition
+      // before dK would serialise every wgmma, C7520).
+      warpgroup::mma_fence();
+      warpgroup::mma_AB(dk, ds, sm.q[stage]);  // dK += dS^T Q
+      warpgroup::mma_commit();
+      warpgroup::sync(C::ds_barrier, C::consumer_threads);  // every consumer's dS^T is staged
+      const int part = C::deal().part(step, w);
+      if (part >= 0) {
+        warpgroup::mma_fence();
+        issue_dq_part<D>(sm, ds_slot, part, dq);
+        warpgroup::mma_wait<0>();  // dK and the part
+        stage_dq_part<D>(sm, w, C::deal().turn(step, part), dq);
+      } else {
+        warpgroup::mma_wait<0>();
+      }
     }
   } else {
     warpgroup::mma_fence();
@@ -197,12 +229,14 @@ __device__ __forceinline__ void dkdv_block(KvSmem<D, FusedDq>& sm, const KvMaps&
   if (block_warpgroup<D>() == 0) {
     warpgroup::decrease_registers<C::producer_registers>();
     if (warpgroup::thread() == 0) produce_kv<D, FusedDq>(sm, maps, p, it);
+    if constexpr (FusedDq) {
+      if (warpgroup::thread() / 32 == C::writer_warp) write_dq<D>(sm, p, it);
+    }
     return;
   }
   warpgroup::increase_registers<C::consumer_registers>();
   consume_kv<D, FusedDq>(sm, maps, p, it);
-  // The K and V tiles must outlive the stores, and the dQ staging tiles the reductions (one
-  // thread issued both, in its bulk groups).
+  // The K and V tiles must outlive the stores (the writer waited for its reductions' reads).
   if (warpgroup::thread() == 0) tma::store_wait_read<0>();
 }
 
