@@ -4,7 +4,8 @@
 // backward_dq_convert.cuh, the work split in ../backward_schedule.hpp, the launcher in
 // ../attention_hopper_backward.cu).
 //
-// Deterministic (the default): two launches, no atomics (the same inputs give the same bits):
+// Deterministic (DqPath::deterministic; what the default takes at D = 64 and short sequences,
+// attention::dq_path): two launches, no atomics (the same inputs give the same bits):
 //   1. preprocess: per query row, D = rowsum(dO * O) and LSE in base 2, into a padded scratch;
 //   2. one launch of two kinds of work item (backward_deterministic.cuh):
 //      dK, dV: an item per (batch, key/value head, 128 keys) walks the query tiles of every
