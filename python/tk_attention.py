@@ -131,6 +131,8 @@ def load(path=None):
     global _lib
     lib = ctypes.CDLL(library_path(path))
     p, i, strides = ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int64)
+    lib.tk_attention_create.restype = p
+    lib.tk_attention_create.argtypes = [p] * 5 + [i] * 7
     lib.tk_attention_create_strided.restype = p
     lib.tk_attention_create_strided.argtypes = [p] * 5 + [i] * 7 + [strides]
     lib.tk_attention_launch.argtypes = [p, p]
@@ -195,12 +197,13 @@ def forward(q, k, v, problem):
 # deterministic kernels. True, or torch.use_deterministic_algorithms(True), always runs the
 # deterministic kernels (the same inputs give the same bits).
 deterministic_backward = False
-_DQ_FASTEST, _DQ_DETERMINISTIC = 0, 1  # tk_attention_backward_create_opts's dq_path
+# The C interface's dq_path for each path's name (attention::DqPath; tkprobe attention --dq).
+DQ_PATHS = {"fastest": 0, "deterministic": 1, "reduce": 2}
 
 
 def _dq_path(torch):
     deterministic = deterministic_backward or torch.are_deterministic_algorithms_enabled()
-    return _DQ_DETERMINISTIC if deterministic else _DQ_FASTEST
+    return DQ_PATHS["deterministic" if deterministic else "fastest"]
 
 
 def backward(q, k, v, o, lse, d_o, problem):

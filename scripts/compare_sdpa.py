@@ -50,6 +50,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import tk_attention  # noqa: E402 (the C interface's declarations; the drop-in itself is not used here)
 import tkreport  # noqa: E402 (--against: a tkprobe report of any version; the report, written as tkprobe does)
 
 PROBE = "attention"
@@ -427,33 +429,19 @@ def timed_rates(torch, run, reps, work):
     return [work / s / 1e12 for s in timed_seconds(torch, run, reps)]
 
 
-# tk_attention_backward_create_opts's dq_path for each --dq (attention::DqPath).
-DQ_PATHS = {"fastest": 0, "deterministic": 1, "reduce": 2}
-DQ_REDUCING = DQ_PATHS["reduce"]
-
-
 class TkAttention:
     """The DSL's kernels through libtk_attention_c: prepared once per shape and kernel (tensor maps,
     launch attributes), so a timed launch is the kernel alone."""
 
     def __init__(self, path, dq="fastest"):
-        self.dq_path = DQ_PATHS[dq]  # the backward's dQ path (tkprobe attention --dq)
-        self.lib = ctypes.CDLL(path)
-        self.lib.tk_attention_create.restype = ctypes.c_void_p
-        self.lib.tk_attention_create.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 7
-        self.lib.tk_attention_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        self.lib.tk_attention_destroy.argtypes = [ctypes.c_void_p]
-        self.lib.tk_attention_backward_create_opts.restype = ctypes.c_void_p
-        self.lib.tk_attention_backward_create_opts.argtypes = ([ctypes.c_void_p] * 9 + [ctypes.c_int] * 6
-                                                               + [ctypes.c_void_p] * 2 + [ctypes.c_int])
-        self.lib.tk_attention_backward_dq_path.argtypes = [ctypes.c_int] * 7
-        self.lib.tk_attention_backward_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        self.lib.tk_attention_backward_destroy.argtypes = [ctypes.c_void_p]
+        self.dq_path = tk_attention.DQ_PATHS[dq]  # the backward's dQ path (tkprobe attention --dq)
+        self.lib = tk_attention.load(path)  # declared as the drop-in declares them
 
     def reduces_dq(self, q, k, causal):
         """Whether the backward of this shape takes the reducing path (--dq fastest resolves per shape)."""
         b, h, n, d = q.shape
-        return self.lib.tk_attention_backward_dq_path(b, h, k.shape[1], n, d, int(causal), self.dq_path) == DQ_REDUCING
+        path = self.lib.tk_attention_backward_dq_path(b, h, k.shape[1], n, d, int(causal), self.dq_path)
+        return path == tk_attention.DQ_PATHS["reduce"]
 
     def prepare(self, torch, kernel, q, k, v, causal):
         """(run, o, lse, release), or None when the kernel refuses the shape (it says why on stderr)."""
@@ -700,7 +688,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=5, help="untimed launches first")
     parser.add_argument("--tk-lib", help="the DSL's attention library (build/kernels/libtk_attention_c.so): time "
                                          "its kernels too, in the same run")
-    parser.add_argument("--dq", default="fastest", choices=list(DQ_PATHS),
+    parser.add_argument("--dq", default="fastest", choices=list(tk_attention.DQ_PATHS),
                         help="the DSL backward's dQ path (as tkprobe attention --dq; needs --tk-lib)")
     parser.add_argument("--seed", type=int, help="seed for the inputs (default: drawn fresh, recorded)")
     parser.add_argument("--against", help="a `tkprobe attention --json` report to print side by side")

@@ -26,7 +26,7 @@ RowStrides row_strides(Strides at) { return {at.batch, at.head, at.seq}; }
 // (padded(seq) is a multiple of 128 rows).
 std::size_t scratch_floats_for(Shape s, DqPath path) {
   const std::size_t vectors = scratch_floats(s.batch, s.heads, s.seq);
-  return path == DqPath::deterministic ? vectors : vectors + dq_accumulator_floats(s.batch, s.heads, s.seq, s.head_dim);
+  return path == DqPath::reducing ? vectors + dq_accumulator_floats(s.batch, s.heads, s.seq, s.head_dim) : vectors;
 }
 
 // The dK/dV kernel's tensor maps, at config C's tiles (its steps differ between the two paths at D = 64).

@@ -260,10 +260,14 @@ TEST(Cli, AttentionPassesAreNamedAndTheBackwardNeedsTheWgmmaKernel) {
 TEST(Cli, AttentionDqPathsAreNamedAndNeedTheBackward) {
   const auto bad = run({"attention", "--pass", "bwd", "--dq", "sideways"});
   EXPECT_EQ(bad.code, 2);
-  EXPECT_TRUE(mentions(bad.err, "--dq") && mentions(bad.err, "reduce")) << bad.err;
-  const auto forward = run({"attention", "--dq", "reduce"});
-  EXPECT_EQ(forward.code, 2);
-  EXPECT_TRUE(mentions(forward.err, "--dq reduce picks the backward's dQ path")) << forward.err;
+  EXPECT_TRUE(mentions(bad.err, "--dq") && mentions(bad.err, "fastest") && mentions(bad.err, "deterministic") &&
+              mentions(bad.err, "reduce"))
+      << bad.err;
+  for (const char* path : {"reduce", "deterministic"}) {
+    const auto forward = run({"attention", "--dq", path});
+    EXPECT_EQ(forward.code, 2) << path;
+    EXPECT_TRUE(mentions(forward.err, std::string("--dq ") + path + " picks the backward's dQ path")) << forward.err;
+  }
 }
 
 // --dtype: bf16 (the default, all the suite runs) or e4m3, the wgmma forward at head dim 128.

@@ -156,7 +156,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "x.json")
         for bad in (["--reps", "10"], ["--rounds", "7"], ["--rounds", "0"], ["--tk-lib", os.path.join(tmp, "none.so")],
-                    ["--pass", "backward"], ["--dq", "sideways"], ["--dq", "reduce"]):
+                    ["--pass", "backward"], ["--dq", "sideways"], ["--dq", "reduce"],
+                    ["--dq", "deterministic"]):
             r = subprocess.run([sys.executable, script, "--out", out, *bad], capture_output=True, text=True)
             checks.expect(r.returncode == 2 and bad[0] in r.stderr, f"{bad}: exit {r.returncode} {r.stderr}")
 

@@ -30,7 +30,8 @@ print("paths", *(lib.tk_attention_backward_dq_path(1, 8, 2, n, d, causal, 0)
                  for n, d, causal in ((2048, 128, 0), (4096, 128, 1), (2048, 128, 1), (1024, 128, 0), (16384, 64, 0))))
 print("forced", lib.tk_attention_backward_dq_path(1, 8, 2, 64, 64, 0, 2), lib.tk_attention_backward_dq_path(1, 8, 2, 16384, 128, 0, 1))
 print("scratch fastest", lib.tk_attention_backward_scratch_bytes(1, 8, 2, 4096, 128, 0))
-print("bad path", lib.tk_attention_backward_dq_path(1, 8, 2, 64, 64, 0, 3), lib.tk_attention_backward_scratch_bytes_opts(1, 8, 2, 64, 64, 0, -1))
+print("bad path", lib.tk_attention_backward_dq_path(1, 8, 2, 64, 64, 0, 3), lib.tk_attention_backward_scratch_bytes_opts(1, 8, 2, 64, 64, 0, -1),
+      lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 1, 8, 8, 64, 64, 0, None, None, 7))
 """
 
 
@@ -43,13 +44,14 @@ def check_library(source_dir, library, failures):
     # (attention::dq_path): 1 deterministic, 2 reducing, 0 refused.
     expected = ["scratch 131072", "forward None", "backward None", f"scratch reducing {131072 + 2 * 8 * 1024 * 128 * 4}",
                 "backward reducing None", "paths 2 2 1 1 1", "forced 2 1",
-                f"scratch fastest {2 * 8 * 4096 * 4 + 8 * 4096 * 128 * 4}", "bad path 0 0"]
+                f"scratch fastest {2 * 8 * 4096 * 4 + 8 * 4096 * 128 * 4}", "bad path 0 0 None"]
     if r.returncode != 0 or r.stdout.split("\n")[:9] != expected:
         failures.append(f"library calls: exit {r.returncode}, {r.stdout!r} {r.stderr}")
     for reason in ("tk_attention_create: q: head-dim stride 2: the head dim must be contiguous",
                    "tk_attention_backward_create: head dim = 96: give 64 or 128",
                    "tk_attention: dq_path 3: give 0 (fastest), 1 (deterministic) or 2 (reducing)",
-                   "tk_attention: dq_path -1: give 0 (fastest), 1 (deterministic) or 2 (reducing)"):
+                   "tk_attention: dq_path -1: give 0 (fastest), 1 (deterministic) or 2 (reducing)",
+                   "tk_attention: dq_path 7: give 0 (fastest), 1 (deterministic) or 2 (reducing)"):
         if reason not in r.stderr:
             failures.append(f"library: stderr lacks '{reason}': {r.stderr}")
 

@@ -118,9 +118,9 @@ struct KvConfig {
   // memory; between consumer w and the writer, w's part is staged (full); the turns; w's tile is
   // free again (empty).
   static constexpr int ds_barrier = 1 + consumers;
-  static constexpr int dq_full(int w) { return 2 + consumers + w; }
-  using Turns = warpgroup::turns<consumers, 2 + 2 * consumers>;
-  static constexpr int dq_empty(int w) { return 2 + 3 * consumers + w; }
+  static constexpr int dq_full(int w) { return ds_barrier + 1 + w; }
+  using Turns = warpgroup::turns<consumers, dq_full(consumers)>;
+  static constexpr int dq_empty(int w) { return Turns::kEndBarrier + w; }
   static_assert(dq_empty(consumers - 1) <= 15, "named barriers 1..15");
   static constexpr int dq_handoff_threads = 128 + 32;  // a consumer and the writer warp
 };

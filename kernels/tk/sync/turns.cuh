@@ -14,6 +14,7 @@ template <int Members, int FirstBarrier>
 struct turns {
   static_assert(Members >= 2 && FirstBarrier >= 1 && FirstBarrier + Members <= 16, "turns: barrier ids 1..15");
   static constexpr int kPair = 2 * 128;  // the member waiting and the one passing to it
+  static constexpr int kEndBarrier = FirstBarrier + Members;  // the first id after its barriers
 
   int member;
 
