@@ -263,10 +263,8 @@ Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layo
       launch_(detail::hopper_backward(t, checked(t, s, layout), resolved(layout, s), static_cast<float*>(scratch_.get()),
                                       dq_path(s, options))) {}
 
-DqPath dq_path(Shape s, BackwardOptions options) {
-  if (options.dq != DqPath::fastest) return options.dq;
-  const int query_rows_per_key_block = s.causal ? s.seq / 2 : s.seq;  // on average
-  return s.head_dim == 128 && query_rows_per_key_block >= 2048 ? DqPath::reducing : DqPath::deterministic;
+DqPath dq_path(Shape, BackwardOptions options) {
+  return options.dq == DqPath::fastest ? DqPath::reducing : options.dq;
 }
 
 std::size_t backward_scratch_bytes(Shape s, BackwardOptions options) {

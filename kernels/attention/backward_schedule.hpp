@@ -7,12 +7,13 @@
 // query head, kQBlock queries) walks the key tiles (kQStepKeys keys) its queries see; or, on the
 // reducing path (DqPath::reducing), the dK/dV items add each step's share of
 // dQ into an fp32 accumulator laid out as below, and a conversion writes it out.
+#include <algorithm>
 #include <cstddef>
 
 namespace attention::backward {
 
 inline constexpr int kKvBlock = 128;  // keys per dK/dV item: two consumer warpgroups of 64
-inline constexpr int kKvStepQ = 64;   // queries per dK/dV step on the reducing path (dQ's tiles below)
+inline constexpr int kDqTileQ = 64;   // queries per tile of the reducing path's dQ accumulator (below)
 inline constexpr int kQBlock = 128;   // queries per dQ item: two consumer warpgroups of 64
 
 // Queries per dK/dV step and keys per dQ step. A step's element-wise work (the exponentials, dS)
@@ -20,18 +21,18 @@ inline constexpr int kQBlock = 128;   // queries per dQ item: two consumer warpg
 // the tensor cores waiting on it: steps of 128 (FlashAttention-3's D = 64 tile) are half as many,
 // each wgmma at N = 128. A dQ step of 128 keys fits at either D (its scores beside dQ's D / 2
 // registers); it measured 2-5% faster than 64 at D = 128. A dK/dV step of 128 queries does only
-// at D = 64: at D = 128 its scores would not fit beside dK and dV in a thread's registers. The
-// reducing path keeps 64: its dQ accumulator is laid out in tiles of kKvStepQ queries (below).
-constexpr int kv_step_queries(int head_dim, bool reducing) { return head_dim == 64 && !reducing ? 128 : kKvStepQ; }
+// at D = 64: at D = 128 its scores would not fit beside dK and dV in a thread's registers. Both
+// dQ paths take the same steps (a reducing step's share of dQ is one or two accumulator tiles).
+constexpr int kv_step_queries(int head_dim) { return head_dim == 64 ? 128 : 64; }
 inline constexpr int kQStepKeys = 128;
 
 // The scratch's per-row vectors (D and LSE in base 2) are padded to a multiple of kRowPad rows,
 // so every query tile either kernel reads lies inside them: the bulk copies that read them have
 // no edge to stop at. Pad rows hold LSE = +inf (P = 2^(s - inf) = 0) and D = 0.
 inline constexpr int kRowPad = 128;
-static_assert(kRowPad % kKvStepQ == 0 && kRowPad % kv_step_queries(64, false) == 0 && kRowPad % kQBlock == 0,
+static_assert(kRowPad % kv_step_queries(64) == 0 && kRowPad % kv_step_queries(128) == 0 && kRowPad % kQBlock == 0,
               "query tiles lie inside the padded scratch");
-static_assert(kKvBlock % kv_step_queries(64, false) == 0 && kKvBlock % kKvStepQ == 0,
+static_assert(kKvBlock % kv_step_queries(64) == 0 && kKvBlock % kv_step_queries(128) == 0,
               "a causal dK/dV item's first query tile starts at its first key");
 
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -69,13 +70,34 @@ struct KvItem {
 
 constexpr int kv_items(const Schedule& s) { return ceil_div(s.seq, kKvBlock) * s.batch * s.kv_heads; }
 
+// With a causal mask, items run a group of matrices (heads) at a time, kCausalGroupItems items
+// (about two waves of blocks), longest first within the group, so the grid still finishes
+// together. With every head's longest items first, as before, the ~132 blocks in flight read as
+// many heads' tensors and, on the reducing path, reduce into as many heads' dQ accumulators
+// (B H N D x 4 bytes: 128 MB at B = 8, H = 16, N = 2048, D = 128) against a 60 MB L2: ncu had the
+// reducing kernel at 75% DRAM throughput and 38% compute there, the deterministic one at 65% DRAM
+// (results/NOTES.md, fifteenth session). A group's tensors are 256 x 128 rows of each, 16 MB of
+// accumulator at D = 128. The blocks take items in launch order (one item a block), so grouping
+// costs no balance but at the group's end.
+constexpr int kCausalGroupItems = 256;
+
+struct CausalOrder {
+  int matrix, order;  // order: 0 for a matrix's longest item (causal), its first (not)
+};
+constexpr CausalOrder causal_order(int t, int matrices, int per_matrix) {
+  const int group_matrices = std::max(1, kCausalGroupItems / per_matrix), group_items = group_matrices * per_matrix;
+  const int first = t / group_items * group_matrices, in_group = t % group_items;
+  const int here = std::min(group_matrices, matrices - first);  // the last group may be short
+  return {first + in_group % here, in_group / here};
+}
+
 // Item t. Without a mask items run head by head, so the blocks in flight share one head's Q and
-// dO in L2; with one, the longest items (the first keys, which every later query sees) of every
-// head come first and the shortest last, so the grid finishes together.
+// dO in L2; with one, the longest items (the first keys, which every later query sees) first
+// within each group of heads (above).
 constexpr KvItem kv_item(const Schedule& s, int t, int step, bool staggered = false) {
   const int kv_blocks = ceil_div(s.seq, kKvBlock), matrices = s.batch * s.kv_heads;
-  const int kvm = s.causal ? t % matrices : t / kv_blocks;
-  const int kv_block = s.causal ? t / matrices : t % kv_blocks;
+  const CausalOrder c = s.causal ? causal_order(t, matrices, kv_blocks) : CausalOrder{t / kv_blocks, t % kv_blocks};
+  const int kvm = c.matrix, kv_block = c.order;
   const int batch = kvm / s.kv_heads, kvh = kvm % s.kv_heads;
   const int first_q = s.causal ? kv_block * kKvBlock / step : 0;
   const int per_head = ceil_div(s.seq, step) - first_q;
@@ -91,11 +113,12 @@ struct QItem {
 
 constexpr int q_items(const Schedule& s) { return ceil_div(s.seq, kQBlock) * s.batch * s.heads; }
 
-// Item t: as the forward's, head by head without a mask, longest (last queries) first with one.
+// Item t: head by head without a mask, with one the longest (last queries) first within each
+// group of heads, as the dK/dV items.
 constexpr QItem q_item(const Schedule& s, int t) {
   const int q_blocks = ceil_div(s.seq, kQBlock), matrices = s.batch * s.heads;
-  const int qm = s.causal ? t % matrices : t / q_blocks;
-  const int order = s.causal ? t / matrices : t % q_blocks;
+  const CausalOrder c = s.causal ? causal_order(t, matrices, q_blocks) : CausalOrder{t / q_blocks, t % q_blocks};
+  const int qm = c.matrix, order = c.order;
   const int q_block = s.causal ? q_blocks - 1 - order : order;
   const int kvm = qm / s.heads * s.kv_heads + qm % s.heads / s.group();
   const int end = (q_block + 1) * kQBlock;
@@ -112,28 +135,40 @@ constexpr bool needs_mask(int query0, int key0, int keys, int seq, bool causal) 
 
 // ---- the reducing path's dQ accumulator ----
 //
-// Each dK/dV step holds dS^T for its 128 keys x kKvStepQ queries; its share of dQ, dS K, is
-// kKvStepQ x D floats, computed in parts of kDqCols columns (one 128-byte swizzle box of K's bf16
-// rows, so a part's B operand is one box of K) and reduced into the accumulator a part at a time
-// by one bulk reduction (cp.reduce.async.bulk, tk::arch::bulk_reduce_add_f32). The accumulator is
-// [batch x heads][padded(seq) / kKvStepQ query tiles][D / kDqCols parts][kDqPartFloats], each part
+// Each dK/dV step holds dS^T for its 128 keys x kv_step_queries queries; its share of dQ, dS K,
+// is computed in parts of kDqTileQ queries (one wgmma's M) x kDqCols columns (one 128-byte
+// swizzle box of bf16 rows, so a part's A operand is one box of dS^T and its B operand one box
+// of K) and reduced into the accumulator a part at a time by one bulk reduction
+// (cp.reduce.async.bulk, tk::arch::bulk_reduce_add_f32). A step has two parts at either D: its
+// two query tiles at D = 64, a tile's two column boxes at D = 128. The accumulator is
+// [batch x heads][padded(seq) / kDqTileQ query tiles][D / kDqCols parts][kDqPartFloats], each part
 // in the order the consumer warps hold it in registers (the wgmma accumulator: tk/layout/
 // rt_layout.hpp), so that staging a part in shared memory is conflict-free 16-byte stores and the
 // part is one contiguous span: warp w (query rows 16w..16w+15) owns kDqPartFloats / 4 floats, in
 // float4s ordered (its register float4 k, then lane). dq_part_offset maps a part's element (row,
 // col) there; the conversion kernel walks it the other way.
 inline constexpr int kDqCols = 64;
-inline constexpr int kDqPartFloats = kKvStepQ * kDqCols;
+inline constexpr int kDqPartFloats = kDqTileQ * kDqCols;
 inline constexpr int kDqWarpRows = 16;                        // a warp's rows of the wgmma accumulator
 inline constexpr int kDqFloat4sPerLane = kDqCols * kDqWarpRows / 32 / 4;  // 8: a warp's 16 x 64 floats
 
-constexpr int dq_parts(int head_dim) { return head_dim / kDqCols; }
+constexpr int dq_parts(int head_dim) { return head_dim / kDqCols; }  // a tile's parts
+constexpr int dq_step_tiles(int head_dim) { return kv_step_queries(head_dim) / kDqTileQ; }
+constexpr int dq_step_parts(int head_dim) { return dq_step_tiles(head_dim) * dq_parts(head_dim); }
+static_assert(dq_step_parts(64) == 2 && dq_step_parts(128) == 2, "a step's parts, one per consumer");
 constexpr std::size_t dq_accumulator_floats(int batch, int heads, int seq, int head_dim) {
   return std::size_t(batch) * heads * padded(seq) * head_dim;
 }
-// Part `part` of query tile `q_tile` of query matrix `qm`: its first float.
+// Part `part` of query tile `q_tile` (kDqTileQ queries) of query matrix `qm`: its first float.
 constexpr std::size_t dq_part_start(int qm, int q_tile, int part, int seq, int head_dim) {
-  return (std::size_t(qm) * (padded(seq) / kKvStepQ) + q_tile) * kKvStepQ * head_dim + std::size_t(part) * kDqPartFloats;
+  return (std::size_t(qm) * (padded(seq) / kDqTileQ) + q_tile) * kDqTileQ * head_dim + std::size_t(part) * kDqPartFloats;
+}
+// Part `part` (0 .. dq_step_parts - 1, query tile first) of the dK/dV step over query tile
+// `step_tile` (kv_step_queries queries): the query tile part / dq_parts, the columns part % dq_parts.
+// Its A operand is box part / dq_parts of the step's dS^T, its B operand box part % dq_parts of K.
+constexpr std::size_t dq_step_part_start(int qm, int step_tile, int part, int seq, int head_dim) {
+  const int tile = step_tile * dq_step_tiles(head_dim) + part / dq_parts(head_dim);
+  return dq_part_start(qm, tile, part % dq_parts(head_dim), seq, head_dim);
 }
 
 // Where lane `lane` of warp `warp` keeps float f (0..3) of its register float4 k: four floats of
@@ -151,23 +186,5 @@ constexpr DqElement dq_element(int offset) {
   const int warp = offset / (128 * kDqFloat4sPerLane);
   return {warp * kDqWarpRows + lane / 4 + 8 * (f / 2), 16 * (k / 2) + 8 * (k % 2) + 2 * (lane % 4) + f % 2};
 }
-
-// Which consumer computes which part: a step's dq_parts parts are dealt to the `consumers` in
-// turn, step after step (at D = 128 consumer w takes part w every step; at D = 64 the one part
-// goes to consumer step % 2). part(step, w): consumer w's part at this step, or -1; turn: how
-// many parts it had dealt before; consumer(step, part): part's inverse, the order the writer warp
-// takes the parts in; dealt_again: whether that consumer has another part in an item of `steps`.
-struct DqDeal {
-  int parts, consumers;
-  constexpr int consumer(int step, int part) const { return (step * parts + part) % consumers; }
-  constexpr bool dealt_again(int step, int part, int steps) const {
-    return step * parts + part + consumers < steps * parts;
-  }
-  constexpr int part(int step, int w) const {
-    const int i = ((w - step * parts) % consumers + consumers) % consumers;
-    return i < parts ? i : -1;
-  }
-  constexpr int turn(int step, int part) const { return (step * parts + part) / consumers; }
-};
 
 }  // namespace attention::backward

@@ -159,8 +159,8 @@ class AttentionProbe final : public Probe {
                    "in each timed launch) or all three (default fwd)")
         ->check(CLI::IsMember(kPasses));
     cmd.add_option("--dq", dq_,
-                   "the backward's dQ path: fastest (the default: reduce at D 128 once a key block meets 2048 "
-                   "query rows on average, else deterministic), deterministic (its own kernel, the same bits "
+                   "the backward's dQ path: fastest (the default: the path measured faster for the shape, today "
+                   "reduce on every shape), deterministic (its own kernel, the same bits "
                    "every run) or reduce (reduced in fp32 by the dK/dV kernel with the TMA); rows the reducing "
                    "path made carry dq: reduce")
         ->check(CLI::IsMember(kDqPaths));

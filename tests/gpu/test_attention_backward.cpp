@@ -85,7 +85,7 @@ struct GpuReference {
 };
 
 // The kernels' gradients, on poisoned buffers, on the path `options` picks: each path named, as
-// `fastest` (the default) picks by shape.
+// `fastest` (the default) picks by measurement.
 constexpr attention::BackwardOptions kDeterministic{.dq = attention::DqPath::deterministic};
 constexpr attention::BackwardOptions kReducing{.dq = attention::DqPath::reducing};
 

@@ -77,8 +77,8 @@ TEST(AttentionBackward, ScratchIsPaddedForEveryTile) {
 // At every step size the kernels take (kv_step_queries); staggered (the reducing path) as well:
 // the same tiles in another order.
 TEST(AttentionBackward, KeyItemsVisitEveryAttendedPairOnce) {
-  for (auto [queries, staggered] : {std::pair{bw::kv_step_queries(128, false), false},
-                                 {bw::kv_step_queries(64, false), false}, {bw::kKvStepQ, true}})
+  for (auto [queries, staggered] : {std::pair{bw::kv_step_queries(128), false}, {bw::kv_step_queries(64), false},
+                                    {bw::kv_step_queries(128), true}, {bw::kv_step_queries(64), true}})
   for (const bw::Schedule& s : schedules()) {
     SCOPED_TRACE(describe(s) + " step " + std::to_string(queries) + (staggered ? " staggered" : ""));
     std::set<std::pair<int, int>> items;
@@ -90,7 +90,11 @@ TEST(AttentionBackward, KeyItemsVisitEveryAttendedPairOnce) {
       ASSERT_LT(it.kv_block * bw::kKvBlock, s.seq);
       ASSERT_GE(it.steps, 1);
       if (s.causal) {
-        EXPECT_LE(it.steps, last_steps) << "causal items go longest first";
+        if (bw::causal_order(t, s.batch * s.kv_heads, bw::ceil_div(s.seq, bw::kKvBlock)).order == 0 &&
+            it.steps > last_steps) {
+          last_steps = 1 << 30;  // a new group of heads
+        }
+        EXPECT_LE(it.steps, last_steps) << "causal items go longest first within a group";
         last_steps = it.steps;
       }
       std::set<std::pair<int, int>> visited;  // (query matrix, query tile)
@@ -144,7 +148,11 @@ TEST(AttentionBackward, QueryItemsSeeEveryAttendedKey) {
       EXPECT_EQ(it.kvm, it.qm / s.heads * s.kv_heads + it.qm % s.heads / s.group());
       EXPECT_LE((it.q_block + 1) * bw::kQBlock, bw::padded(s.seq)) << "inside the padded scratch";
       if (s.causal) {
-        EXPECT_LE(it.tiles, last_tiles) << "causal items go longest first";
+        if (bw::causal_order(t, s.batch * s.heads, bw::ceil_div(s.seq, bw::kQBlock)).order == 0 &&
+            it.tiles > last_tiles) {
+          last_tiles = 1 << 30;  // a new group of heads
+        }
+        EXPECT_LE(it.tiles, last_tiles) << "causal items go longest first within a group";
         last_tiles = it.tiles;
       }
       for (int query = it.q_block * bw::kQBlock; query < std::min(s.seq, (it.q_block + 1) * bw::kQBlock); ++query)
@@ -171,13 +179,14 @@ TEST(AttentionBackward, QueryItemsSeeEveryAttendedKey) {
 // Staggered items of one key/value matrix, which start together, reduce into different query
 // tiles at every step (without a mask; with one they start at their own first tile).
 TEST(AttentionBackward, StaggeredItemsReduceIntoDistinctTiles) {
+  for (int d : {64, 128})
   for (const bw::Schedule& s : schedules()) {
     if (s.causal) continue;
-    SCOPED_TRACE(describe(s));
+    SCOPED_TRACE(describe(s) + " D " + std::to_string(d));
     for (int kvm = 0; kvm < s.batch * s.kv_heads; ++kvm) {
       std::vector<bw::KvItem> same_matrix;
       for (int t = 0; t < bw::kv_items(s); ++t) {
-        const bw::KvItem it = bw::kv_item(s, t, bw::kKvStepQ, true);
+        const bw::KvItem it = bw::kv_item(s, t, bw::kv_step_queries(d), true);
         if (it.kvm == kvm) same_matrix.push_back(it);
       }
       for (int step = 0; step < same_matrix.front().steps; ++step) {
@@ -185,6 +194,27 @@ TEST(AttentionBackward, StaggeredItemsReduceIntoDistinctTiles) {
         for (const bw::KvItem& it : same_matrix) {
           EXPECT_TRUE(tiles.insert({it.qm(step), it.q_tile(step)}).second) << "step " << step << " block " << it.kv_block;
         }
+      }
+    }
+  }
+}
+
+// Causal items come a group of whole heads at a time (kCausalGroupItems items), each head's
+// items in order, longest first: at shapes with many groups, the last one short, every (matrix,
+// order) once and within its group.
+TEST(AttentionBackward, CausalItemsComeAGroupOfHeadsAtATime) {
+  for (auto [matrices, per_matrix] : {std::pair{128, 16}, {39, 16}, {4, 128}, {512, 1}, {3, 300}, {1, 1}}) {
+    SCOPED_TRACE(std::to_string(matrices) + " matrices of " + std::to_string(per_matrix) + " items");
+    const int group_matrices = std::max(1, bw::kCausalGroupItems / per_matrix);
+    std::set<std::pair<int, int>> seen;
+    for (int t = 0; t < matrices * per_matrix; ++t) {
+      const bw::CausalOrder c = bw::causal_order(t, matrices, per_matrix);
+      ASSERT_LT(c.matrix, matrices);
+      ASSERT_LT(c.order, per_matrix);
+      EXPECT_TRUE(seen.insert({c.matrix, c.order}).second) << "item " << t << " repeats";
+      EXPECT_EQ(c.matrix / group_matrices, t / (group_matrices * per_matrix)) << "item " << t << " outside its group";
+      if (t > 0 && c.matrix / group_matrices == bw::causal_order(t - 1, matrices, per_matrix).matrix / group_matrices) {
+        EXPECT_GE(c.order, bw::causal_order(t - 1, matrices, per_matrix).order) << "longest first within the group";
       }
     }
   }
@@ -199,13 +229,13 @@ TEST(AttentionBackward, DqPartLayoutIsTheAccumulatorsRegisters) {
   for (int offset = 0; offset < bw::kDqPartFloats; ++offset) {
     const bw::DqElement e = bw::dq_element(offset);
     ASSERT_GE(e.row, 0);
-    ASSERT_LT(e.row, bw::kKvStepQ);
+    ASSERT_LT(e.row, bw::kDqTileQ);
     ASSERT_GE(e.col, 0);
     ASSERT_LT(e.col, bw::kDqCols);
     EXPECT_TRUE(seen.insert({e.row, e.col}).second) << "offset " << offset;
   }
   EXPECT_EQ(int(seen.size()), bw::kDqPartFloats);
-  for (int warp = 0; warp < bw::kKvStepQ / bw::kDqWarpRows; ++warp)
+  for (int warp = 0; warp < bw::kDqTileQ / bw::kDqWarpRows; ++warp)
     for (int lane = 0; lane < 32; ++lane)
       for (int f = 0; f < bw::kDqFloat4sPerLane * 4; ++f) {
         const tk::layout::Coord c = tk::layout::rt_element(lane, f, bw::kDqCols, tk::layout::RtLayout::row);
@@ -218,13 +248,16 @@ TEST(AttentionBackward, DqPartLayoutIsTheAccumulatorsRegisters) {
 }
 
 // Parts tile the accumulator: (query matrix, query tile, part) -> disjoint contiguous spans that
-// cover it, each 16-byte aligned (a bulk reduction's rule).
+// cover it, each 16-byte aligned (a bulk reduction's rule); and so do the dK/dV steps' parts
+// (dq_step_part_start), each step's inside its own queries.
 TEST(AttentionBackward, DqPartsTileTheAccumulator) {
   for (int d : {64, 128})
     for (int seq : {1, 63, 64, 65, 128, 129, 1000}) {
-      const int batch = 2, heads = 3, tiles = bw::padded(seq) / bw::kKvStepQ;
-      std::vector<int> covered(bw::dq_accumulator_floats(batch, heads, seq, d), 0);
-      for (int qm = 0; qm < batch * heads; ++qm)
+      const int batch = 2, heads = 3, tiles = bw::padded(seq) / bw::kDqTileQ;
+      const int step = bw::kv_step_queries(d), step_tiles = bw::padded(seq) / step;
+      const std::size_t floats = bw::dq_accumulator_floats(batch, heads, seq, d);
+      std::vector<int> covered(floats, 0), covered_by_steps(floats, 0);
+      for (int qm = 0; qm < batch * heads; ++qm) {
         for (int tile = 0; tile < tiles; ++tile)
           for (int part = 0; part < bw::dq_parts(d); ++part) {
             const std::size_t start = bw::dq_part_start(qm, tile, part, seq, d);
@@ -232,44 +265,17 @@ TEST(AttentionBackward, DqPartsTileTheAccumulator) {
             EXPECT_EQ(start % 4, 0u);
             for (int i = 0; i < bw::kDqPartFloats; ++i) ++covered[start + i];
           }
-      EXPECT_TRUE(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; })) << d << " " << seq;
-    }
-}
-
-// Every step's parts go to distinct consumers, each part to one, and each consumer's turns count
-// 0, 1, 2, ...; consumer() names the consumer part() deals each part to (the writer warp's order).
-TEST(AttentionBackward, DqPartsAreDealtInTurn) {
-  for (int parts : {1, 2}) {
-    const bw::DqDeal deal{parts, 2};
-    int next_turn[2] = {0, 0};
-    for (int step = 0; step < 50; ++step) {
-      std::set<int> dealt;
-      for (int w = 0; w < 2; ++w) {
-        const int part = deal.part(step, w);
-        if (part < 0) continue;
-        EXPECT_TRUE(dealt.insert(part).second);
-        EXPECT_EQ(deal.turn(step, part), next_turn[w]++) << "parts " << parts << " step " << step << " consumer " << w;
-        EXPECT_EQ(deal.consumer(step, part), w) << "parts " << parts << " step " << step;
+        for (int tile = 0; tile < step_tiles; ++tile)
+          for (int part = 0; part < bw::dq_step_parts(d); ++part) {
+            const std::size_t start = bw::dq_step_part_start(qm, tile, part, seq, d);
+            const std::size_t step_start = bw::dq_part_start(qm, tile * step / bw::kDqTileQ, 0, seq, d);
+            EXPECT_GE(start, step_start);
+            EXPECT_LE(start + bw::kDqPartFloats, step_start + std::size_t(step) * d) << "inside the step's queries";
+            for (int i = 0; i < bw::kDqPartFloats; ++i) ++covered_by_steps[start + i];
+          }
       }
-      EXPECT_EQ(int(dealt.size()), parts);
-    }
-  }
-}
-
-// dealt_again says whether the consumer of a part has a later one in the item: the writer frees a
-// consumer's staging tile only for a part that will wait for it (no barrier left half-done).
-TEST(AttentionBackward, DqDealSaysWhetherAConsumerHasAnotherPart) {
-  for (int parts : {1, 2})
-    for (int steps = 1; steps <= 7; ++steps) {
-      const bw::DqDeal deal{parts, 2};
-      for (int step = 0; step < steps; ++step)
-        for (int part = 0; part < parts; ++part) {
-          bool later = false;
-          for (int s = step; s < steps; ++s)
-            for (int q = 0; q < parts; ++q)
-              later |= (s > step || q > part) && deal.consumer(s, q) == deal.consumer(step, part);
-          EXPECT_EQ(deal.dealt_again(step, part, steps), later) << parts << " " << steps << " " << step << " " << part;
-        }
+      EXPECT_TRUE(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; })) << d << " " << seq;
+      EXPECT_EQ(covered_by_steps, covered) << d << " " << seq;
     }
 }
 
@@ -278,25 +284,19 @@ TEST(AttentionBackward, ReducingScratchHoldsTheAccumulator) {
   const std::size_t rows = 2 * 8 * 1024;
   EXPECT_EQ(attention::backward_scratch_bytes(s, {.dq = DqPath::deterministic}), 2 * rows * sizeof(float));
   EXPECT_EQ(attention::backward_scratch_bytes(s, {.dq = DqPath::reducing}), (2 + 128) * rows * sizeof(float));
-  // The default resolves per shape (below): here deterministic, at N = 4096 reducing.
-  EXPECT_EQ(attention::backward_scratch_bytes(s), 2 * rows * sizeof(float));
-  const Shape longer{2, 8, 2, 4096, 128, true};
-  EXPECT_EQ(attention::backward_scratch_bytes(longer), (2 + 128) * 2 * 8 * 4096 * sizeof(float));
+  // The default resolves per shape (below): the reducing path.
+  EXPECT_EQ(attention::backward_scratch_bytes(s), (2 + 128) * rows * sizeof(float));
 }
 
-// `fastest` takes the reducing path where the H200 measured it faster (attention::dq_path): D = 128
-// once a key block meets 2048 query rows on average; an explicit path is kept whatever the shape.
+// `fastest` takes the reducing path where the H200 measured it faster (attention::dq_path): every
+// shape measured; an explicit path is kept whatever the shape.
 TEST(AttentionBackward, FastestDqPathFollowsTheMeasurements) {
-  const auto fastest = [](int seq, int head_dim, bool causal) {
-    return attention::dq_path({1, 16, 16, seq, head_dim, causal}, {});
-  };
-  EXPECT_EQ(fastest(2048, 128, false), DqPath::reducing);
-  EXPECT_EQ(fastest(16384, 128, false), DqPath::reducing);
-  EXPECT_EQ(fastest(4096, 128, true), DqPath::reducing);
-  EXPECT_EQ(fastest(1024, 128, false), DqPath::deterministic);  // +0.7%: inside the noise
-  EXPECT_EQ(fastest(2048, 128, true), DqPath::deterministic);   // -28% reducing
-  for (int seq : {1, 1024, 16384})
-    for (bool causal : {false, true}) EXPECT_EQ(fastest(seq, 64, causal), DqPath::deterministic);
+  for (int seq : {1, 1024, 2048, 16384})
+    for (int head_dim : {64, 128})
+      for (bool causal : {false, true}) {
+        EXPECT_EQ(attention::dq_path({1, 16, 16, seq, head_dim, causal}, {}), DqPath::reducing)
+            << seq << " " << head_dim << " " << causal;
+      }
   const Shape s{1, 16, 16, 16384, 128, false};
   EXPECT_EQ(attention::dq_path(s, {.dq = DqPath::deterministic}), DqPath::deterministic);
   EXPECT_EQ(attention::dq_path({1, 16, 16, 1, 64, false}, {.dq = DqPath::reducing}), DqPath::reducing);

@@ -155,12 +155,14 @@ TEST(AttentionStrides, ConstructorsThrowTheRefusal) {
   }
 }
 
-// A lent scratch holds both per-row vectors (lse2 and D) of every padded query row, and is read
-// with bulk copies: it must be aligned.
+// A lent scratch holds both per-row vectors (lse2 and D) of every padded query row (the
+// deterministic path's whole scratch; the reducing one adds its accumulator: test_attention_backward),
+// and is read with bulk copies: it must be aligned.
 TEST(AttentionStrides, LentScratchIsSizedAndChecked) {
   const std::size_t padded_rows = std::size_t(kShape.batch) * kShape.heads * 1024;  // N = 1000 padded to tiles
-  EXPECT_GE(attention::backward_scratch_bytes(kShape), 2 * padded_rows * sizeof(float));
-  EXPECT_LT(attention::backward_scratch_bytes(kShape), 2 * padded_rows * sizeof(float) + 4096);
+  const attention::BackwardOptions deterministic{.dq = attention::DqPath::deterministic};
+  EXPECT_GE(attention::backward_scratch_bytes(kShape, deterministic), 2 * padded_rows * sizeof(float));
+  EXPECT_LT(attention::backward_scratch_bytes(kShape, deterministic), 2 * padded_rows * sizeof(float) + 4096);
   try {
     attention::Backward(backward_tensors(), kShape, {}, reinterpret_cast<float*>(fake(9, 4)));
     FAIL() << "the backward took a misaligned scratch";

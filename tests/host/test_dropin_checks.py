@@ -20,7 +20,7 @@ import ctypes, sys
 sys.path.insert(0, sys.argv[1])
 import tk_attention
 lib = tk_attention.load(sys.argv[2])
-print("scratch", lib.tk_attention_backward_scratch_bytes(2, 8, 2, 1000, 128, 1))
+print("scratch", lib.tk_attention_backward_scratch_bytes_opts(2, 8, 2, 1000, 128, 1, 1))
 strides = (ctypes.c_int64 * 16)(*([8 * 1000 * 128, 1000 * 128, 128, 2] * 4))
 print("forward", lib.tk_attention_create_strided(*[1 << 20] * 5, 2, 8, 8, 1000, 128, 1, 0, strides))
 print("backward", lib.tk_attention_backward_create(*[1 << 20] * 9, 2, 8, 8, 1000, 96, 1, None, None))
@@ -40,10 +40,10 @@ def check_library(source_dir, library, failures):
                        capture_output=True, text=True)
     # Two vectors (lse2, D) of B x H x padded(N) floats: padded(1000) = 1024; the reducing path adds
     # the fp32 dQ accumulator, B x H x padded(N) x D floats.
-    # The default (fastest) path reduces at D = 128 once a key block meets 2048 query rows on average
-    # (attention::dq_path): 1 deterministic, 2 reducing, 0 refused.
+    # The default (fastest) path reduces on every shape (attention::dq_path): 1 deterministic,
+    # 2 reducing, 0 refused.
     expected = ["scratch 131072", "forward None", "backward None", f"scratch reducing {131072 + 2 * 8 * 1024 * 128 * 4}",
-                "backward reducing None", "paths 2 2 1 1 1", "forced 2 1",
+                "backward reducing None", "paths 2 2 2 2 2", "forced 2 1",
                 f"scratch fastest {2 * 8 * 4096 * 4 + 8 * 4096 * 128 * 4}", "bad path 0 0 None"]
     if r.returncode != 0 or r.stdout.split("\n")[:9] != expected:
         failures.append(f"library calls: exit {r.returncode}, {r.stdout!r} {r.stderr}")

@@ -4,7 +4,7 @@
 // backward_dq_convert.cuh, the work split in ../backward_schedule.hpp, the launcher in
 // ../attention_hopper_backward.cu).
 //
-// Deterministic (DqPath::deterministic; what the default takes at D = 64 and short sequences,
+// Deterministic (DqPath::deterministic, on request; the default takes the reducing path,
 // attention::dq_path): two launches, no atomics (the same inputs give the same bits):
 //   1. preprocess: per query row, D = rowsum(dO * O) and LSE in base 2, into a padded scratch;
 //   2. one launch of two kinds of work item (backward_deterministic.cuh):
@@ -16,7 +16,7 @@
 // The dQ items recompute S and dP (two of the five products the dK/dV items issue): the price of
 // a dQ that needs neither fp32 atomics nor a reduction over key tiles.
 //
-// Reducing (DqPath::reducing): the five products FlashAttention-3 issues.
+// Reducing (DqPath::reducing, the default's): the five products FlashAttention-3 issues.
 //   1. preprocess, as above, and it zeroes an fp32 dQ accumulator (../backward_schedule.hpp);
 //   2. dK, dV as above, and each step also forms its share of dQ = dS K from dS^T staged in shared
 //      memory, reducing it into the accumulator with the TMA's bulk reduction (atomic per element,
@@ -74,12 +74,11 @@ struct KvConfig {
   static constexpr int consumer_registers = 240, producer_registers = 24;
   static constexpr int consumer_threads = consumers * 128;
   static constexpr int threads = 128 + consumer_threads;  // the producer warpgroup, then the consumers
-  static constexpr int step = kv_step_queries(D, FusedDq);  // queries per step
+  static constexpr int step = kv_step_queries(D);  // queries per step
   // A step's Q and dO are 2 x 16 KB at D = 128 and at D = 64 (128 queries): three stages beside
-  // the item's K and V (64 KB at D = 128) take 163 KB, four at D = 64 160 KB; with FusedDq at
-  // D = 64 (64 queries) four take 100 KB. With FusedDq at D = 128 two (FlashAttention-3's count),
-  // for the 64 KB of dS^T and dQ staging below.
-  static constexpr int stages = D == 64 ? 4 : FusedDq ? 2 : 3;
+  // the item's K and V (64 KB at D = 128) take 163 KB, four at D = 64 160 KB. With FusedDq two
+  // (FlashAttention-3's count), for the dS^T and dQ staging below (64 KB at D = 128, 96 KB at 64).
+  static constexpr int stages = FusedDq ? 2 : D == 64 ? 4 : 3;
 
   using kv = st<bf16, warpgroup::kRows, D>;  // a consumer's keys or values, then its dK or dV on the way out
   using q = st<bf16, step, D>;               // a step's queries or dO
@@ -95,20 +94,20 @@ struct KvConfig {
   using slice_vec = slice_tile::col_vec;
 
   // ---- FusedDq: dQ's parts (../backward_schedule.hpp) ----
-  // dS^T of a consumer's 64 keys x the step's queries, in bf16: the A operand (MN-major: A^T is
-  // stored) of dQ_part = dS K, which reads every consumer's tile. Two per consumer, by step parity:
-  // a consumer rewrites one only after the barrier of the step after, which every reader of the
-  // tile's last contents passes only once its products are done.
+  // dS^T of a consumer's 64 keys x the step's queries, in bf16: the A operands (MN-major: A^T is
+  // stored) of the step's parts dQ_part = dS K, which read every consumer's tile, one query box
+  // each. Two per consumer, by step parity: a consumer rewrites one only after the barrier of the
+  // step after, which every reader of the tile's last contents passes only once its products are
+  // done.
   using ds_tile = st<bf16, warpgroup::kRows, step>;
   static constexpr int ds_ring = 2;
-  // One kDqCols-wide box of a consumer's keys: the B operand (MN-major) of a part.
-  using key_box = st<bf16, warpgroup::kRows, kDqCols>;
+  using ds_box = st<bf16, warpgroup::kRows, kDqTileQ>;  // one part's queries of a consumer's dS^T
+  using key_box = st<bf16, warpgroup::kRows, kDqCols>;  // one part's columns of a consumer's keys
+  static_assert(ds_tile::box_cols == kDqTileQ && ds_tile::swizzle == ds_box::swizzle, "a part's A operand is one box of dS^T");
   static_assert(kv::box_cols == kDqCols && kv::swizzle == key_box::swizzle, "a part's B operand is one box of K");
-  static_assert(!FusedDq || (step == kKvStepQ && step == warpgroup::kRows),
-                "a step's queries are one dQ tile of the accumulator and one wgmma's M");
+  static_assert(kDqTileQ == warpgroup::kRows, "a part's queries are one wgmma's M");
+  static_assert(dq_step_parts(D) == consumers, "consumer w takes part w of every step");
   using dq_part = rt_fl<16, kDqCols>;  // a warp's 16 queries x one part's columns: 32 floats, transient
-  static constexpr DqDeal deal() { return {dq_parts(D), consumers}; }
-  static_assert(consumers % dq_parts(D) == 0, "every step's parts go to distinct consumers");
   // A part staged for its bulk reduction, in the accumulator's order, one tile per consumer: the
   // producer warpgroup's second warp (the writer, FlashAttention-3's dQ writer) hands each staged
   // part to the TMA and frees the tile once the copy engine has read it.

@@ -9,9 +9,9 @@
 // keys past the sequence or after a query (causal) are masked to -inf.
 //
 // FusedDq (the reducing path): each step also stages both consumers' dS^T in shared memory and
-// computes the step's dQ = dS K a part of kDqCols columns at a time (KvConfig::deal() says which
-// consumer takes which part), then hands the part to the producer warpgroup's writer warp, whose
-// bulk reduction adds it into the fp32 accumulator (../backward_schedule.hpp). Pad queries add 0
+// computes the step's dQ = dS K, consumer w its part w (dq_step_parts: a query tile at D = 64, a
+// column box at D = 128), then hands the part to the producer warpgroup's writer warp, whose bulk
+// reduction adds it into the fp32 accumulator (../backward_schedule.hpp). Pad queries add 0
 // (dS = 0 there) into the padded rows.
 #include "kernels/attention/hopper/backward_config.cuh"
 
@@ -48,33 +48,36 @@ __device__ __forceinline__ void per_query_slice(typename C::scores& s, typename 
   }
 }
 
-// FusedDq: consumer w's part of the step's dQ, once every consumer's dS^T is staged (ds_slot):
-// dQ_part = sum over consumers v of (dS^T_v)^T K_v[:, the part's box], read from shared memory.
-// The caller waits for it.
+// FusedDq: part `part` of the step's dQ, once every consumer's dS^T is staged (ds_slot):
+// dQ_part = sum over consumers v of (dS^T_v[:, the part's queries])^T K_v[:, the part's columns],
+// read from shared memory. The caller waits for it.
 template <int D>
 __device__ __forceinline__ void issue_dq_part(const KvSmem<D, true>& sm, int ds_slot, int part,
                                               typename KvConfig<D, true>::dq_part& dq) {
   using C = KvConfig<D, true>;
-  using box = typename C::key_box;
+  using ds_box = typename C::ds_box;
+  using key_box = typename C::key_box;
+  const int query_box = part / dq_parts(D), column_box = part % dq_parts(D);
 #pragma unroll
   for (int v = 0; v < C::consumers; ++v) {
-    const box& k = *reinterpret_cast<const box*>(sm.k[v].data + part * C::kv::box_bytes);
-    warpgroup::mma_AtB(dq, sm.fused.ds[v][ds_slot], k, v > 0);  // dQ_part (+)= dS_v K_v
+    const ds_box& ds = *reinterpret_cast<const ds_box*>(sm.fused.ds[v][ds_slot].data + query_box * C::ds_tile::box_bytes);
+    const key_box& k = *reinterpret_cast<const key_box*>(sm.k[v].data + column_box * C::kv::box_bytes);
+    warpgroup::mma_AtB(dq, ds, k, v > 0);  // dQ_part (+)= dS_v K_v
   }
   warpgroup::mma_commit();
 }
 
 // FusedDq: the part, scaled later (the conversion), to consumer w's staging tile in the
 // accumulator's order (conflict-free 16-byte stores), once the writer has read the tile's last
-// part (a consumer's first part finds it free), then handed to the writer.
+// part (the first step's finds it free), then handed to the writer.
 template <int D>
-__device__ __forceinline__ void stage_dq_part(KvSmem<D, true>& sm, int w, int turn,
+__device__ __forceinline__ void stage_dq_part(KvSmem<D, true>& sm, int w, int step,
                                               const typename KvConfig<D, true>::dq_part& dq) {
   using C = KvConfig<D, true>;
   float* tile = sm.fused.dq[w].data;
   const int warp = warpgroup::thread() / 32, lane = threadIdx.x % 32;
   static_assert(C::dq_part::pairs == 2 * kDqFloat4sPerLane, "a lane's part is kDqFloat4sPerLane float4s");
-  if (turn > 0) warpgroup::sync(C::dq_empty(w), C::dq_handoff_threads);
+  if (step > 0) warpgroup::sync(C::dq_empty(w), C::dq_handoff_threads);
 #pragma unroll
   for (int k = 0; k < kDqFloat4sPerLane; ++k) {
     const float2 a = dq.data[2 * k], b = dq.data[2 * k + 1];  // registers 4k..4k+3
@@ -84,36 +87,34 @@ __device__ __forceinline__ void stage_dq_part(KvSmem<D, true>& sm, int w, int tu
   warpgroup::arrive(C::dq_full(w), C::dq_handoff_threads);
 }
 
-// FusedDq, the producer warpgroup's writer warp: every part of the item in the order the
-// consumers stage them (KvConfig::deal()), each added into the accumulator with one bulk
-// reduction; the consumer's tile is freed once the copy engine has read it, and only for a
-// consumer with another part to stage (no barrier is left half-done). No consumer waits on a
-// reduction.
+// FusedDq, the producer warpgroup's writer warp: every part of the item, step by step and
+// consumer by consumer, each added into the accumulator with one bulk reduction; the consumer's
+// tile is freed once the copy engine has read it, and only before another step (no barrier is
+// left half-done). No consumer waits on a reduction.
 template <int D>
 __device__ void write_dq(KvSmem<D, true>& sm, const Problem& p, const KvItem& it) {
   using C = KvConfig<D, true>;
   const bool issuer = threadIdx.x % 32 == 0;
   for (int step = 0; step < it.steps; ++step) {
-    for (int part = 0; part < dq_parts(D); ++part) {
-      const int w = C::deal().consumer(step, part);
+    for (int w = 0; w < C::consumers; ++w) {
       warpgroup::sync(C::dq_full(w), C::dq_handoff_threads);
       if (issuer) {
-        float* dst = p.dq_accumulator + dq_part_start(it.qm(step), it.q_tile(step), part, p.schedule.seq, D);
+        float* dst = p.dq_accumulator + dq_step_part_start(it.qm(step), it.q_tile(step), w, p.schedule.seq, D);
         arch::bulk_reduce_add_f32(dst, arch::shared_address(sm.fused.dq[w].data), C::dq_part_bytes);
         arch::bulk_commit();
         arch::bulk_wait_read<0>();
       }
       __syncwarp();
-      if (C::deal().dealt_again(step, part, it.steps)) warpgroup::arrive(C::dq_empty(w), C::dq_handoff_threads);
+      if (step + 1 < it.steps) warpgroup::arrive(C::dq_empty(w), C::dq_handoff_threads);
     }
   }
 }
 
 // One query step of consumer w, whose warp holds keys warp_key0 .. + 15, its first two products
-// issued in its turn (`turn`, consume_kv's). Each product runs under the element-wise work of the one before (wgmma
-// groups complete in order): dP^T under P^T, dV under dS^T; with FusedDq, dV under the dS^T
-// barrier, and dK under the dQ part's staging at D = 128 (FlashAttention-3's order) or under the
-// barrier at D = 64. The step ends with every product done (the stage may be released).
+// issued in its turn (`turn`, consume_kv's). Each product runs under the element-wise work of the
+// one before (wgmma groups complete in order): dP^T under P^T, dV under dS^T; with FusedDq, dV
+// under the dS^T barrier and dK under the dQ part's staging (FlashAttention-3's order). The step
+// ends with every product done (the stage may be released).
 template <int D, bool FusedDq>
 __device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& it, int step, int w, int warp_key0,
                         typename KvConfig<D, FusedDq>::grad& dk, typename KvConfig<D, FusedDq>::grad& dv,
@@ -153,34 +154,15 @@ __device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& 
     warpgroup::store(sm.fused.ds[w][ds_slot], ds);  // dS^T for every consumer's parts
     arch::fence_proxy_async();                      // read by wgmma (the async proxy)
     typename C::dq_part dq;
-    if constexpr (C::deal().parts == C::consumers) {
-      // Consumer w takes part w every step. The part before dK (groups complete in order), so
-      // that dK runs under the part's staging (FlashAttention-3's order).
-      warpgroup::sync(C::ds_barrier, C::consumer_threads);  // every consumer's dS^T is staged
-      warpgroup::mma_fence();
-      issue_dq_part<D>(sm, ds_slot, w, dq);
-      warpgroup::mma_AB(dk, ds, sm.q[stage]);  // dK += dS^T Q
-      warpgroup::mma_commit();
-      warpgroup::mma_wait<1>();  // the part
-      stage_dq_part<D>(sm, w, step, dq);
-      warpgroup::mma_wait<0>();  // dK
-    } else {
-      // A part every other step: dK under the dS^T barrier (a part issued under a condition
-      // before dK would serialise every wgmma, C7520).
-      warpgroup::mma_fence();
-      warpgroup::mma_AB(dk, ds, sm.q[stage]);  // dK += dS^T Q
-      warpgroup::mma_commit();
-      warpgroup::sync(C::ds_barrier, C::consumer_threads);  // every consumer's dS^T is staged
-      const int part = C::deal().part(step, w);
-      if (part >= 0) {
-        warpgroup::mma_fence();
-        issue_dq_part<D>(sm, ds_slot, part, dq);
-        warpgroup::mma_wait<0>();  // dK and the part
-        stage_dq_part<D>(sm, w, C::deal().turn(step, part), dq);
-      } else {
-        warpgroup::mma_wait<0>();
-      }
-    }
+    // The part before dK (groups complete in order), so that dK runs under the part's staging.
+    warpgroup::sync(C::ds_barrier, C::consumer_threads);  // every consumer's dS^T is staged
+    warpgroup::mma_fence();
+    issue_dq_part<D>(sm, ds_slot, w, dq);
+    warpgroup::mma_AB(dk, ds, sm.q[stage]);  // dK += dS^T Q
+    warpgroup::mma_commit();
+    warpgroup::mma_wait<1>();  // the part
+    stage_dq_part<D>(sm, w, step, dq);
+    warpgroup::mma_wait<0>();  // dK
   } else {
     warpgroup::mma_fence();
     warpgroup::mma_AB(dk, ds, sm.q[stage]);  // dK += dS^T Q

@@ -12,7 +12,7 @@ inline constexpr int kConvertMaxBlocks = 1 << 16;  // the grid strides beyond
 
 template <int D>
 __global__ void __launch_bounds__(kConvertThreads) dq_convert_kernel(const Problem p, DqOut out) {
-  const int seq = p.schedule.seq, heads = p.schedule.heads, tiles = padded(seq) / kKvStepQ;
+  const int seq = p.schedule.seq, heads = p.schedule.heads, tiles = padded(seq) / kDqTileQ;
   const std::size_t float4s = dq_accumulator_floats(p.schedule.batch, heads, seq, D) / 4;
   const auto* acc = reinterpret_cast<const float4*>(p.dq_accumulator);
   for (std::size_t i = std::size_t(blockIdx.x) * kConvertThreads + threadIdx.x; i < float4s;
@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(kConvertThreads) dq_convert_kernel(const Probl
     const float2 rows[2] = {{v.x, v.y}, {v.z, v.w}};
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int r = tile * kKvStepQ + top.row + 8 * h;
+      const int r = tile * kDqTileQ + top.row + 8 * h;
       if (r >= seq) continue;
       const std::size_t at = std::size_t(qm / heads * out.batch + qm % heads * out.head + r * out.seq) + col;
       *reinterpret_cast<__nv_bfloat162*>(out.dq + at) =
