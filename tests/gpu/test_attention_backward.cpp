@@ -175,8 +175,9 @@ void expect_within(const tkprobe::check::RowErrors& e, const char* name, bool ze
   EXPECT_LE(e.worst_row_error, kMaxRowError);
 }
 
-// The largest errors over a test's cases, printed at its end: the margins to the bounds.
+// The largest errors over a test's cases on one dQ path, printed at its end: the margins to the bounds.
 struct Worst {
+  const char* path;
   double rel[3] = {}, row[3] = {};
   void take(const check::BackwardErrors& e, bool one_key) {
     const tkprobe::check::RowErrors* g[] = {&e.dq, &e.dk, &e.dv};
@@ -187,13 +188,12 @@ struct Worst {
     }
   }
   ~Worst() {
-    std::printf("worst relative errors (row): dQ %.2e (%.2e), dK %.2e (%.2e), dV %.2e (%.2e)\n", rel[0], row[0], rel[1],
-                row[1], rel[2], row[2]);
+    std::printf("%s path: worst relative errors (row): dQ %.2e (%.2e), dK %.2e (%.2e), dV %.2e (%.2e)\n", path, rel[0],
+                row[0], rel[1], row[1], rel[2], row[2]);
   }
 };
 
-void check_kernels(const Problem& p, const GpuReference& ref, Worst& worst,
-                   attention::BackwardOptions options = kDeterministic) {
+void check_kernels(const Problem& p, const GpuReference& ref, Worst& worst, attention::BackwardOptions options) {
   const KernelGradients got(p, options);
   const auto e = check::compare_backward(got.dq.get(), got.dk.get(), got.dv.get(), ref.dq.get(), ref.dk.get(),
                                          ref.dv.get(), p.s, nullptr);
@@ -278,31 +278,35 @@ TEST(AttentionBackwardReference, ComparisonFailsPoisonAndPassesRounding) {
   EXPECT_EQ(poisoned.dq.rel_error, exact.dq.rel_error) << "the other gradients untouched";
 }
 
+// Both dQ paths on every shape, against one reference each (the default takes the reducing path,
+// attention::dq_path; the deterministic one is a request away).
+void check_both_paths(const Shape& s, float q_scale, std::mt19937_64& rng, Worst (&worst)[2]) {
+  const Problem p(s, q_scale, rng);
+  const GpuReference ref(p);
+  const attention::BackwardOptions paths[2] = {kDeterministic, kReducing};
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(describe(s, q_scale) + " " + worst[i].path);
+    check_kernels(p, ref, worst[i], paths[i]);
+  }
+}
+
 TEST(AttentionBackwardKernels, MatchTheGpuReference) {
   auto rng = fresh_rng();
-  Worst worst;
+  Worst worst[2] = {{"deterministic"}, {"reducing"}};
   for (int d : {64, 128})
     for (bool causal : {false, true})
-      for (int n : {1, 7, 100, 1000, 4097})
+      for (int n : {1, 7, 63, 100, 1000, 4097})
         for (const Shape& s : layouts(n, d, causal))
-          for (float q_scale : {1.0f, 10.0f}) {
-            SCOPED_TRACE(describe(s, q_scale));
-            const Problem p(s, q_scale, rng);
-            check_kernels(p, GpuReference(p), worst);
-          }
+          for (float q_scale : {1.0f, 10.0f}) check_both_paths(s, q_scale, rng, worst);
 }
 
 TEST(AttentionBackwardKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
   auto rng = fresh_rng();
-  Worst worst;
+  Worst worst[2] = {{"deterministic"}, {"reducing"}};
   for (int d : {64, 128})
     for (bool causal : {false, true})
       for (const Shape& s : {Shape{1, 4, 1, 16384, d, causal}, Shape{1, 3, 3, 16384, d, causal}})
-        for (float q_scale : {1.0f, 10.0f}) {
-          SCOPED_TRACE(describe(s, q_scale));
-          const Problem p(s, q_scale, rng);
-          check_kernels(p, GpuReference(p), worst);
-        }
+        for (float q_scale : {1.0f, 10.0f}) check_both_paths(s, q_scale, rng, worst);
 }
 
 // No atomics (the deterministic path): two runs give the same bits.
@@ -317,34 +321,6 @@ TEST(AttentionBackwardKernels, AreDeterministic) {
     EXPECT_TRUE(same_bits(a.dk, b.dk));
     EXPECT_TRUE(same_bits(a.dv, b.dv));
   }
-}
-
-// The reducing path (dQ reduced into an fp32 accumulator by the dK/dV kernel: DqPath::reducing),
-// against the same reference within the same bounds.
-TEST(AttentionBackwardKernels, ReducingDqMatchesTheGpuReference) {
-  auto rng = fresh_rng();
-  Worst worst;
-  for (int d : {64, 128})
-    for (bool causal : {false, true})
-      for (int n : {1, 63, 1024, 4096})
-        for (const Shape& s : layouts(n, d, causal))
-          for (float q_scale : {1.0f, 10.0f}) {
-            SCOPED_TRACE(describe(s, q_scale) + " reducing");
-            const Problem p(s, q_scale, rng);
-            check_kernels(p, GpuReference(p), worst, kReducing);
-          }
-}
-
-TEST(AttentionBackwardKernels, ReducingDqMatchesTheGpuReferenceAtSixteenThousandKeys) {
-  auto rng = fresh_rng();
-  Worst worst;
-  for (int d : {64, 128})
-    for (bool causal : {false, true}) {
-      const Shape s{1, 4, 1, 16384, d, causal};
-      SCOPED_TRACE(describe(s, 1) + " reducing");
-      const Problem p(s, 1, rng);
-      check_kernels(p, GpuReference(p), worst, kReducing);
-    }
 }
 
 // The reducing path twice on the same inputs: dK and dV are summed in registers in a fixed order
