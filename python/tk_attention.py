@@ -192,10 +192,10 @@ def forward(q, k, v, problem):
 
 
 # The backward's dQ path (attention::DqPath): False (the default) runs whichever path measured
-# faster for the shape: at D = 128 and long sequences the dK/dV kernel reduces dQ in fp32 with the
-# TMA (five matrix products instead of seven; dQ's bits may differ from run to run), elsewhere the
-# deterministic kernels. True, or torch.use_deterministic_algorithms(True), always runs the
-# deterministic kernels (the same inputs give the same bits).
+# faster for the shape (attention::dq_path: today everywhere the one where the dK/dV kernel reduces
+# dQ in fp32 with the TMA, five matrix products instead of seven; dQ's bits may differ from run to
+# run). True, or torch.use_deterministic_algorithms(True), always runs the deterministic kernels
+# (the same inputs give the same bits).
 deterministic_backward = False
 # The C interface's dq_path for each path's name (attention::DqPath; tkprobe attention --dq).
 DQ_PATHS = {"fastest": 0, "deterministic": 1, "reduce": 2}

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/attention/hopper/backward_deterministic.cuh"
 #include "kernels/attention/hopper/backward_dq_convert.cuh"
@@ -29,15 +30,6 @@ std::size_t scratch_floats_for(Shape s, DqPath path) {
   return path == DqPath::reducing ? vectors + dq_accumulator_floats(s.batch, s.heads, s.seq, s.head_dim) : vectors;
 }
 
-// The dK/dV kernel's tensor maps, at config C's tiles (its steps differ between the two paths at D = 64).
-template <class C>
-KvMaps kv_maps_for(const BackwardTensors& t, Shape s, const BackwardStrides& at) {
-  const int h = s.heads, kvh = s.kv_heads;
-  return {tensor_map<typename C::kv>(t.k, s, kvh, at.k),  tensor_map<typename C::kv>(t.v, s, kvh, at.v),
-          tensor_map<typename C::q>(t.q, s, h, at.q),     tensor_map<typename C::q>(t.d_o, s, h, at.d_o),
-          tensor_map<typename C::kv>(t.dk, s, kvh, at.dk), tensor_map<typename C::kv>(t.dv, s, kvh, at.dv)};
-}
-
 template <int D>
 Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, float* scratch, DqPath path) {
   const bool reducing = path == DqPath::reducing;
@@ -54,6 +46,11 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
                   reducing ? scratch + 2 * vector_floats : nullptr};
   const std::uint64_t q_matrices = std::uint64_t(s.batch) * s.heads;
   const int h = s.heads, kvh = s.kv_heads;
+  // Both paths' dK/dV items take the same tiles (kv_step_queries), so one set of maps serves either.
+  static_assert(std::is_same_v<typename KC::q, typename FC::q> && std::is_same_v<typename KC::kv, typename FC::kv>);
+  const KvMaps kv_maps{tensor_map<typename KC::kv>(t.k, s, kvh, at.k),   tensor_map<typename KC::kv>(t.v, s, kvh, at.v),
+                       tensor_map<typename KC::q>(t.q, s, h, at.q),      tensor_map<typename KC::q>(t.d_o, s, h, at.d_o),
+                       tensor_map<typename KC::kv>(t.dk, s, kvh, at.dk), tensor_map<typename KC::kv>(t.dv, s, kvh, at.dv)};
   // Enough preprocess (and conversion) blocks to fill the GPU many times over; each strides over the rest.
   const int prep_grid = int(std::min<std::uint64_t>(q_matrices * padded(s.seq) / kPrepRowsPerBlock<D>, kPrepMaxBlocks));
   const int kv_grid = kv_items(schedule);
@@ -67,7 +64,6 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
     const DqOut out{t.dq, at.dq.batch, at.dq.head, at.dq.seq};
     const std::uint64_t float4s = dq_accumulator_floats(s.batch, s.heads, s.seq, D) / 4;
     const int convert_grid = int(std::min<std::uint64_t>((float4s + kConvertThreads - 1) / kConvertThreads, kConvertMaxBlocks));
-    const KvMaps kv_maps = kv_maps_for<FC>(t, s, at);
     return [=](cudaStream_t stream) {
       preprocess(stream);
       reducing_dkdv_kernel<D><<<kv_grid, FC::threads, kKvSmemBytes<D, true>, stream>>>(kv_maps, p);
@@ -77,7 +73,6 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
   const QMaps q_maps{tensor_map<typename QC::q>(t.q, s, h, at.q), tensor_map<typename QC::q>(t.d_o, s, h, at.d_o),
                      tensor_map<typename QC::kv>(t.k, s, kvh, at.k), tensor_map<typename QC::kv>(t.v, s, kvh, at.v),
                      tensor_map<typename QC::q>(t.dq, s, h, at.dq)};
-  const KvMaps kv_maps = kv_maps_for<KC>(t, s, at);
   const int q_grid = q_items(schedule);
   cudaFuncSetAttribute(deterministic_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kDeterministicSmemBytes<D>);
   return [=](cudaStream_t stream) {

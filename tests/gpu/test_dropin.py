@@ -53,8 +53,8 @@ def inputs(torch, shape, seed):
 
 @contextlib.contextmanager
 def deterministic():
-    """The deterministic backward, for the checks that compare bits: by default D = 128 at long
-    sequences reduces dQ in fp32 with additions in no fixed order."""
+    """The deterministic backward, for the checks that compare bits: by default the backward
+    reduces dQ in fp32, with additions in no fixed order."""
     tk_attention.deterministic_backward = True
     try:
         yield
