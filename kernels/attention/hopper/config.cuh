@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "kernels/attention/attention.hpp"
+#include "kernels/attention/forward_schedule.hpp"
 #include "tk/warpgroup.cuh"
 
 namespace attention::hopper {
@@ -45,6 +46,9 @@ struct Config {
   // softmax later. At D = 128 shared memory (two Q slots, O, and 32 KB tiles) holds 2 + 2 stages:
   // 224 KB (kSmemBytes); a K load then has about one tile's time to land, a V load two.
   static constexpr int k_stages = D == 64 ? 4 : 2, v_stages = D == 64 ? 4 : 2;
+  // Causal items a chunk of heads at a time (forward_schedule.hpp): measured faster at D = 128,
+  // where a wave's K and V across every head overflow L2, and slower at D = 64 N <= 4096.
+  static constexpr bool causal_chunks = D == 128;
 
   __device__ static void to_probs(probs& pr, const scores& s) { warp::copy(pr, s); }
   __device__ static void mma_pv(out& o, const probs& pr, const v_tile& v) { warpgroup::mma_AB(o, pr, v); }
@@ -101,16 +105,18 @@ struct Problem {
 // Work item t: a block of query rows of one (batch, head) and the key tiles it reads (all, or
 // with a causal mask those up to its last row). Without a mask items run head by head, so the
 // blocks in flight share one head's K and V in L2 (at N = 16384 a head's are 4-8 MB; 132 heads'
-// would overflow it). With one, the longest items (the end of the sequence) of every head come
-// first and the shortest last, so the grid's blocks, taking items in turn, finish together.
+// would overflow it). With one, longest first, so the grid's blocks, taking items in turn, finish
+// together: across every head, or a chunk of heads at a time (../forward_schedule.hpp; the
+// config's causal_chunks).
 struct Item {
   int q_block, qh, kvh, tiles;  // qh, kvh: the Q/O and K/V matrices
 };
 template <class C>
 __device__ Item item(const Problem& p, int t) {
-  const int qh = p.causal ? t % p.matrices : t / p.q_blocks;
-  const int order = p.causal ? t / p.matrices : t % p.q_blocks;
-  const int q_block = p.causal ? p.q_blocks - 1 - order : order;
+  const forward::CausalOrder c = !p.causal          ? forward::CausalOrder{t / p.q_blocks, t % p.q_blocks}
+                                 : C::causal_chunks ? forward::chunked(t, gridDim.x, p.matrices, p.q_blocks)
+                                                    : forward::longest_first(t, p.matrices);
+  const int qh = c.matrix, q_block = p.causal ? p.q_blocks - 1 - c.order : c.order;
   const int head = qh % p.heads, kvh = qh / p.heads * p.kv_heads + head / (p.heads / p.kv_heads);
   const int last_key = p.causal ? min(p.seq, (q_block + 1) * C::block_q) : p.seq;
   return {q_block, qh, kvh, (last_key + kBlockKV - 1) / kBlockKV};

@@ -114,12 +114,14 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
   warp::online_softmax(s, m, l, rescale, p.scale_log2);
   C::to_probs(pr, s);
   for (int j = 1; j < mine; ++j) {
-    turn.wait();
+    // K before the turn, V only between the products: V's load starts a softmax after K's, and
+    // S need not wait for it (measured 1.6-3.0% faster at D = 128, 0.3-0.6% slower at D = 64).
     sm.k_pipe.wait_full(step + j);
-    sm.v_pipe.wait_full(step + j - 1);
+    turn.wait();
     warpgroup::mma_fence();
     warpgroup::mma_ABt(s, q, sm.k[sm.k_pipe.stage(step + j)], false);
     warpgroup::mma_commit();
+    sm.v_pipe.wait_full(step + j - 1);
     C::mma_pv(o, pr, sm.v[sm.v_pipe.stage(step + j - 1)]);
     warpgroup::mma_commit();
     turn.pass();

@@ -6,9 +6,10 @@
 // 2t+8, 2t+9 of the other. The vector along an axis (rt::row_vec, rt::col_vec) is group_vl or
 // quad_vl to match (layout::rv_layout_along), and layout::rv_scalar_for_pair says which of its
 // scalars holds the row (column) of each element of a tile pair. A reduction folds each of a
-// lane's elements into that scalar, then combines the lanes that share it with a butterfly over
-// layout::rv_replica_bits: xor 1, 2 (group_vl, the 4 lanes of a group) or xor 4, 8, 16 (quad_vl,
-// the 8 groups). Results are replicated over those lanes. Reductions run in float and round once.
+// lane's elements into that scalar (through kChains partial results), then combines the lanes
+// that share it with a butterfly over layout::rv_replica_bits: xor 1, 2 (group_vl, the 4 lanes of
+// a group) or xor 4, 8, 16 (quad_vl, the 8 groups). Results are replicated over those lanes.
+// Reductions run in float and round once.
 //
 //   warp::row_max(m, s, m);  warp::sub_row(s, s, m);  warp::exp2(s, s);  warp::row_sum(l, s, l);
 #include <type_traits>
@@ -53,15 +54,33 @@ __device__ __forceinline__ typename V::pair vector_pair(const V& v, int block, i
   return pair;  // s1 == s0 + 1, s0 even
 }
 
+// Partial results per scalar of a reduction. Folded into one, a 16 x 128 tile's row would be a
+// chain of 32 dependent FMNMX (FADD), each waiting out the one before: on the attention
+// forward's critical path (S, row max, exponentials, P V) that latency idles the tensor cores.
+// Four independent chains, combined as a tree at the end, cut it to 8 + 2.
+inline constexpr int kChains = 4;
+
 // v = Op over axis A's lines of s (one entry per row for A = row), then Op(prev, v) with prev.
+// Each scalar's k-th element goes to chain k % kChains; `taken` counts them. The loops unroll,
+// so every count is a constant and the branches on it fold away.
 template <class Op, layout::Axis A, class RT>
 __device__ __forceinline__ void reduce(vec_along<RT, A>& v, const RT& s, const vec_along<RT, A>* prev) {
   using V = vec_along<RT, A>;
   constexpr layout::RvLayout vl = V::vec_layout::value;
-  constexpr int per_block = 2 * layout::rv_pairs_per_16(vl);
-  float acc[2 * V::pairs];
+  constexpr int per_block = 2 * layout::rv_pairs_per_16(vl), scalars = 2 * V::pairs;
+  float acc[kChains][scalars];
+  int taken[scalars];
 #pragma unroll
-  for (int f = 0; f < 2 * V::pairs; ++f) acc[f] = Op::identity;
+  for (int f = 0; f < scalars; ++f) {
+    taken[f] = 0;
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) acc[c][f] = Op::identity;
+  }
+  const auto fold = [&](int f, float x) {
+    float& a = acc[taken[f] % kChains][f];
+    a = taken[f] < kChains ? x : Op::apply(a, x);
+    ++taken[f];
+  };
 #pragma unroll
   for (int i = 0; i < RT::subtile_rows; ++i)
 #pragma unroll
@@ -70,15 +89,20 @@ __device__ __forceinline__ void reduce(vec_along<RT, A>& v, const RT& s, const v
       for (int p = 0; p < layout::kPairsPerSubtile; ++p) {
         const float2 x = to_float2(s.at(i, j, p));
         const int base = per_block * block_of<A>(i, j);
-        float& a0 = acc[base + layout::rv_scalar_for_pair(p, 0, vl)];
-        a0 = Op::apply(a0, x.x);
-        float& a1 = acc[base + layout::rv_scalar_for_pair(p, 1, vl)];
-        a1 = Op::apply(a1, x.y);
+        fold(base + layout::rv_scalar_for_pair(p, 0, vl), x.x);
+        fold(base + layout::rv_scalar_for_pair(p, 1, vl), x.y);
       }
 #pragma unroll
+  for (int f = 0; f < scalars; ++f)
+#pragma unroll
+    for (int width = 1; width < kChains; width *= 2)
+#pragma unroll
+      for (int c = 0; c + width < kChains; c += 2 * width)
+        if (c + width < taken[f]) acc[c][f] = Op::apply(acc[c][f], acc[c + width][f]);
+#pragma unroll
   for (int k = 0; k < V::pairs; ++k) {
-    float2 r{butterfly<Op>(acc[2 * k], layout::rv_replica_bits(vl)),
-             butterfly<Op>(acc[2 * k + 1], layout::rv_replica_bits(vl))};
+    float2 r{butterfly<Op>(acc[0][2 * k], layout::rv_replica_bits(vl)),
+             butterfly<Op>(acc[0][2 * k + 1], layout::rv_replica_bits(vl))};
     if (prev != nullptr) {
       const float2 q = to_float2(prev->data[k]);
       r = {Op::apply(q.x, r.x), Op::apply(q.y, r.y)};

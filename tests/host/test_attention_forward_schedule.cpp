@@ -1,0 +1,104 @@
+// The forward's causal work order (kernels/attention/forward_schedule.hpp): every item once, the
+// blocks' work as balanced as longest-first across every head gave, and far fewer heads in
+// flight per wave.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels/attention/forward_schedule.hpp"
+
+namespace fw = attention::forward;
+
+namespace {
+
+struct Case {
+  int matrices, q_blocks, block_q, seq;
+};
+// The sweep's causal shapes on 132 SMs (16k tokens: B x H matrices, 192-row items at D = 64,
+// 128 at D = 128), then odd ones: a short last chunk, a chunk longer than two waves.
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (int seq : {1000, 1024, 4096, 4097, 16384}) {
+    const int batch = std::max(1, 16384 / seq);
+    out.push_back({batch * 32, (seq + 191) / 192, 192, seq});
+    out.push_back({batch * 16, (seq + 127) / 128, 128, seq});
+  }
+  out.push_back({7, 3, 128, 300});
+  out.push_back({3, 300, 128, 300 * 128});
+  return out;
+}
+constexpr int kGrid = 132;
+constexpr int kPerItem = 1;  // a tile's worth of per-item cost (the prologue, the output)
+
+int tiles(int order, const Case& c) {
+  const int q_block = c.q_blocks - 1 - order;
+  return (std::min(c.seq, (q_block + 1) * c.block_q) + 127) / 128;
+}
+
+// The heaviest block's work over the mean, for order f(t).
+template <class F>
+double imbalance(const Case& c, F f) {
+  std::vector<long> load(kGrid, 0);
+  long total = 0;
+  for (int t = 0; t < c.matrices * c.q_blocks; ++t) {
+    const int w = tiles(f(t).order, c) + kPerItem;
+    load[t % kGrid] += w;
+    total += w;
+  }
+  return double(*std::max_element(load.begin(), load.end())) * kGrid / double(total);
+}
+
+std::string describe(const Case& c) {
+  return std::to_string(c.matrices) + " matrices x " + std::to_string(c.q_blocks) + " blocks of " +
+         std::to_string(c.block_q) + ", N = " + std::to_string(c.seq);
+}
+
+}  // namespace
+
+TEST(AttentionForwardSchedule, CausalItemsComeOnceEach) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(describe(c));
+    std::set<std::pair<int, int>> seen;
+    for (int t = 0; t < c.matrices * c.q_blocks; ++t) {
+      const fw::CausalOrder o = fw::chunked(t, kGrid, c.matrices, c.q_blocks);
+      ASSERT_GE(o.matrix, 0);
+      ASSERT_LT(o.matrix, c.matrices);
+      ASSERT_GE(o.order, 0);
+      ASSERT_LT(o.order, c.q_blocks);
+      EXPECT_TRUE(seen.insert({o.matrix, o.order}).second) << "item " << t;
+    }
+  }
+}
+
+// No block carries more than 0.5% over what the longest-first order across every head gave it,
+// and each wave of the grid reads at most two chunks' heads (about 2G / q_blocks each).
+TEST(AttentionForwardSchedule, CausalChunksBalanceTheBlocksAndShareHeads) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(describe(c));
+    const auto chunked = [&](int t) { return fw::chunked(t, kGrid, c.matrices, c.q_blocks); };
+    const auto across_heads = [&](int t) { return fw::longest_first(t, c.matrices); };
+    EXPECT_LE(imbalance(c, chunked), imbalance(c, across_heads) + 0.005);
+    const int chunk_matrices = std::max(1, 2 * kGrid / c.q_blocks);
+    for (int wave = 0; wave * kGrid < c.matrices * c.q_blocks; ++wave) {
+      std::set<int> heads;
+      for (int t = wave * kGrid; t < std::min(c.matrices * c.q_blocks, (wave + 1) * kGrid); ++t)
+        heads.insert(chunked(t).matrix);
+      EXPECT_LE(int(heads.size()), 2 * chunk_matrices) << "wave " << wave;
+    }
+  }
+}
+
+// When a chunk's heads fill exactly two waves, every block's pair sums to the same length.
+TEST(AttentionForwardSchedule, FullChunksPairLongestWithShortest) {
+  const Case c{33 * 4, 8, 128, 1024};  // 33 heads x 8 blocks = 264 = 2 x 132
+  for (int chunk = 0; chunk < 4; ++chunk)
+    for (int lane = 0; lane < kGrid; ++lane) {
+      const int t = chunk * 2 * kGrid + lane;
+      const int a = fw::chunked(t, kGrid, c.matrices, c.q_blocks).order;
+      const int b = fw::chunked(t + kGrid, kGrid, c.matrices, c.q_blocks).order;
+      EXPECT_EQ(tiles(a, c) + tiles(b, c), c.q_blocks + 1) << chunk << " " << lane;
+    }
+}
