@@ -122,6 +122,7 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
     warpgroup::mma_ABt(s, q, sm.k[sm.k_pipe.stage(step + j)], false);
     warpgroup::mma_commit();
     sm.v_pipe.wait_full(step + j - 1);
+    warpgroup::mma_fence();  // P V reads registers across the wait's branch: ptxas would add it (C7519)
     C::mma_pv(o, pr, sm.v[sm.v_pipe.stage(step + j - 1)]);
     warpgroup::mma_commit();
     turn.pass();
