@@ -44,7 +44,8 @@ struct Config {
   using rows = scores::row_vec;             // a value per row: max, sum, rescale factor
   // K and V have rings of their own: a K tile is free once S is, a V tile only once P V is, a
   // softmax later. At D = 128 shared memory (two Q slots, O, and 32 KB tiles) holds 2 + 2 stages:
-  // 224 KB (kSmemBytes); a K load then has about one tile's time to land, a V load two.
+  // 224 KB (kSmemBytes), and V's loads run late enough that a step waits for its V tile only
+  // between S and P V (kernel.cuh; a third V stage, in place of O, measured no better).
   static constexpr int k_stages = D == 64 ? 4 : 2, v_stages = D == 64 ? 4 : 2;
   // Causal items a chunk of heads at a time (forward_schedule.hpp): measured faster at D = 128,
   // where a wave's K and V across every head overflow L2, and slower at D = 64 N <= 4096.
