@@ -7,8 +7,9 @@
 // query head, kQBlock queries) walks the key tiles (kQStepKeys keys) its queries see; or, on the
 // reducing path (DqPath::reducing), the dK/dV items add each step's share of
 // dQ into an fp32 accumulator laid out as below, and a conversion writes it out.
-#include <algorithm>
 #include <cstddef>
+
+#include "kernels/attention/work_order.hpp"
 
 namespace attention::backward {
 
@@ -81,14 +82,8 @@ constexpr int kv_items(const Schedule& s) { return ceil_div(s.seq, kKvBlock) * s
 // costs no balance but at the group's end.
 constexpr int kCausalGroupItems = 256;
 
-struct CausalOrder {
-  int matrix, order;  // order: 0 for a matrix's longest item (causal), its first (not)
-};
-constexpr CausalOrder causal_order(int t, int matrices, int per_matrix) {
-  const int group_matrices = std::max(1, kCausalGroupItems / per_matrix), group_items = group_matrices * per_matrix;
-  const int first = t / group_items * group_matrices, in_group = t % group_items;
-  const int here = std::min(group_matrices, matrices - first);  // the last group may be short
-  return {first + in_group % here, in_group / here};
+constexpr WorkOrder causal_order(int t, int matrices, int per_matrix) {
+  return grouped(t, matrices, per_matrix, kCausalGroupItems);
 }
 
 // Item t. Without a mask items run head by head, so the blocks in flight share one head's Q and
@@ -96,7 +91,7 @@ constexpr CausalOrder causal_order(int t, int matrices, int per_matrix) {
 // within each group of heads (above).
 constexpr KvItem kv_item(const Schedule& s, int t, int step, bool staggered = false) {
   const int kv_blocks = ceil_div(s.seq, kKvBlock), matrices = s.batch * s.kv_heads;
-  const CausalOrder c = s.causal ? causal_order(t, matrices, kv_blocks) : CausalOrder{t / kv_blocks, t % kv_blocks};
+  const WorkOrder c = s.causal ? causal_order(t, matrices, kv_blocks) : head_by_head(t, kv_blocks);
   const int kvm = c.matrix, kv_block = c.order;
   const int batch = kvm / s.kv_heads, kvh = kvm % s.kv_heads;
   const int first_q = s.causal ? kv_block * kKvBlock / step : 0;
@@ -117,7 +112,7 @@ constexpr int q_items(const Schedule& s) { return ceil_div(s.seq, kQBlock) * s.b
 // group of heads, as the dK/dV items.
 constexpr QItem q_item(const Schedule& s, int t) {
   const int q_blocks = ceil_div(s.seq, kQBlock), matrices = s.batch * s.heads;
-  const CausalOrder c = s.causal ? causal_order(t, matrices, q_blocks) : CausalOrder{t / q_blocks, t % q_blocks};
+  const WorkOrder c = s.causal ? causal_order(t, matrices, q_blocks) : head_by_head(t, q_blocks);
   const int qm = c.matrix, order = c.order;
   const int q_block = s.causal ? q_blocks - 1 - order : order;
   const int kvm = qm / s.heads * s.kv_heads + qm % s.heads / s.group();
@@ -155,7 +150,6 @@ inline constexpr int kDqFloat4sPerLane = kDqCols * kDqWarpRows / 32 / 4;  // 8: 
 constexpr int dq_parts(int head_dim) { return head_dim / kDqCols; }  // a tile's parts
 constexpr int dq_step_tiles(int head_dim) { return kv_step_queries(head_dim) / kDqTileQ; }
 constexpr int dq_step_parts(int head_dim) { return dq_step_tiles(head_dim) * dq_parts(head_dim); }
-static_assert(dq_step_parts(64) == 2 && dq_step_parts(128) == 2, "a step's parts, one per consumer");
 constexpr std::size_t dq_accumulator_floats(int batch, int heads, int seq, int head_dim) {
   return std::size_t(batch) * heads * padded(seq) * head_dim;
 }

@@ -208,7 +208,7 @@ TEST(AttentionBackward, CausalItemsComeAGroupOfHeadsAtATime) {
     const int group_matrices = std::max(1, bw::kCausalGroupItems / per_matrix);
     std::set<std::pair<int, int>> seen;
     for (int t = 0; t < matrices * per_matrix; ++t) {
-      const bw::CausalOrder c = bw::causal_order(t, matrices, per_matrix);
+      const attention::WorkOrder c = bw::causal_order(t, matrices, per_matrix);
       ASSERT_LT(c.matrix, matrices);
       ASSERT_LT(c.order, per_matrix);
       EXPECT_TRUE(seen.insert({c.matrix, c.order}).second) << "item " << t << " repeats";

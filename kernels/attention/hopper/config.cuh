@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "kernels/attention/attention.hpp"
-#include "kernels/attention/forward_schedule.hpp"
+#include "kernels/attention/work_order.hpp"
 #include "tk/warpgroup.cuh"
 
 namespace attention::hopper {
@@ -47,7 +47,7 @@ struct Config {
   // 224 KB (kSmemBytes), and V's loads run late enough that a step waits for its V tile only
   // between S and P V (kernel.cuh; a third V stage, in place of O, measured no better).
   static constexpr int k_stages = D == 64 ? 4 : 2, v_stages = D == 64 ? 4 : 2;
-  // Causal items a chunk of heads at a time (forward_schedule.hpp): measured faster at D = 128,
+  // Causal items a chunk of heads at a time (work_order.hpp's chunked): measured faster at D = 128,
   // where a wave's K and V across every head overflow L2, and slower at D = 64 N <= 4096.
   static constexpr bool causal_chunks = D == 128;
 
@@ -107,16 +107,16 @@ struct Problem {
 // with a causal mask those up to its last row). Without a mask items run head by head, so the
 // blocks in flight share one head's K and V in L2 (at N = 16384 a head's are 4-8 MB; 132 heads'
 // would overflow it). With one, longest first, so the grid's blocks, taking items in turn, finish
-// together: across every head, or a chunk of heads at a time (../forward_schedule.hpp; the
-// config's causal_chunks).
+// together: across every head, or a chunk of heads at a time (../work_order.hpp; the config's
+// causal_chunks).
 struct Item {
   int q_block, qh, kvh, tiles;  // qh, kvh: the Q/O and K/V matrices
 };
 template <class C>
 __device__ Item item(const Problem& p, int t) {
-  const forward::CausalOrder c = !p.causal          ? forward::CausalOrder{t / p.q_blocks, t % p.q_blocks}
-                                 : C::causal_chunks ? forward::chunked(t, gridDim.x, p.matrices, p.q_blocks)
-                                                    : forward::longest_first(t, p.matrices);
+  const WorkOrder c = !p.causal          ? head_by_head(t, p.q_blocks)
+                      : C::causal_chunks ? chunked(t, gridDim.x, p.matrices, p.q_blocks)
+                                         : longest_first(t, p.matrices);
   const int qh = c.matrix, q_block = p.causal ? p.q_blocks - 1 - c.order : c.order;
   const int head = qh % p.heads, kvh = qh / p.heads * p.kv_heads + head / (p.heads / p.kv_heads);
   const int last_key = p.causal ? min(p.seq, (q_block + 1) * C::block_q) : p.seq;

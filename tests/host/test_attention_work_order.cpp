@@ -1,4 +1,4 @@
-// The forward's causal work order (kernels/attention/forward_schedule.hpp): every item once, the
+// The forward's chunked causal order (kernels/attention/work_order.hpp): every item once, the
 // blocks' work as balanced as longest-first across every head gave, and far fewer heads in
 // flight per wave.
 #include <gtest/gtest.h>
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/attention/forward_schedule.hpp"
+#include "kernels/attention/work_order.hpp"
 
-namespace fw = attention::forward;
+namespace aw = attention;
 
 namespace {
 
@@ -58,12 +58,12 @@ std::string describe(const Case& c) {
 
 }  // namespace
 
-TEST(AttentionForwardSchedule, CausalItemsComeOnceEach) {
+TEST(AttentionWorkOrder, CausalItemsComeOnceEach) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(describe(c));
     std::set<std::pair<int, int>> seen;
     for (int t = 0; t < c.matrices * c.q_blocks; ++t) {
-      const fw::CausalOrder o = fw::chunked(t, kGrid, c.matrices, c.q_blocks);
+      const aw::WorkOrder o = aw::chunked(t, kGrid, c.matrices, c.q_blocks);
       ASSERT_GE(o.matrix, 0);
       ASSERT_LT(o.matrix, c.matrices);
       ASSERT_GE(o.order, 0);
@@ -75,11 +75,11 @@ TEST(AttentionForwardSchedule, CausalItemsComeOnceEach) {
 
 // No block carries more than 0.5% over what the longest-first order across every head gave it,
 // and each wave of the grid reads at most two chunks' heads (about 2G / q_blocks each).
-TEST(AttentionForwardSchedule, CausalChunksBalanceTheBlocksAndShareHeads) {
+TEST(AttentionWorkOrder, CausalChunksBalanceTheBlocksAndShareHeads) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(describe(c));
-    const auto chunked = [&](int t) { return fw::chunked(t, kGrid, c.matrices, c.q_blocks); };
-    const auto across_heads = [&](int t) { return fw::longest_first(t, c.matrices); };
+    const auto chunked = [&](int t) { return aw::chunked(t, kGrid, c.matrices, c.q_blocks); };
+    const auto across_heads = [&](int t) { return aw::longest_first(t, c.matrices); };
     EXPECT_LE(imbalance(c, chunked), imbalance(c, across_heads) + 0.005);
     const int chunk_matrices = std::max(1, 2 * kGrid / c.q_blocks);
     for (int wave = 0; wave * kGrid < c.matrices * c.q_blocks; ++wave) {
@@ -92,13 +92,13 @@ TEST(AttentionForwardSchedule, CausalChunksBalanceTheBlocksAndShareHeads) {
 }
 
 // When a chunk's heads fill exactly two waves, every block's pair sums to the same length.
-TEST(AttentionForwardSchedule, FullChunksPairLongestWithShortest) {
+TEST(AttentionWorkOrder, FullChunksPairLongestWithShortest) {
   const Case c{33 * 4, 8, 128, 1024};  // 33 heads x 8 blocks = 264 = 2 x 132
   for (int chunk = 0; chunk < 4; ++chunk)
     for (int lane = 0; lane < kGrid; ++lane) {
       const int t = chunk * 2 * kGrid + lane;
-      const int a = fw::chunked(t, kGrid, c.matrices, c.q_blocks).order;
-      const int b = fw::chunked(t + kGrid, kGrid, c.matrices, c.q_blocks).order;
+      const int a = aw::chunked(t, kGrid, c.matrices, c.q_blocks).order;
+      const int b = aw::chunked(t + kGrid, kGrid, c.matrices, c.q_blocks).order;
       EXPECT_EQ(tiles(a, c) + tiles(b, c), c.q_blocks + 1) << chunk << " " << lane;
     }
 }
