@@ -145,6 +145,14 @@ __global__ void reduce_kernel(Reduce op, const float* in, const float* prev, flo
       return reduce_into<Row>(s, prev, out, [](Row& v, const RT& t, bool acc) {
         acc ? warp::row_sum(v, t, v) : warp::row_sum(v, t);
       });
+    case Reduce::row_sum_parts:
+      return reduce_into<Row>(s, prev, out, [](Row& v, const RT& t, bool acc) {
+        Row parts;
+        warp::zero(parts);
+        warp::row_sum_part(parts, t, parts);
+        warp::sum_row_parts(parts);
+        acc ? warp::add(v, v, parts) : warp::copy(v, parts);
+      });
     case Reduce::col_max:
       return reduce_into<Col>(s, prev, out, [](Col& v, const RT& t, bool acc) {
         acc ? warp::col_max(v, t, v) : warp::col_max(v, t);
@@ -232,6 +240,7 @@ __global__ void online_softmax_kernel(float scale, const float* first, const flo
     warp::zero(sum);
     warp::online_softmax(a, max, sum, factor, scale);
     warp::online_softmax(b, max, sum, factor, scale);
+    warp::sum_row_parts(sum);  // online_softmax keeps each lane's part
     store_fragments(b, s);
     store_fragments(max, m);
     store_fragments(sum, l);
@@ -526,7 +535,7 @@ std::vector<float> run_binary_scalar(const Operand& d, Binary op, const std::vec
 }
 
 std::vector<float> run_reduce(const Operand& t, Reduce op, const std::vector<float>& s, const std::vector<float>& prev) {
-  const Operand v = op == Reduce::row_max || op == Reduce::row_sum ? row_vec(t) : col_vec(t);
+  const Operand v = op == Reduce::col_max || op == Reduce::col_sum ? col_vec(t) : row_vec(t);
   const Fragments in(t, s), prev_in(v, prev);
   DeviceArray<float> out(fragment_count(v));
   with_tile_operand(t, [&](auto x) {

@@ -65,7 +65,9 @@ float round_to(DType type, float x);
 enum class Init { zero, fill, neg_inf };
 enum class Unary { exp, exp2, abs, copy, log, log2 };
 enum class Binary { add, sub, mul, div, max, min };
-enum class Reduce { row_max, row_sum, col_max, col_sum };
+// row_sum_parts: row_sum_part from zero, then sum_row_parts (then prev added, for accumulate):
+// the sum in parts must come out as row_sum does.
+enum class Reduce { row_max, row_sum, row_sum_parts, col_max, col_sum };
 enum class Broadcast { add_row, sub_row, mul_row, div_row, add_col, sub_col, mul_col, div_col };
 
 std::vector<float> run_init(const Operand& d, Init op, float value);

@@ -232,10 +232,10 @@ TEST(DslWarp, Reductions) {
   Random rng;
   SCOPED_TRACE("seed " + std::to_string(rng.seed()));
   for (const Operand& t : tiles())
-    for (const Reduce op : {Reduce::row_max, Reduce::row_sum, Reduce::col_max, Reduce::col_sum})
+    for (const Reduce op : {Reduce::row_max, Reduce::row_sum, Reduce::row_sum_parts, Reduce::col_max, Reduce::col_sum})
       for (const bool accumulate : {false, true}) {
-        const bool rows = op == Reduce::row_max || op == Reduce::row_sum;
-        const bool sum = op == Reduce::row_sum || op == Reduce::col_sum;
+        const bool rows = op != Reduce::col_max && op != Reduce::col_sum;
+        const bool sum = op != Reduce::row_max && op != Reduce::col_max;
         const Operand v = rows ? dsl::row_vec(t) : dsl::col_vec(t);
         const auto in = rng.values(t.type, std::size_t(dsl::kLanes) * dsl::scalars_per_lane(t));
         const auto m = gather(t, in);
@@ -261,7 +261,7 @@ TEST(DslWarp, Reductions) {
         const auto prev = accumulate ? scatter(v, prev_entries) : std::vector<float>{};
         // A max is one of its inputs, exact in any type; a sum rounds (see the file comment).
         const double tol = !sum ? 0.0 : t.type == DType::f32 ? 1e-5 : tolerance(t.type);
-        const char* names[] = {"row_max", "row_sum", "col_max", "col_sum"};
+        const char* names[] = {"row_max", "row_sum", "row_sum_parts", "col_max", "col_sum"};
         expect_close(dsl::run_reduce(t, op, in, prev), ref, scale, tol,
                      name(t) + " " + names[int(op)] + (accumulate ? " accumulating" : ""));
       }

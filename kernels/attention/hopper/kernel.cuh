@@ -54,6 +54,7 @@ __device__ void store_output(Smem<C>& sm, const Maps& maps, const Problem& p, co
   } else {
     warp::fill(lse, 1.0f);
   }
+  warp::sum_row_parts(l);  // the online softmax kept each lane's part of the row sums
   warp::div(lse, lse, l);  // 1 / l (o_scale / l): one division per row instead of per element
   warp::mul_row(o, o, lse);
   warp::copy(o_bf, o);

@@ -36,10 +36,11 @@ __device__ __forceinline__ void exp2_col(rt<float, R, C, L>& d, const rt<float, 
 }
 
 // One key tile of FlashAttention's online softmax, in base 2. s holds raw scores (-inf where
-// masked); m, the running row max of the raw scores, and l, the running row sum of exponentials,
-// take the tile in; s becomes 2^(scale s - scale m) and `rescale` 2^(scale (m_before - m)), the
-// factor whatever was summed before (l's old part, an output accumulator) must take. Each row
-// needs a finite score in its first tile (m starts at -inf: rescale is then 0).
+// masked); m, the running row max of the raw scores, and l, the running row sum of exponentials
+// in parts (warp::row_sum_part: sum_row_parts gives the sums, once, after the last tile), take
+// the tile in; s becomes 2^(scale s - scale m) and `rescale` 2^(scale (m_before - m)), the factor
+// whatever was summed before (l's old part, an output accumulator) must take. Each row needs a
+// finite score in its first tile (m starts at -inf: rescale is then 0).
 template <int R, int C>
 __device__ __forceinline__ void online_softmax(rt<float, R, C, row_l>& s, rv<float, R, group_vl>& m,
                                                rv<float, R, group_vl>& l, rv<float, R, group_vl>& rescale,
@@ -49,11 +50,12 @@ __device__ __forceinline__ void online_softmax(rt<float, R, C, row_l>& s, rv<flo
   row_max(m, s, m);
   mul(shift, m, scale);
   exp2_row(s, s, scale, shift);
-  sub(rescale, m_before, m);
-  mul(rescale, rescale, scale);
-  exp2(rescale, rescale);
+  // 2^(scale m_before - shift): exp2_row's FFMA and MUFU on the vector (in [0, 1]: .ftz loses nothing)
+  const detail::exp2_affine_op shifted_exp2{scale};
+#pragma unroll
+  for (int k = 0; k < rescale.pairs; ++k) rescale.data[k] = shifted_exp2.apply(m_before.data[k], shift.data[k]);
   mul(l, l, rescale);
-  row_sum(l, s, l);
+  row_sum_part(l, s, l);
 }
 
 }  // namespace tk::warp

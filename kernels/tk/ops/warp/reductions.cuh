@@ -63,7 +63,8 @@ inline constexpr int kChains = 4;
 // v = Op over axis A's lines of s (one entry per row for A = row), then Op(prev, v) with prev.
 // Each scalar's k-th element goes to chain k % kChains; `taken` counts them. The loops unroll,
 // so every count is a constant and the branches on it fold away.
-template <class Op, layout::Axis A, class RT>
+// Across = false leaves out the butterfly: each lane keeps its own part (row_sum_part).
+template <class Op, layout::Axis A, class RT, bool Across = true>
 __device__ __forceinline__ void reduce(vec_along<RT, A>& v, const RT& s, const vec_along<RT, A>* prev) {
   using V = vec_along<RT, A>;
   constexpr layout::RvLayout vl = V::vec_layout::value;
@@ -101,8 +102,8 @@ __device__ __forceinline__ void reduce(vec_along<RT, A>& v, const RT& s, const v
         if (c + width < taken[f]) acc[c][f] = Op::apply(acc[c][f], acc[c + width][f]);
 #pragma unroll
   for (int k = 0; k < V::pairs; ++k) {
-    float2 r{butterfly<Op>(acc[0][2 * k], layout::rv_replica_bits(vl)),
-             butterfly<Op>(acc[0][2 * k + 1], layout::rv_replica_bits(vl))};
+    const int bits = Across ? layout::rv_replica_bits(vl) : 0;
+    float2 r{butterfly<Op>(acc[0][2 * k], bits), butterfly<Op>(acc[0][2 * k + 1], bits)};
     if (prev != nullptr) {
       const float2 q = to_float2(prev->data[k]);
       r = {Op::apply(q.x, r.x), Op::apply(q.y, r.y)};
@@ -145,6 +146,26 @@ template <class T, int R, int C, class L>
 __device__ __forceinline__ void row_sum(typename rt<T, R, C, L>::row_vec& v, const rt<T, R, C, L>& s,
                                         const typename rt<T, R, C, L>::row_vec& prev) {
   detail::reduce<detail::sum_reduce, layout::Axis::row>(v, s, &prev);
+}
+
+// A row sum in parts: v = prev + this lane's own share of each row of s, without the exchange
+// between the lanes that share a row (4 SHFL and 4 FADD a 16-row tile). A running sum kept in
+// parts (the online softmax's l) needs the exchange once, at the end: sum_row_parts.
+template <class T, int R, int C, class L>
+__device__ __forceinline__ void row_sum_part(typename rt<T, R, C, L>::row_vec& v, const rt<T, R, C, L>& s,
+                                             const typename rt<T, R, C, L>::row_vec& prev) {
+  detail::reduce<detail::sum_reduce, layout::Axis::row, rt<T, R, C, L>, false>(v, s, &prev);
+}
+// v = the whole of each row's sum, from parts kept by row_sum_part (replicated, as row_sum's).
+template <class V>
+__device__ __forceinline__ void sum_row_parts(V& v) {
+#pragma unroll
+  for (int k = 0; k < V::pairs; ++k) {
+    const float2 x = detail::to_float2(v.data[k]);
+    const int bits = layout::rv_replica_bits(V::vec_layout::value);
+    v.data[k] = detail::from_float2<typename V::pair>(
+        {detail::butterfly<detail::sum_reduce>(x.x, bits), detail::butterfly<detail::sum_reduce>(x.y, bits)});
+  }
 }
 
 // v = max (sum) of each column of s, v rt::col_vec (quad_vl for row_l, group_vl for col_l);
