@@ -18,9 +18,7 @@ Launch launch_for(const Tensors& t, Shape s, const ForwardStrides& at) {
   using C = Config<D>;
   const Maps maps{tensor_map<typename C::q>(t.q, s, s.heads, at.q), tensor_map<typename C::kv>(t.k, s, s.kv_heads, at.k),
                   tensor_map<typename C::kv>(t.v, s, s.kv_heads, at.v), tensor_map<typename C::q>(t.o, s, s.heads, at.o)};
-  const int q_blocks = (s.seq + C::block_q - 1) / C::block_q;
-  const Problem p{s.seq, s.heads, s.kv_heads, s.batch * s.heads, q_blocks, s.causal,
-                  float(M_LOG2E / std::sqrt(double(D))), t.lse, 1.0f};
+  const Problem p = forward_problem<C>(s, float(M_LOG2E / std::sqrt(double(D))), t.lse, 1.0f);
   cudaFuncSetAttribute(forward_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<C>);
   int device = 0, sms = 0;
   cudaGetDevice(&device);

@@ -31,10 +31,8 @@ Launch hopper_fp8_forward(const Fp8Tensors& t, Shape s, void* scratch) {
       {std::uint64_t(pitch), std::uint64_t(D) * pitch, std::uint64_t(D) * pitch * s.kv_heads});
   const Maps maps{tensor_map<C::q>(t.q, s, s.heads, q_at), tensor_map<C::kv>(t.k, s, s.kv_heads, kv_at), vt_map,
                   tensor_map<C::o_tile>(t.o, s, s.heads, q_at)};
-  const int q_blocks = (s.seq + C::block_q - 1) / C::block_q;
-  const Problem p{s.seq, s.heads, s.kv_heads, s.batch * s.heads, q_blocks, s.causal,
-                  float(M_LOG2E / std::sqrt(double(D)) * double(t.q_scale) * double(t.k_scale)), t.lse,
-                  float(double(t.v_scale) / kProbScale)};
+  const Problem p = forward_problem<C>(s, float(M_LOG2E / std::sqrt(double(D)) * double(t.q_scale) * double(t.k_scale)),
+                                      t.lse, float(double(t.v_scale) / kProbScale));
   cudaFuncSetAttribute(forward_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<C>);
   int device = 0, sms = 0;
   cudaGetDevice(&device);

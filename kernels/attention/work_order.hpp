@@ -24,8 +24,22 @@ struct WorkOrder {
 // Item t of `matrices` x `per_matrix`, head by head.
 constexpr WorkOrder head_by_head(int t, int per_matrix) { return {t / per_matrix, t % per_matrix}; }
 
-// Item t of `matrices` x `per_matrix`, longest first across every head.
-constexpr WorkOrder longest_first(int t, int matrices) { return {t % matrices, t / matrices}; }
+// Rank of position p of `items` taken in turn by a grid of G blocks (block p % G, wave p / G):
+// odd waves take the ranks backwards, so a block's longest item of one wave comes with its
+// shortest of the next, and the waves' sums come out even.
+constexpr int snake_rank(int p, int grid, int items) {
+  const int wave_start = p / grid * grid, wave_items = std::min(grid, items - wave_start);
+  return p / grid % 2 == 1 ? wave_start + wave_items - 1 - (p - wave_start) : p;
+}
+
+// Item t of `matrices` x `per_matrix`, longest first across every head, snaking (snake_rank):
+// the forward's causal order at D = 64 (hopper/config.cuh's causal_chunks). Measured in turns
+// against the same order without the snake (results/NOTES.md, eighteenth session): +1.3% at
+// N = 4096, +3.5% at N = 16384, the same at N = 1024.
+constexpr WorkOrder snaked(int t, int grid, int matrices, int per_matrix) {
+  const int rank = snake_rank(t, grid, matrices * per_matrix);
+  return {rank % matrices, rank / matrices};
+}
 
 // Item t, a group of about `group_items` items of whole heads at a time, longest first within the
 // group: the backward's causal order (backward_schedule.hpp says why its group is 256 items).
@@ -42,17 +56,14 @@ constexpr WorkOrder grouped(int t, int matrices, int per_matrix, int group_items
 // when the chunk's heads fill two waves) and the grid moves through the chunks together, reading
 // a chunk's heads (33 at N = 1024 D = 128, 17 MB) from DRAM once: the forward's causal order at
 // D = 128 and e4m3 (hopper/config.cuh's causal_chunks). Measured in turns against longest first
-// (results/NOTES.md, seventeenth session): D = 128 causal +8.6%, +3.8%, +1.7% at N = 1024, 4096,
+// without the snake (results/NOTES.md, seventeenth session): D = 128 causal +8.6%, +3.8%, +1.7% at N = 1024, 4096,
 // 16384; D = 64 -3.5%, -2.1%, +1.8%.
 constexpr WorkOrder chunked(int t, int grid, int matrices, int per_matrix) {
   const int chunk_matrices = std::max(1, 2 * grid / per_matrix), chunk_items = chunk_matrices * per_matrix;
   const int chunk = t / chunk_items, position = t % chunk_items;
   const int first = chunk * chunk_matrices, here = std::min(chunk_matrices, matrices - first);  // the last chunk may be short
-  // Position p of the chunk is lane p % grid of wave p / grid (the same block at the same lane
-  // of every wave); odd waves take the chunk's ranks backwards.
-  const int wave_start = position / grid * grid, wave_items = std::min(grid, here * per_matrix - wave_start);
-  const bool backwards = position / grid % 2 == 1;
-  const int rank = backwards ? wave_start + wave_items - 1 - (position - wave_start) : position;
+  // Position p of the chunk is lane p % grid of the chunk's wave p / grid, snaking (snake_rank).
+  const int rank = snake_rank(position, grid, here * per_matrix);
   return {first + rank % here, rank / here};
 }
 

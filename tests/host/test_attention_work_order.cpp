@@ -1,6 +1,6 @@
-// The forward's chunked causal order (kernels/attention/work_order.hpp): every item once, the
-// blocks' work as balanced as longest-first across every head gave, and far fewer heads in
-// flight per wave.
+// The forward's causal orders (kernels/attention/work_order.hpp): every item once; snaked
+// balances the blocks' work better than plain longest-first across every head, and chunked about
+// as well as plain longest-first with far fewer heads in flight per wave.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +33,9 @@ std::vector<Case> cases() {
 constexpr int kGrid = 132;
 constexpr int kPerItem = 1;  // a tile's worth of per-item cost (the prologue, the output)
 
+// Longest first across every head without the snake: what the snake is measured against.
+aw::WorkOrder plain_longest_first(int t, int matrices) { return {t % matrices, t / matrices}; }
+
 int tiles(int order, const Case& c) {
   const int q_block = c.q_blocks - 1 - order;
   return (std::min(c.seq, (q_block + 1) * c.block_q) + 127) / 128;
@@ -61,25 +64,43 @@ std::string describe(const Case& c) {
 TEST(AttentionWorkOrder, CausalItemsComeOnceEach) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(describe(c));
-    std::set<std::pair<int, int>> seen;
-    for (int t = 0; t < c.matrices * c.q_blocks; ++t) {
-      const aw::WorkOrder o = aw::chunked(t, kGrid, c.matrices, c.q_blocks);
-      ASSERT_GE(o.matrix, 0);
-      ASSERT_LT(o.matrix, c.matrices);
-      ASSERT_GE(o.order, 0);
-      ASSERT_LT(o.order, c.q_blocks);
-      EXPECT_TRUE(seen.insert({o.matrix, o.order}).second) << "item " << t;
+    for (const bool chunks : {false, true}) {
+      std::set<std::pair<int, int>> seen;
+      for (int t = 0; t < c.matrices * c.q_blocks; ++t) {
+        const aw::WorkOrder o = chunks ? aw::chunked(t, kGrid, c.matrices, c.q_blocks)
+                                       : aw::snaked(t, kGrid, c.matrices, c.q_blocks);
+        ASSERT_GE(o.matrix, 0);
+        ASSERT_LT(o.matrix, c.matrices);
+        ASSERT_GE(o.order, 0);
+        ASSERT_LT(o.order, c.q_blocks);
+        EXPECT_TRUE(seen.insert({o.matrix, o.order}).second) << (chunks ? "chunked" : "snaked") << " item " << t;
+      }
     }
   }
 }
 
-// No block carries more than 0.5% over what the longest-first order across every head gave it,
-// and each wave of the grid reads at most two chunks' heads (about 2G / q_blocks each).
+// The snake carries no block over what plain longest-first gave it, and less on the sweep's
+// longest shapes.
+TEST(AttentionWorkOrder, TheSnakeBalancesTheBlocks) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(describe(c));
+    const double snake = imbalance(c, [&](int t) { return aw::snaked(t, kGrid, c.matrices, c.q_blocks); });
+    const double plain = imbalance(c, [&](int t) { return plain_longest_first(t, c.matrices); });
+    EXPECT_LE(snake, plain + 1e-9);
+    if (c.seq == 16384) {
+      EXPECT_LT(snake, plain - 0.01);
+    }
+  }
+}
+
+// No block carries more than 0.5% over what plain longest-first across every head gave it (the
+// snake across every head does better at N = 16384: chunks trade that for L2), and each wave of
+// the grid reads at most two chunks' heads (about 2G / q_blocks each).
 TEST(AttentionWorkOrder, CausalChunksBalanceTheBlocksAndShareHeads) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(describe(c));
     const auto chunked = [&](int t) { return aw::chunked(t, kGrid, c.matrices, c.q_blocks); };
-    const auto across_heads = [&](int t) { return aw::longest_first(t, c.matrices); };
+    const auto across_heads = [&](int t) { return plain_longest_first(t, c.matrices); };
     EXPECT_LE(imbalance(c, chunked), imbalance(c, across_heads) + 0.005);
     const int chunk_matrices = std::max(1, 2 * kGrid / c.q_blocks);
     for (int wave = 0; wave * kGrid < c.matrices * c.q_blocks; ++wave) {

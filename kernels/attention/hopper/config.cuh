@@ -47,9 +47,11 @@ struct Config {
   // 224 KB (kSmemBytes), and V's loads run late enough that a step waits for its V tile only
   // between S and P V (kernel.cuh; a third V stage, in place of O, measured no better).
   static constexpr int k_stages = D == 64 ? 4 : 2, v_stages = D == 64 ? 4 : 2;
-  // Causal items a chunk of heads at a time (work_order.hpp's chunked): measured faster at D = 128,
-  // where a wave's K and V across every head overflow L2, and slower at D = 64 N <= 4096.
-  static constexpr bool causal_chunks = D == 128;
+  // Causal items a chunk of heads at a time (work_order.hpp's chunked) or across every head
+  // (snaked). Chunks measured faster only at D = 128 where a wave of the snake would read a head
+  // per item (batch x heads >= the grid; N = 1024: +9.9%), each item's K and V then from DRAM;
+  // elsewhere the snake's balance wins (D = 128 N = 4096, 16384: +3.5%, +3.3%; results/NOTES.md).
+  __device__ static bool causal_chunks(int matrices) { return D == 128 && matrices >= int(gridDim.x); }
 
   __device__ static void to_probs(probs& pr, const scores& s) { warp::copy(pr, s); }
   __device__ static void mma_pv(out& o, const probs& pr, const v_tile& v) { warpgroup::mma_AB(o, pr, v); }
@@ -96,6 +98,7 @@ struct Maps {
 
 struct Problem {
   int seq, heads, kv_heads, matrices, q_blocks;  // matrices: batch x heads
+  int lead_tiles;  // 64-row tiles the first block of rows starts before row 0 (forward_problem)
   bool causal;
   float scale_log2;  // log2(e) / sqrt(D): the softmax runs in base 2 (e4m3: times q_scale k_scale)
   float* lse;
@@ -106,21 +109,33 @@ struct Problem {
 // Work item t: a block of query rows of one (batch, head) and the key tiles it reads (all, or
 // with a causal mask those up to its last row). Without a mask items run head by head, so the
 // blocks in flight share one head's K and V in L2 (at N = 16384 a head's are 4-8 MB; 132 heads'
-// would overflow it). With one, longest first, so the grid's blocks, taking items in turn, finish
-// together: across every head, or a chunk of heads at a time (../work_order.hpp; the config's
-// causal_chunks).
+// would overflow it). With one, longest first, each block's longest of a wave followed by its
+// shortest of the next, so the grid's blocks, taking items in turn, finish together: across every
+// head, or a chunk of heads at a time (../work_order.hpp; the config's causal_chunks).
 struct Item {
-  int q_block, qh, kvh, tiles;  // qh, kvh: the Q/O and K/V matrices
+  int q_tile, qh, kvh, tiles;  // q_tile: the first 64-row tile (< 0: before row 0); qh, kvh: the Q/O and K/V matrices
 };
 template <class C>
 __device__ Item item(const Problem& p, int t) {
-  const WorkOrder c = !p.causal          ? head_by_head(t, p.q_blocks)
-                      : C::causal_chunks ? chunked(t, gridDim.x, p.matrices, p.q_blocks)
-                                         : longest_first(t, p.matrices);
+  const WorkOrder c = !p.causal                     ? head_by_head(t, p.q_blocks)
+                      : C::causal_chunks(p.matrices) ? chunked(t, gridDim.x, p.matrices, p.q_blocks)
+                                                     : snaked(t, gridDim.x, p.matrices, p.q_blocks);
   const int qh = c.matrix, q_block = p.causal ? p.q_blocks - 1 - c.order : c.order;
   const int head = qh % p.heads, kvh = qh / p.heads * p.kv_heads + head / (p.heads / p.kv_heads);
-  const int last_key = p.causal ? min(p.seq, (q_block + 1) * C::block_q) : p.seq;
-  return {q_block, qh, kvh, (last_key + kBlockKV - 1) / kBlockKV};
+  const int q_tile = q_block * C::consumers - p.lead_tiles;
+  const int last_key = p.causal ? min(p.seq, (q_tile + C::consumers) * warpgroup::kRows) : p.seq;
+  return {q_tile, qh, kvh, (last_key + kBlockKV - 1) / kBlockKV};
+}
+
+// Shape s's problem for config C, its blocks of C::block_q rows. With a causal mask they end at
+// the sequence's end: where N is not a multiple of block_q, the padding falls in the first block,
+// the shortest item, whose consumers wholly before row 0 compute one tile and store nothing,
+// instead of the last, the longest, where it left most of the block's consumers idle.
+template <class C>
+Problem forward_problem(const Shape& s, float scale_log2, float* lse, float o_scale) {
+  const int q_blocks = (s.seq + C::block_q - 1) / C::block_q;
+  const int lead_tiles = s.causal ? (q_blocks * C::block_q - s.seq) / warpgroup::kRows : 0;
+  return {s.seq, s.heads, s.kv_heads, s.batch * s.heads, q_blocks, lead_tiles, s.causal, scale_log2, lse, o_scale};
 }
 
 }  // namespace attention::hopper

@@ -33,7 +33,7 @@ __device__ void produce(Smem<C>& sm, const Maps& maps, const Problem& p, Stream 
     if (stream == Stream::q) {
       const std::uint32_t full = sm.q_pipe.acquire(n, C::consumers * tma::bytes<typename C::q>());
       for (int w = 0; w < C::consumers; ++w)
-        tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_block * C::consumers + w, 0, full, it.qh);
+        tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_tile + w, 0, full, it.qh);
     } else if (stream == Stream::k) {
       stream_tiles<false>(sm.k_pipe, sm.k, maps.k, it, step);
     } else {
@@ -58,7 +58,7 @@ __device__ void store_output(Smem<C>& sm, const Maps& maps, const Problem& p, co
   warp::div(lse, lse, l);  // 1 / l (o_scale / l): one division per row instead of per element
   warp::mul_row(o, o, lse);
   warp::copy(o_bf, o);
-  warpgroup::store_async(maps.o, sm.o[w], o_bf, it.q_block * C::consumers + w, 0, 1 + w, it.qh);
+  warpgroup::store_async(maps.o, sm.o[w], o_bf, it.q_tile + w, 0, 1 + w, it.qh);
   warp::log2(l, l);
   warp::mul(lse, m, p.scale_log2);
   warp::add(lse, lse, l);
@@ -67,10 +67,11 @@ __device__ void store_output(Smem<C>& sm, const Maps& maps, const Problem& p, co
 }
 
 // Masks the scores of keys kv0.. against rows row0.. (this warp's; q0 its warpgroup's first) that
-// lie past the sequence or, with a causal mask, in a row's future.
+// lie past the sequence or, with a causal mask, in a row's future. Rows before row 0 (a causal
+// first block's padding) stay unmasked: finite, and never stored.
 template <class C>
 __device__ void mask(typename C::scores& s, const Problem& p, int kv0, int q0, int row0) {
-  if (kv0 + kBlockKV > p.seq || (p.causal && kv0 + kBlockKV - 1 > q0)) {
+  if (q0 >= 0 && (kv0 + kBlockKV > p.seq || (p.causal && kv0 + kBlockKV - 1 > q0))) {
     warp::fill_where(s, -INFINITY, [&](int r, int c) { return kv0 + c >= p.seq || (p.causal && kv0 + c > row0 + r); });
   }
 }
@@ -96,9 +97,10 @@ template <class C, bool Next>
 __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const Item& it, int n, int step,
                         typename C::scores& s) {
   const int w = warpgroup::index() - 1;
-  const int q0 = it.q_block * C::block_q + w * warpgroup::kRows, row0 = q0 + warpgroup::warp_row();
-  // With a causal mask the tiles past these 64 rows' diagonal are all future: only released.
-  const int mine = p.causal ? min(it.tiles, (q0 + warpgroup::kRows + kBlockKV - 1) / kBlockKV) : it.tiles;
+  const int q0 = (it.q_tile + w) * warpgroup::kRows, row0 = q0 + warpgroup::warp_row();
+  // With a causal mask the tiles past these 64 rows' diagonal are all future: only released (all
+  // but the first, for rows before row 0).
+  const int mine = p.causal ? max(1, min(it.tiles, (q0 + warpgroup::kRows + kBlockKV - 1) / kBlockKV)) : it.tiles;
   const bool releaser = threadIdx.x % 32 == 0;
   const Turns<C> turn{w};
   const typename C::q& q = sm.q[sm.q_pipe.stage(n)][w];
@@ -154,7 +156,7 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
   turn.pass();
   warpgroup::mma_wait<Next ? 1 : 0>();  // the last P V (the next S may still run)
   if (releaser) sm.v_pipe.release(step + mine - 1);
-  store_output<C>(sm, maps, p, it, o, m, l, row0);
+  if (q0 >= 0) store_output<C>(sm, maps, p, it, o, m, l, row0);
 }
 
 template <class C>
