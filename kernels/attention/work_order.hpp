@@ -9,10 +9,11 @@
 // every item of a matrix is as long as the next, and items run head by head, so the blocks in
 // flight share one head's tensors in L2. With a causal mask an item's length grows with its place
 // in the matrix, so the order decides both the balance between blocks and what the blocks in
-// flight read. Longest first across every head balances them, but a wave of G items then reads G
-// heads' tensors (at B = 16, H = 16, N = 1024, D = 128: 132 heads x 512 KB of K and V against a
-// 60 MB L2), each head's items waves apart, so every item re-reads them from DRAM (ncu: 79% DRAM
-// throughput, the tensor pipe 54%). The two others take a few heads at a time.
+// flight read. Longest first across every head (snaked) balances them, but where there are as
+// many heads as blocks a wave of G items reads G heads' tensors (at B = 16, H = 16, N = 1024,
+// D = 128: 132 heads x 512 KB of K and V against a 60 MB L2), each head's items waves apart, so
+// every item re-reads them from DRAM (ncu: 79% DRAM throughput, the tensor pipe 54%). grouped and
+// chunked take a few heads at a time.
 #include <algorithm>
 
 namespace attention {
@@ -33,9 +34,9 @@ constexpr int snake_rank(int p, int grid, int items) {
 }
 
 // Item t of `matrices` x `per_matrix`, longest first across every head, snaking (snake_rank):
-// the forward's causal order at D = 64 (hopper/config.cuh's causal_chunks). Measured in turns
-// against the same order without the snake (results/NOTES.md, eighteenth session): +1.3% at
-// N = 4096, +3.5% at N = 16384, the same at N = 1024.
+// the forward's causal order but where hopper/config.cuh's causal_chunks picks chunked. Measured
+// in turns against the same order without the snake at D = 64 (results/NOTES.md, eighteenth
+// session): +1.3% at N = 4096, +3.5% at N = 16384, the same at N = 1024.
 constexpr WorkOrder snaked(int t, int grid, int matrices, int per_matrix) {
   const int rank = snake_rank(t, grid, matrices * per_matrix);
   return {rank % matrices, rank / matrices};
@@ -54,10 +55,10 @@ constexpr WorkOrder grouped(int t, int matrices, int per_matrix, int group_items
 // items), and within a chunk longest first, the second wave reversed: a block takes the chunk's
 // i-th longest item and then its i-th shortest, so every pair sums to the same length (exactly,
 // when the chunk's heads fill two waves) and the grid moves through the chunks together, reading
-// a chunk's heads (33 at N = 1024 D = 128, 17 MB) from DRAM once: the forward's causal order at
-// D = 128 and e4m3 (hopper/config.cuh's causal_chunks). Measured in turns against longest first
-// without the snake (results/NOTES.md, seventeenth session): D = 128 causal +8.6%, +3.8%, +1.7% at N = 1024, 4096,
-// 16384; D = 64 -3.5%, -2.1%, +1.8%.
+// a chunk's heads (33 at N = 1024 D = 128, 17 MB) from DRAM once: the forward's causal order
+// where hopper/config.cuh's causal_chunks says. Measured in turns against longest first without
+// the snake (results/NOTES.md, seventeenth session): D = 128 causal +8.6%, +3.8%, +1.7% at
+// N = 1024, 4096, 16384; D = 64 -3.5%, -2.1%, +1.8%.
 constexpr WorkOrder chunked(int t, int grid, int matrices, int per_matrix) {
   const int chunk_matrices = std::max(1, 2 * grid / per_matrix), chunk_items = chunk_matrices * per_matrix;
   const int chunk = t / chunk_items, position = t % chunk_items;

@@ -31,6 +31,13 @@ __device__ __forceinline__ float butterfly(float v, int bits) {
   return v;
 }
 
+// x's two scalars combined over the lanes that hold replicas of them (a vector of layout vl).
+template <class Op>
+__device__ __forceinline__ float2 across_replicas(float2 x, layout::RvLayout vl) {
+  const int bits = layout::rv_replica_bits(vl);
+  return {butterfly<Op>(x.x, bits), butterfly<Op>(x.y, bits)};
+}
+
 // The vector type along axis A of tile RT.
 template <class RT, layout::Axis A>
 using vec_along = std::conditional_t<A == layout::Axis::row, typename RT::row_vec, typename RT::col_vec>;
@@ -102,8 +109,8 @@ __device__ __forceinline__ void reduce(vec_along<RT, A>& v, const RT& s, const v
         if (c + width < taken[f]) acc[c][f] = Op::apply(acc[c][f], acc[c + width][f]);
 #pragma unroll
   for (int k = 0; k < V::pairs; ++k) {
-    const int bits = Across ? layout::rv_replica_bits(vl) : 0;
-    float2 r{butterfly<Op>(acc[0][2 * k], bits), butterfly<Op>(acc[0][2 * k + 1], bits)};
+    float2 r{acc[0][2 * k], acc[0][2 * k + 1]};
+    if constexpr (Across) r = across_replicas<Op>(r, vl);
     if (prev != nullptr) {
       const float2 q = to_float2(prev->data[k]);
       r = {Op::apply(q.x, r.x), Op::apply(q.y, r.y)};
@@ -160,12 +167,9 @@ __device__ __forceinline__ void row_sum_part(typename rt<T, R, C, L>::row_vec& v
 template <class V>
 __device__ __forceinline__ void sum_row_parts(V& v) {
 #pragma unroll
-  for (int k = 0; k < V::pairs; ++k) {
-    const float2 x = detail::to_float2(v.data[k]);
-    const int bits = layout::rv_replica_bits(V::vec_layout::value);
+  for (int k = 0; k < V::pairs; ++k)
     v.data[k] = detail::from_float2<typename V::pair>(
-        {detail::butterfly<detail::sum_reduce>(x.x, bits), detail::butterfly<detail::sum_reduce>(x.y, bits)});
-  }
+        detail::across_replicas<detail::sum_reduce>(detail::to_float2(v.data[k]), V::vec_layout::value));
 }
 
 // v = max (sum) of each column of s, v rt::col_vec (quad_vl for row_l, group_vl for col_l);
