@@ -22,6 +22,14 @@ struct WorkOrder {
   int matrix, order;  // order 0: the matrix's first item (with a causal mask, its longest)
 };
 
+// A causal grid's blocks of `block_rows` rows end at the sequence's end: the first starts this
+// many tiles of `tile_rows` before row 0, so that the padding of an N not a multiple of
+// block_rows falls in each head's shortest item (hopper/config.cuh's forward_problem).
+constexpr int padding_tiles(int seq, int block_rows, int tile_rows) {
+  const int blocks = (seq + block_rows - 1) / block_rows;
+  return (blocks * block_rows - seq) / tile_rows;
+}
+
 // Item t of `matrices` x `per_matrix`, head by head.
 constexpr WorkOrder head_by_head(int t, int per_matrix) { return {t / per_matrix, t % per_matrix}; }
 

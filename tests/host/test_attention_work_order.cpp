@@ -36,9 +36,10 @@ constexpr int kPerItem = 1;  // a tile's worth of per-item cost (the prologue, t
 // Longest first across every head without the snake: what the snake is measured against.
 aw::WorkOrder plain_longest_first(int t, int matrices) { return {t % matrices, t / matrices}; }
 
+// Key tiles of a causal item, as the forward's item() counts them (its first block padded).
 int tiles(int order, const Case& c) {
-  const int q_block = c.q_blocks - 1 - order;
-  return (std::min(c.seq, (q_block + 1) * c.block_q) + 127) / 128;
+  const int last_row = (c.q_blocks - order) * c.block_q - aw::padding_tiles(c.seq, c.block_q, 64) * 64;
+  return (std::min(c.seq, last_row) + 127) / 128;
 }
 
 // The heaviest block's work over the mean, for order f(t).

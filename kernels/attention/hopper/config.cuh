@@ -45,7 +45,8 @@ struct Config {
   // K and V have rings of their own: a K tile is free once S is, a V tile only once P V is, a
   // softmax later. At D = 128 shared memory (two Q slots, O, and 32 KB tiles) holds 2 + 2 stages:
   // 224 KB (kSmemBytes), and V's loads run late enough that a step waits for its V tile only
-  // between S and P V (kernel.cuh; a third V stage, in place of O, measured no better).
+  // between S and P V (kernel.cuh; a third V stage, O moving to the Q slot, measured slower:
+  // results/experiments/attention-keys-160-o-in-q.patch).
   static constexpr int k_stages = D == 64 ? 4 : 2, v_stages = D == 64 ? 4 : 2;
   // Causal items a chunk of heads at a time (work_order.hpp's chunked) or across every head
   // (snaked). Chunks measured faster only at D = 128 where a wave of the snake would read a head
@@ -134,7 +135,7 @@ __device__ Item item(const Problem& p, int t) {
 template <class C>
 Problem forward_problem(const Shape& s, float scale_log2, float* lse, float o_scale) {
   const int q_blocks = (s.seq + C::block_q - 1) / C::block_q;
-  const int lead_tiles = s.causal ? (q_blocks * C::block_q - s.seq) / warpgroup::kRows : 0;
+  const int lead_tiles = s.causal ? padding_tiles(s.seq, C::block_q, warpgroup::kRows) : 0;
   return {s.seq, s.heads, s.kv_heads, s.batch * s.heads, q_blocks, lead_tiles, s.causal, scale_log2, lse, o_scale};
 }
 
