@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Two builds of tkprobe, A and B, run the same probe in turns (A B, then B A, ...) on one GPU, so
 that what drifts while they run (clocks under a power cap, temperature, another tenant) falls on
-both alike; then each row's judged metric (`primary`) side by side: A's and B's mean over the
-rounds, their ranges, and the change. A row is faster or slower only where the two ranges do not
-overlap; with one round every row is "same". Reports and each run's table land in --out.
+both alike; then each row's judged metric (`primary`) side by side, and beside a per-clock one its
+per-second twin (TFLOP/s): A's and B's mean over the rounds, their ranges, and the change. A reading
+is faster or slower only where the two ranges do not overlap; with one round every row is "same". A
+row is slower where either reading is: a change can win per clock and lose time to the power cap,
+and a note under the table says so with both builds' SM clocks. Reports and each run's table land
+in --out.
 
 This is how a kernel change is measured before it lands (results/NOTES.md): a 2% effect is below
 what `tkprobe compare` can judge against a baseline from another card or hour, but shows plainly
@@ -117,14 +120,32 @@ def label(row, dropped=()):
     return f"{row['probe']} {params}".strip()
 
 
+PER_CLOCK = "pct_clock_peak"
+
+
+def per_second_twin(metric):
+    """A per-clock metric's per-second reading (tkprobe's compare.hpp names it alike), or None."""
+    return metric[:-len(PER_CLOCK)] + "tflops" if metric.endswith(PER_CLOCK) else None
+
+
 def judged(path, dropped):
-    """{row label: (metric name, unit, better, median)} for each row with a judged statistic."""
+    """{row label: ({metric: (unit, better, median)}, the kernel's SM clock or None)} for each row with a
+    judged statistic: its primary and, beside a per-clock primary, the per-second twin. Against a
+    baseline from another hour a row is judged per clock (its clock drifts by itself), but in turns
+    the drift falls on both builds alike, so time is judged too: a change that wins per clock can lose
+    per second by driving the card into its power cap (results/NOTES.md, the twentieth session)."""
     rows = {}
     for row in tkreport.load(path)["results"]:
-        stat = row.get("metrics", {}).get(row.get("primary"))
-        if row.get("status") == "ok" and isinstance(stat, dict) and "median" in stat:
-            key = label(row, dropped) + (f" device={row['device']}" if "device" in row else "")
-            rows[key] = (row["primary"], stat["unit"], stat["better"], stat["median"])
+        metrics = row.get("metrics", {})
+        stat = metrics.get(row.get("primary"))
+        if row.get("status") != "ok" or not isinstance(stat, dict) or "median" not in stat:
+            continue
+        key = label(row, dropped) + (f" device={row['device']}" if "device" in row else "")
+        readings = {row["primary"]: (stat["unit"], stat["better"], stat["median"])}
+        twin = metrics.get(per_second_twin(row["primary"]) or "")
+        if isinstance(twin, dict) and "median" in twin:
+            readings[per_second_twin(row["primary"])] = (twin["unit"], twin["better"], twin["median"])
+        rows[key] = (readings, (row.get("telemetry") or {}).get("kernel_sm_clock_mhz"))
     return rows
 
 
@@ -137,29 +158,49 @@ def verdict(a, b, better):
     return "faster" if min(b) > max(a) else "slower" if max(b) < min(a) else "same"
 
 
+def mean(xs):
+    return sum(xs) / len(xs)
+
+
+def row_call(calls):
+    """A row's verdict from its readings': slower if any reading is, else faster if any is."""
+    return "slower" if "slower" in calls else "faster" if "faster" in calls else "same"
+
+
 def table(args):
     runs = {(build, r): judged(os.path.join(args.out, f"{build}-{r}.json"), args.drop_param)
             for build, r in order(args.rounds)}
+    rounds = range(1, args.rounds + 1)
     lines = [f"| row | metric | A mean (range) | B mean (range) | B vs A | verdict |", "|---|---|---:|---:|---:|---|"]
-    worst = 0.0
+    notes, worst = [], 0.0
     counts = {"faster": 0, "slower": 0, "same": 0}
-    for key, (metric, unit, better, _) in runs[("a", 1)].items():
-        a = [runs[("a", r)][key][3] for r in range(1, args.rounds + 1) if key in runs[("a", r)]]
-        b = [runs[("b", r)][key][3] for r in range(1, args.rounds + 1) if key in runs[("b", r)]]
-        if len(a) != args.rounds or len(b) != args.rounds:
+    for key, (readings, _) in runs[("a", 1)].items():
+        if not all(key in runs[(build, r)] for build in "ab" for r in rounds):
             continue  # a row some run lacks: nothing paired to judge
-        mean_a, mean_b = sum(a) / len(a), sum(b) / len(b)
-        change = (mean_b / mean_a - 1) * 100 if mean_a else 0.0
-        worse_by = -change if better == "higher" else change
-        call = verdict(a, b, better)
-        counts[call] += 1
-        if call == "slower":
-            worst = max(worst, worse_by)
-        lines.append(f"| {key} | {metric} ({unit}) | {mean_a:.4g} ({min(a):.4g}-{max(a):.4g}) | "
-                     f"{mean_b:.4g} ({min(b):.4g}-{max(b):.4g}) | {change:+.2f}% | {call} |")
+        calls = {}
+        for metric, (unit, better, _) in readings.items():
+            a = [runs[("a", r)][key][0][metric][2] for r in rounds if metric in runs[("a", r)][key][0]]
+            b = [runs[("b", r)][key][0][metric][2] for r in rounds if metric in runs[("b", r)][key][0]]
+            if len(a) != args.rounds or len(b) != args.rounds:
+                continue
+            change = (mean(b) / mean(a) - 1) * 100 if mean(a) else 0.0
+            calls[metric] = verdict(a, b, better)
+            if calls[metric] == "slower":
+                worst = max(worst, -change if better == "higher" else change)
+            lines.append(f"| {key} | {metric} ({unit}) | {mean(a):.4g} ({min(a):.4g}-{max(a):.4g}) | "
+                         f"{mean(b):.4g} ({min(b):.4g}-{max(b):.4g}) | {change:+.2f}% | {calls[metric]} |")
+        if not calls:
+            continue
+        counts[row_call(calls.values())] += 1
+        if len(set(calls.values()) - {"same"}) == 2:
+            clocks = {build: [runs[(build, r)][key][1] for r in rounds] for build in "ab"}
+            seen = "" if None in clocks["a"] + clocks["b"] else \
+                f": B's SM clock {mean(clocks['b']):.0f} MHz against A's {mean(clocks['a']):.0f}"
+            notes.append(f"{key}: faster per clock, slower per second{seen} (a change that draws more power "
+                         f"can lose time to the power cap)")
     summary = (f"{sum(counts.values())} rows over {args.rounds} round(s) in turns: {counts['faster']} faster, "
                f"{counts['slower']} slower, {counts['same']} same (B against A)")
-    return "\n".join(lines + ["", summary]), worst, sum(counts.values())
+    return "\n".join(lines + [""] + notes + [summary]), worst, sum(counts.values())
 
 
 def main():

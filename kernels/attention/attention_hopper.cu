@@ -13,12 +13,9 @@ namespace {
 
 using namespace attention::hopper;
 
-// Key tiles of 160 (config.cuh) from this N, at D = 128 without a mask.
-constexpr int kWideTilesFromSeq = 8192;
-
-template <class C>
+template <int D>
 Launch launch_for(const Tensors& t, Shape s, const ForwardStrides& at) {
-  constexpr int D = C::head_dim;
+  using C = Config<D>;
   const Maps maps{tensor_map<typename C::q>(t.q, s, s.heads, at.q), tensor_map<typename C::kv>(t.k, s, s.kv_heads, at.k),
                   tensor_map<typename C::kv>(t.v, s, s.kv_heads, at.v), tensor_map<typename C::q>(t.o, s, s.heads, at.o)};
   const Problem p = forward_problem<C>(s, float(M_LOG2E / std::sqrt(double(D))), t.lse, 1.0f);
@@ -38,9 +35,7 @@ std::string hopper_refusal(Shape s) {
 }
 
 Launch hopper_forward(const Tensors& t, Shape s, const ForwardStrides& at) {
-  if (s.head_dim == 64) return launch_for<Config<64>>(t, s, at);
-  if (!s.causal && s.seq >= kWideTilesFromSeq) return launch_for<Config<128, 160>>(t, s, at);
-  return launch_for<Config<128>>(t, s, at);
+  return s.head_dim == 64 ? launch_for<64>(t, s, at) : launch_for<128>(t, s, at);
 }
 
 }  // namespace attention::detail

@@ -2,7 +2,8 @@
 """scripts/ab.py without a GPU: two stand-ins for tkprobe, `a` and `b`, write the committed
 baseline's rows as a report, each run's judged medians moved by under 0.3% (the run's noise); `b`
 makes one row 10% faster and another 10% slower. ab.py must run them in turns (a b b a), call those
-two rows faster and slower and every other row the same, exit 1 for the slower row but not past a
+two rows faster and slower and every other reading the same (per-clock rows are read per second too),
+call a row slower whose B gains 5% per clock at a 20% lower clock, and say why, exit 1 for the slower row but not past a
 --threshold of 20, give --b-args to b's runs alone, pass a failed check on as exit 1 and any other
 failure as exit 4, refuse bad usage and runs whose rows do not pair with exit 2, and pair them once
 --drop-param names the param that differs.
@@ -31,7 +32,12 @@ with open(os.environ["AB_CALLS"] + ".args", "a") as f:
 call = sum(1 for _ in open(os.environ["AB_CALLS"]))
 doc = json.load(open(os.environ["AB_REPORT"]))
 moved = {} if build == "a" else {int(os.environ["AB_FASTER"]): 1.1, int(os.environ["AB_SLOWER"]): 1 / 1.1}
+capped = int(os.environ.get("AB_POWER", "-1")) if build == "b" else -1
 for i, row in enumerate(doc["results"]):
+    if i == capped:  # 5% more per clock at a 20% lower clock: 16% less per second
+        row["metrics"][row["primary"]]["median"] *= 1.05
+        row["metrics"][row["primary"].replace("pct_clock_peak", "tflops")]["median"] *= 1.05 * 0.8
+        row["telemetry"]["kernel_sm_clock_mhz"] *= 0.8
     if build == "b" and os.environ.get("AB_B_PARAM"):
         row["params"]["dq"] = "b-only"  # a value no baseline row holds (some hold dq: reduce)
     stat = row["metrics"].get(row.get("primary"))
@@ -41,6 +47,12 @@ for i, row in enumerate(doc["results"]):
 json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"))
 sys.exit(int(os.environ.get("AB_EXIT_" + build.upper(), "0")))
 """
+
+
+def readings(table):
+    """{(row, metric): verdict} from ab.md's lines."""
+    cells = [line.rstrip(" |").split(" | ") for line in table.splitlines() if line.startswith("| ") and not line.startswith("| row")]
+    return {(c[0][2:], c[1].split(" (")[0]): c[-1] for c in cells}
 
 
 def run(args, env):
@@ -60,6 +72,8 @@ def main():
         higher = [i for i, r in enumerate(doc["results"]) if r.get("status") == "ok"
                   and r["metrics"].get(r.get("primary"), {}).get("better") == "higher"]
         faster, slower = higher[0], higher[1]
+        capped = next(i for i in higher if doc["results"][i]["primary"] == "pct_clock_peak"
+                      and "tflops" in doc["results"][i]["metrics"] and "kernel_sm_clock_mhz" in doc["results"][i]["telemetry"])
         binaries = {}
         for build in ("a", "b"):
             binaries[build] = os.path.join(tmp, build)
@@ -75,14 +89,26 @@ def main():
         expect(r.returncode == 1, f"a 10% slower row: exit {r.returncode}, not 1\n{r.stderr}")
         expect(open(calls).read().split() == ["a", "b", "b", "a"], f"runs {open(calls).read().split()}, not a b b a")
         table = open(os.path.join(out, "ab.md")).read() if os.path.exists(os.path.join(out, "ab.md")) else ""
-        verdicts = {line.split(" | ")[0][2:]: line.rstrip(" |").split(" | ")[-1]
-                    for line in table.splitlines() if line.startswith("| ") and not line.startswith("| row")}
-        names = {i: ab.label(doc["results"][i]) for i in (faster, slower)}
+        verdicts = readings(table)
+        names = {i: (ab.label(doc["results"][i]), doc["results"][i]["primary"]) for i in (faster, slower)}
         expect(verdicts.get(names[faster]) == "faster", f"{names[faster]}: {verdicts.get(names[faster])}, not faster")
         expect(verdicts.get(names[slower]) == "slower", f"{names[slower]}: {verdicts.get(names[slower])}, not slower")
         others = {k: v for k, v in verdicts.items() if k not in names.values()}
-        expect(others and set(others.values()) == {"same"}, f"unmoved rows judged {sorted(set(others.values()))}")
+        expect(others and set(others.values()) == {"same"}, f"unmoved readings judged {sorted(set(others.values()))}")
+        expect(any(metric == "tflops" for _, metric in others), "no per-second reading beside a per-clock one")
         expect(" 1 faster, 1 slower," in table, "the summary line does not count one faster and one slower row")
+
+        # B faster per clock but slower per second (its clock fell): the row is slower, with a note.
+        os.remove(calls)
+        r = run(ab_args + ["--", "all"], dict(env, AB_FASTER="-1", AB_SLOWER="-1", AB_POWER=str(capped)))
+        table = open(os.path.join(out, "ab.md")).read()
+        name = ab.label(doc["results"][capped])
+        per_clock = readings(table)
+        expect(r.returncode == 1, f"a row 16% slower per second: exit {r.returncode}, not 1\n{r.stderr}")
+        expect(per_clock.get((name, "pct_clock_peak")) == "faster" and per_clock.get((name, "tflops")) == "slower",
+               f"{name}: per clock {per_clock.get((name, 'pct_clock_peak'))}, per second {per_clock.get((name, 'tflops'))}")
+        expect(" 0 faster, 1 slower," in table, "a row slower per second and faster per clock is not counted slower")
+        expect(f"{name}: faster per clock, slower per second: B's SM clock" in table, "no note on the fallen clock")
 
         os.remove(calls)
         os.remove(calls + ".args")

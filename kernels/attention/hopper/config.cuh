@@ -23,16 +23,9 @@ constexpr int kBlockKV = 128;  // keys per tile
 // 3 x 160) <= 64K), and keep the tensor cores busy while any one of them is in its softmax. At
 // D = 128 a consumer's S and O take 128 registers: ptxas serialises the wgmmas below 168, so
 // two consumers of 240.
-//
-// Keys per tile: 128, or KeysPerTile = 160 at D = 128 for long sequences without a mask (the
-// launcher's choice): the per-tile cost of O's rescale, the row reductions and the turns spread
-// over 25% more keys, as FlashAttention-3 takes 176 there. Shared memory then holds one Q slot, so
-// the next item's Q waits for this one's last S: cheap only where items are long.
-template <int D, int KeysPerTile = kBlockKV>
+template <int D>
 struct Config {
   static constexpr int head_dim = D;
-  static constexpr int block_kv = KeysPerTile;
-  static constexpr int q_slots = KeysPerTile == kBlockKV ? 2 : 1;
   static constexpr int consumers = D == 64 ? 3 : 2;
   static constexpr int consumer_registers = D == 64 ? 160 : 240;
   static constexpr int producer_registers = 24;
@@ -41,19 +34,19 @@ struct Config {
 
   using q = st<bf16, warpgroup::kRows, D>;  // one consumer's queries
   using o_tile = q;                         // and its output on the way out
-  using kv = st<bf16, block_kv, D>;         // a tile of keys
+  using kv = st<bf16, kBlockKV, D>;         // a tile of keys
   using v_tile = kv;                        // and of values, keys down (MN-major for P V)
   static constexpr bool v_transposed = false;
-  using scores = rt_fl<16, block_kv>;       // each warp's 16 rows of S
-  using probs = rt_bf<16, block_kv>;        // and of P, the A operand of P V
+  using scores = rt_fl<16, kBlockKV>;       // each warp's 16 rows of S
+  using probs = rt_bf<16, kBlockKV>;        // and of P, the A operand of P V
   using out = rt_fl<16, D>;                 // each warp's 16 rows of O, accumulated
   using out_bf = rt_bf<16, D>;
   using rows = scores::row_vec;             // a value per row: max, sum, rescale factor
   // K and V have rings of their own: a K tile is free once S is, a V tile only once P V is, a
-  // softmax later. At D = 128 shared memory (two Q slots, O, and 32 KB tiles; or one Q slot and
-  // 40 KB tiles) holds 2 + 2 stages: 224 KB (kSmemBytes), and V's loads run late enough that a
-  // step waits for its V tile only between S and P V (kernel.cuh; a third V stage, O moving to the
-  // Q slot, measured slower: results/experiments/attention-keys-160-o-in-q.patch).
+  // softmax later. At D = 128 shared memory (two Q slots, O, and 32 KB tiles) holds 2 + 2 stages:
+  // 224 KB (kSmemBytes), and V's loads run late enough that a step waits for its V tile only
+  // between S and P V (kernel.cuh; a third V stage, O moving to the Q slot, measured slower:
+  // results/experiments/attention-keys-160-o-in-q.patch).
   static constexpr int k_stages = D == 64 ? 4 : 2, v_stages = D == 64 ? 4 : 2;
   // Causal items a chunk of heads at a time (work_order.hpp's chunked) or across every head
   // (snaked). Chunks measured faster only at D = 128 where a wave of the snake would read a head
@@ -66,6 +59,8 @@ struct Config {
   static constexpr bool scaled_output = false;  // O leaves as O / l
 };
 
+constexpr int kQSlots = 2;
+
 // Named barriers: 1 + w for consumer w alone; kTurns + w for its turn at the tensor cores.
 // Consumers take turns to issue their products, so one's products run under the others'
 // softmax instead of all of them queueing at the tensor cores together and then all computing
@@ -76,14 +71,14 @@ constexpr int kTurns = 4;
 template <class C>
 using Turns = warpgroup::turns<C::consumers, kTurns>;
 
-// Q has C::q_slots slots (two, so the next item's Q lands during this item), and O a tile of its own.
+// Q has two slots, so the next item's Q lands during this item, and O a tile of its own.
 template <class C>
 struct Smem {
-  typename C::q q[C::q_slots][C::consumers];
+  typename C::q q[kQSlots][C::consumers];
   typename C::o_tile o[C::consumers];
   typename C::kv k[C::k_stages];
   typename C::v_tile v[C::v_stages];
-  pipeline<C::q_slots> q_pipe;
+  pipeline<kQSlots> q_pipe;
   pipeline<C::k_stages> k_pipe;
   pipeline<C::v_stages> v_pipe;
 
@@ -96,9 +91,7 @@ struct Smem {
 };
 template <class C>
 constexpr int kSmemBytes = sizeof(Smem<C>) + kSmemAlign;  // room to align the tiles
-static_assert(kSmemBytes<Config<64>> <= kMaxSmemBytes && kSmemBytes<Config<128>> <= kMaxSmemBytes &&
-                  kSmemBytes<Config<128, 160>> <= kMaxSmemBytes,
-              "the stages must fit");
+static_assert(kSmemBytes<Config<64>> <= kMaxSmemBytes && kSmemBytes<Config<128>> <= kMaxSmemBytes, "the stages must fit");
 
 struct Maps {
   grid_map q, k, v, o;  // [batch][heads] grids of N x D matrices (tensor_maps.cuh); e4m3: v is V^T's, D x N
@@ -132,7 +125,7 @@ __device__ Item item(const Problem& p, int t) {
   const int head = qh % p.heads, kvh = qh / p.heads * p.kv_heads + head / (p.heads / p.kv_heads);
   const int q_tile = q_block * C::consumers - p.lead_tiles;
   const int last_key = p.causal ? min(p.seq, (q_tile + C::consumers) * warpgroup::kRows) : p.seq;
-  return {q_tile, qh, kvh, (last_key + C::block_kv - 1) / C::block_kv};
+  return {q_tile, qh, kvh, (last_key + kBlockKV - 1) / kBlockKV};
 }
 
 // Shape s's problem for config C, its blocks of C::block_q rows. With a causal mask they end at

@@ -29,7 +29,6 @@ constexpr float kProbScale = 256.0f;
 
 struct Fp8Config {
   static constexpr int head_dim = 128;
-  static constexpr int block_kv = kBlockKV, q_slots = 2;
   static constexpr int consumers = 2;
   static constexpr int consumer_registers = 240;
   static constexpr int producer_registers = 24;

@@ -71,7 +71,7 @@ __device__ void store_output(Smem<C>& sm, const Maps& maps, const Problem& p, co
 // first block's padding) stay unmasked: finite, and never stored.
 template <class C>
 __device__ void mask(typename C::scores& s, const Problem& p, int kv0, int q0, int row0) {
-  if (q0 >= 0 && (kv0 + C::block_kv > p.seq || (p.causal && kv0 + C::block_kv - 1 > q0))) {
+  if (q0 >= 0 && (kv0 + kBlockKV > p.seq || (p.causal && kv0 + kBlockKV - 1 > q0))) {
     warp::fill_where(s, -INFINITY, [&](int r, int c) { return kv0 + c >= p.seq || (p.causal && kv0 + c > row0 + r); });
   }
 }
@@ -100,7 +100,7 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
   const int q0 = (it.q_tile + w) * warpgroup::kRows, row0 = q0 + warpgroup::warp_row();
   // With a causal mask the tiles past these 64 rows' diagonal are all future: only released (all
   // but the first, for rows before row 0).
-  const int mine = p.causal ? max(1, min(it.tiles, (q0 + warpgroup::kRows + C::block_kv - 1) / C::block_kv)) : it.tiles;
+  const int mine = p.causal ? max(1, min(it.tiles, (q0 + warpgroup::kRows + kBlockKV - 1) / kBlockKV)) : it.tiles;
   const bool releaser = threadIdx.x % 32 == 0;
   const Turns<C> turn{w};
   const typename C::q& q = sm.q[sm.q_pipe.stage(n)][w];
@@ -131,7 +131,7 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
     turn.pass();
     warpgroup::mma_wait<1>();  // S of tile j: its K tile is free
     if (releaser) sm.k_pipe.release(step + j);
-    mask<C>(s, p, j * C::block_kv, q0, row0);
+    mask<C>(s, p, j * kBlockKV, q0, row0);
     warp::online_softmax(s, m, l, rescale, p.scale_log2);
     warpgroup::mma_wait<0>();  // P V of tile j - 1: O, P and the V tile are free
     if (releaser) sm.v_pipe.release(step + j - 1);
