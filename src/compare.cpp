@@ -71,10 +71,9 @@ void judge(CompareRow& row, const Json& base, const Json& now, double threshold_
   const std::string twin = per_second_twin(row.metric);
   const Json *bt = metric_stats(base, twin), *nt = metric_stats(now, twin);
   const bool held = b->contains("drift_pct") && b->at("drift_pct").get<double>() <= max_drift_band_pct(threshold_pct);
-  if (bt && nt && !held && bt->at("median").get<double>() != 0) {
-    const Reading per_second = reading_of(twin, *bt, *nt, threshold_pct);
-    if (per_second.loss_pct < best.loss_pct) best = per_second;
-  }
+  const bool has_twin = bt && nt && bt->at("median").get<double>() != 0;
+  const Reading per_second = has_twin ? reading_of(twin, *bt, *nt, threshold_pct) : Reading{};
+  if (has_twin && !held && per_second.loss_pct < best.loss_pct) best = per_second;
   row.metric = best.metric;
   row.unit = best.unit;
   row.base = best.base;
@@ -90,6 +89,8 @@ void judge(CompareRow& row, const Json& base, const Json& now, double threshold_
     row.verdict = row.loss_pct > 0 ? Verdict::slower : Verdict::faster;
     row.fails = row.loss_pct > std::max(threshold_pct, row.band_pct);
   }
+  if (has_twin && row.verdict == Verdict::faster && per_second.loss_pct > std::max(threshold_pct, per_second.band_pct))
+    row.per_second_loss_pct = per_second.loss_pct;
 }
 
 bool selected(const CompareOptions& o, const Json& r) {

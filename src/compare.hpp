@@ -45,6 +45,12 @@ struct CompareRow {
   double band_pct = 0;   // the band inside which a difference is called `same`
   Verdict verdict = Verdict::same;
   bool fails = false;  // this row alone makes compare exit 1
+  // Faster per clock yet slower per second by more than the threshold and its band: the SM clock fell
+  // further than the row gained. A kernel change that draws the card into its power cap does this
+  // (results/NOTES.md, twentieth session: 160-key attention tiles +2.3% per clock, -10.5% per second),
+  // as can a card's drift (10 notes over the 30 ordered pairs of ../shared/data's six runs of unchanged
+  // code, ~500 judged rows each). A note, never a failure: scripts/ab.py, in turns, tells the two apart. 0: none.
+  double per_second_loss_pct = 0;
 
   bool has_figures() const;  // base and now are both set
   bool judged() const;       // a row the gate decides on (one test case in JUnit)

@@ -82,6 +82,22 @@ std::string failure_message(const CompareRow& r, double threshold_pct) {
   }
 }
 
+// Rows faster per clock and slower per second (CompareRow::per_second_loss_pct), or "".
+std::string clock_fell_notes(const Comparison& c) {
+  std::string md;
+  for (const auto& r : c.rows) {
+    if (r.per_second_loss_pct <= 0) continue;
+    const std::string on = r.device >= 0 ? fmt::format(" device {}", r.device) : "";
+    md += fmt::format("- {}{} {}: {} {:+.2f}%, but {:.2f}% slower per second\n", r.probe, on, r.params, r.metric,
+                      r.delta_pct, r.per_second_loss_pct);
+  }
+  if (md.empty()) return md;
+  return "### Faster per clock, slower per second\n\nThe SM clock fell further than these rows gained: a change "
+         "that draws the card into its power cap, or the card's drift. Not judged; `scripts/ab.py` runs both builds "
+         "in turns and tells which.\n\n" +
+         md + "\n";
+}
+
 }  // namespace
 
 std::string summary_line(const Comparison& c) {
@@ -107,6 +123,7 @@ std::string to_markdown(const Comparison& c) {
   }
   if (!failing.empty()) md += "### Regressions\n\n" + table(failing) + "\n";
   if (const auto closest = closest_calls(c); !closest.empty()) md += "### Closest calls\n\n" + table(closest) + "\n";
+  md += clock_fell_notes(c);
   md += fmt::format("<details><summary>Every row ({})</summary>\n\n{}\n</details>\n\n", all.size(), table(all));
   return md + summary_line(c) + "\n";
 }
@@ -151,6 +168,7 @@ Json to_json(const Comparison& c) {
                     {"judged", r.judged()},
                     {"fails", r.fails}});
     if (r.device >= 0) rows.back()["device"] = r.device;  // rows of a report of several devices
+    if (r.per_second_loss_pct > 0) rows.back()["per_second_loss_pct"] = r.per_second_loss_pct;
   }
   Json out{{"threshold_pct", c.threshold_pct}, {"failed", c.failed()}, {"failing", c.failing()}, {"rows", rows}};
   if (!c.caution.empty()) out["caution"] = c.caution;

@@ -170,6 +170,27 @@ TEST(Compare, ARowNeitherReadingHeldIsJudgedByTheOneThatLosesLess) {
   EXPECT_TRUE(compare_json(base, report({clocked_result(42.744 / 1.08, 374.256 / 1.08)})).failed());
 }
 
+// The twentieth session's gate run (results/NOTES.md): 160-key attention tiles at D = 128 N = 16384,
+// 76.09 -> 77.86% of the clock peak and 701.7 -> 627.9 TFLOP/s, the clock 1705 -> 1492 MHz. Faster
+// as judged, with a note in the markdown and the JSON; no note where the clock only drifted (the row
+// the same per clock) or where both readings gained.
+TEST(Compare, FasterPerClockButSlowerPerSecondIsNotedNotJudged) {
+  const auto c = compare_json(report({clocked_result(76.09, 701.656)}), report({clocked_result(77.86, 627.916)}));
+  EXPECT_EQ(c.rows[0].verdict, Verdict::faster);
+  EXPECT_FALSE(c.failed());
+  EXPECT_NEAR(c.rows[0].per_second_loss_pct, 100 * (1 - 627.916 / 701.656), 1e-3);
+  const std::string md = tkprobe::to_markdown(c);
+  EXPECT_TRUE(mentions(md, "### Faster per clock, slower per second")) << md;
+  EXPECT_TRUE(mentions(md, "- attention seq=1024 causal=true: pct_clock_peak +2.33%, but 10.51% slower per second")) << md;
+  EXPECT_NEAR(tkprobe::to_json(c)["rows"][0]["per_second_loss_pct"].get<double>(), 10.51, 0.01);
+  for (const auto& quiet : {compare_json(report({clocked_result(61.1486, 570.3)}), report({clocked_result(61.1816, 517.7)})),
+                            compare_json(report({clocked_result(50, 400)}), report({clocked_result(55, 420)}))}) {
+    EXPECT_EQ(quiet.rows[0].per_second_loss_pct, 0);
+    EXPECT_FALSE(mentions(tkprobe::to_markdown(quiet), "slower per second"));
+    EXPECT_FALSE(tkprobe::to_json(quiet)["rows"][0].contains("per_second_loss_pct"));
+  }
+}
+
 TEST(Compare, PerSecondTwinOfEveryPerClockMetric) {
   EXPECT_EQ(tkprobe::per_second_twin("pct_clock_peak"), "tflops");
   EXPECT_EQ(tkprobe::per_second_twin("wgmma_pct_clock_peak"), "wgmma_tflops");
