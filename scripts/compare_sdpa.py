@@ -8,7 +8,9 @@ libtk_attention_c.so, built beside tkprobe), the DSL's own kernels ("wgmma", "mm
 process on the same inputs, so every ratio between them is measured in one run. Each shape gets
 fresh random inputs; the kernels are warmed up, then timed in turns (--rounds rounds of --reps /
 --rounds launches each, so a drifting clock or power state touches all alike) with CUDA events
-(TFLOP/s per launch: median, quartiles, noise); each output is checked against an fp32 reference
+(TFLOP/s per launch: median, quartiles, noise; NVML's SM clock read once per launch, the median per
+kernel and shape as the row's kernel_sm_clock_mhz: in one turn a kernel at a lower clock than its
+neighbours drew the card into its power cap itself); each output is checked against an fp32 reference
 computed head by head (and the DSL's logsumexp against its fp32 value). A kernel that refuses a
 shape gets a `skipped` row with its reason. FlashAttention-4 ("fa4": PyPI flash-attn-4, module
 flash_attn.cute, its CuTe-DSL kernels) is timed beside them where it is installed, on copies of
@@ -198,29 +200,47 @@ def report(tool, host, device, rows):
                                "results": rows, "findings": findings})
 
 
-def side_by_side(*reports):
-    """Markdown: per shape, every kernel's median TFLOP/s from the reports (a later report's row
-    replaces an earlier one's for the same kernel), and the DSL's over each peer's (FlashAttention-4's
-    columns only where it has a row). Rows that failed their check are left out: a wrong output's
-    speed compares with nothing."""
+def per_shape(reports, value):
+    """{shape key: {kernel: value(row)}} over the reports' passing rows where value(row) is not None
+    (a later report's row replaces an earlier one's for the same kernel)."""
     by_shape = {}
     for r in [row for doc in reports for row in doc["results"]]:
-        if r.get("probe") != PROBE or r.get("status") != "ok":
+        if r.get("probe") != PROBE or r.get("status") != "ok" or value(r) is None:
             continue
         key = tuple(sorted((k, v) for k, v in r["params"].items() if k not in ("kernel", "dq")))  # dq: ours only
-        by_shape.setdefault(key, {})[r["params"]["kernel"]] = r["metrics"]["tflops"]["median"]
+        by_shape.setdefault(key, {})[r["params"]["kernel"]] = value(r)
+    return by_shape
+
+
+def shape_name(key):
+    p = dict(key)
+    return "B={batch} H={heads} HKV={kv_heads} N={seq} D={head_dim}{c}{w}".format(
+        c=" causal" if p["causal"] else "", w="" if p.get("pass", "fwd") == "fwd" else " " + p["pass"], **p)
+
+
+def side_by_side(*reports):
+    """Markdown: per shape, every kernel's median TFLOP/s from the reports, and the DSL's over each
+    peer's (FlashAttention-4's columns only where it has a row); then, where rows carry it, the SM
+    clock each kernel ran at. Rows that failed their check are left out: a wrong output's speed
+    compares with nothing."""
+    by_shape = per_shape(reports, lambda r: r["metrics"]["tflops"]["median"])
     peers = [*BACKENDS, *([FA4] if any(FA4 in rates for rates in by_shape.values()) else [])]
     kernels = [*TK_KERNELS, *peers]
     ratios = "".join(f" | wgmma / {p.removeprefix('torch-')}" for p in peers)
     lines = ["| shape | " + " | ".join(kernels) + ratios + " |",
              "|---|" + "---:|" * (len(kernels) + len(peers))]
     for key, rates in by_shape.items():
-        p = dict(key)
         ratio = lambda peer: f"{rates['wgmma'] / rates[peer]:.3f}" if "wgmma" in rates and peer in rates else "-"
         cells = [f"{rates[k]:.1f}" if k in rates else "-" for k in kernels]
-        shape = "B={batch} H={heads} HKV={kv_heads} N={seq} D={head_dim}{c}{w}".format(
-            c=" causal" if p["causal"] else "", w="" if p.get("pass", "fwd") == "fwd" else " " + p["pass"], **p)
-        lines.append(f"| {shape} | " + " | ".join(cells) + "".join(f" | {ratio(p)}" for p in peers) + " |")
+        lines.append(f"| {shape_name(key)} | " + " | ".join(cells) + "".join(f" | {ratio(p)}" for p in peers) + " |")
+    clocks = per_shape(reports, lambda r: (r.get("telemetry") or {}).get("kernel_sm_clock_mhz"))
+    if clocks:
+        lines += ["", "SM clock under each kernel (MHz; the median of one NVML reading per launch, tkprobe's "
+                  "rows the in-kernel clock):", "", "| shape | " + " | ".join(kernels) + " |",
+                  "|---|" + "---:|" * len(kernels)]
+        for key, mhz in clocks.items():
+            cells = [f"{mhz[k]:.0f}" if k in mhz else "-" for k in kernels]
+            lines.append(f"| {shape_name(key)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -265,6 +285,9 @@ class Nvml:
         mw = self._uint(self.lib.nvmlDeviceGetEnforcedPowerLimit) if self.dev else None
         return mw / 1000 if mw is not None else None
 
+    def sm_clock(self):
+        return self._uint(self.lib.nvmlDeviceGetClockInfo, 1) if self.dev else None
+
     def driver(self):
         text = ctypes.create_string_buffer(96)
         return text.value.decode() if self.dev and self.lib.nvmlSystemGetDriverVersion(text, 96) == 0 else "unavailable"
@@ -277,7 +300,7 @@ class Nvml:
             self.lib.nvmlDeviceGetCurrentClocksThrottleReasons
         if get_reasons(self.dev, ctypes.byref(reasons)) != 0:
             return None
-        values = (self._uint(self.lib.nvmlDeviceGetClockInfo, 1), self._uint(self.lib.nvmlDeviceGetPowerUsage),
+        values = (self.sm_clock(), self._uint(self.lib.nvmlDeviceGetPowerUsage),
                   self._uint(self.lib.nvmlDeviceGetTemperature, 0))
         if None in values:
             return None
@@ -408,10 +431,11 @@ def autograd_runs(torch, attend, leaves, d_o, with_forward):
 BLOCKER_CYCLES = 1_000_000  # ~0.5 ms of GPU spin: longer than any host-side launch path here
 
 
-def timed_seconds(torch, run, reps):
+def timed_seconds(torch, run, reps, queued=lambda: None):
     """Seconds of each of `reps` launches, CUDA events around each. A spin kernel goes first, so
     the GPU is busy while the host enqueues the start event and the launch (PyTorch's dispatch, or
-    ctypes): the events then time the kernel, not the host's path to it (nvbench's blocking kernel)."""
+    ctypes): the events then time the kernel, not the host's path to it (nvbench's blocking kernel).
+    `queued` is called once per launch, queued and not yet waited for: the GPU is busy with it."""
     seconds = []
     for _ in range(reps):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -419,14 +443,15 @@ def timed_seconds(torch, run, reps):
         start.record()
         run()
         stop.record()
+        queued()
         stop.synchronize()
         seconds.append(start.elapsed_time(stop) * 1e-3)
     return seconds
 
 
-def timed_rates(torch, run, reps, work):
+def timed_rates(torch, run, reps, work, queued=lambda: None):
     """TFLOP/s of each of `reps` launches (timed_seconds)."""
-    return [work / s / 1e12 for s in timed_seconds(torch, run, reps)]
+    return [work / s / 1e12 for s in timed_seconds(torch, run, reps, queued)]
 
 
 class TkAttention:
@@ -535,15 +560,21 @@ def measure_shape(torch, shape, kernels, args, generator, nvml, peak, tk):
     rates, measured = timed_in_turns(torch, runs, contexts, args, flops(shape), nvml)
     for kernel, (o, lse) in outputs.items():
         lse_error = None if lse is None else (lse - want_lse).abs().max().item()
-        rows[kernel] = measured_row(kernel, shape, rates[kernel], rel_error(torch, o, want), peak, measured, lse_error)
+        rows[kernel] = measured_row(kernel, shape, rates[kernel], rel_error(torch, o, want), peak, measured[kernel],
+                                    lse_error)
     for release in releases:
         release()
     return [rows[kernel] for kernel in kernels]
 
 
 def timed_in_turns(torch, runs, contexts, args, work, nvml):
-    """Every run warmed up, then timed in turns: {kernel: TFLOP/s samples}, and the telemetry."""
+    """Every run warmed up, then timed in turns: {kernel: TFLOP/s samples}, and {kernel: telemetry}:
+    NVML before and after them all, and the SM clock under each kernel (with_clock), read once per
+    launch while it is queued. In one turn the card's drift falls on every kernel alike, so a kernel
+    at a lower clock than its neighbours drew the card into its power cap itself (results/NOTES.md,
+    the twentieth session): its TFLOP/s lost to power, not to its schedule."""
     rates = {kernel: [] for kernel in runs}
+    clocks = {kernel: [] for kernel in runs}
     for kernel, run in runs.items():
         with contexts[kernel]():
             for _ in range(args.warmup):
@@ -552,8 +583,17 @@ def timed_in_turns(torch, runs, contexts, args, work, nvml):
     for _ in range(args.rounds):
         for kernel, run in runs.items():
             with contexts[kernel]():
-                rates[kernel] += timed_rates(torch, run, args.reps // args.rounds, work)
-    return rates, telemetry(before, nvml.sample())
+                rates[kernel] += timed_rates(torch, run, args.reps // args.rounds, work,
+                                             lambda k=kernel: clocks[k].append(nvml.sm_clock()))
+    span = telemetry(before, nvml.sample())
+    return rates, {kernel: with_clock(span, clocks[kernel]) for kernel in runs}
+
+
+def with_clock(span, clocks):
+    """span, plus the median of NVML's SM clock readings under one kernel as kernel_sm_clock_mhz (the
+    key of tkprobe's in-kernel clock, which compaction keeps per row); span alone without readings."""
+    read = sorted(c for c in clocks if c is not None)
+    return dict(span, kernel_sm_clock_mhz=read[len(read) // 2]) if read else span
 
 
 def measure_backward_shape(torch, shape, kernels, args, generator, nvml, peak, tk, pass_):
@@ -617,8 +657,8 @@ def measure_backward_shape(torch, shape, kernels, args, generator, nvml, peak, t
         grad_errors = {name: rel_error(torch, g, want) for name, g, want in zip(("dQ", "dK", "dV"), grads, want_grads)}
         o_error = rel_error(torch, o, want_o) if with_forward else None
         lse_error = (lse - want_lse).abs().max().item() if with_forward and lse is not None else None
-        rows[kernel] = measured_row(kernel, shape, rates[kernel], o_error, peak, measured, lse_error, pass_,
-                                    grad_errors)
+        rows[kernel] = measured_row(kernel, shape, rates[kernel], o_error, peak, measured[kernel], lse_error,
+                                    pass_, grad_errors)
         if kernel in TK_KERNELS and tk.reduces_dq(q, k, causal):
             rows[kernel]["params"]["dq"] = "reduce"  # as tkprobe's rows of the reducing path
     for release in releases:

@@ -121,9 +121,42 @@ def main():
     checks.expect(flash_attn_func is not None or ("flash-attn-4" in why and "pip install" in why),
                   f"where FlashAttention-4 cannot be imported, the reason names it: {why}")
 
+    # The SM clock under each kernel: NVML read once per launch while it is queued (after the stop
+    # event, before the wait), the median kept per row through compaction and shown beside the TFLOP/s.
+    calls = []
+
+    class Event:
+        def __init__(self, enable_timing):
+            pass
+
+        def record(self):
+            calls.append("record")
+
+        def synchronize(self):
+            calls.append("wait")
+
+        def elapsed_time(self, other):
+            return 2.0
+
+    fake = type("Torch", (), {"cuda": type("Cuda", (), {"Event": Event, "_sleep": staticmethod(lambda c: None)})})
+    seconds = m.timed_seconds(fake, lambda: calls.append("run"), 3, lambda: calls.append("clock"))
+    checks.expect(seconds == [2e-3] * 3 and calls == ["record", "run", "record", "clock", "wait"] * 3,
+                  f"one clock reading per launch, between its stop event and the wait: {calls}")
+    span = m.telemetry(None, None)
+    checks.expect(m.with_clock(span, [1700, None, 1500, 1750]) == dict(span, kernel_sm_clock_mhz=1700)
+                  and m.with_clock(span, [None]) == span, "the median of the readings NVML gave, or none")
+    shape, rates = m.grid(quick=True)[0], [100.0 + i for i in range(20)]
+    clocked = m.measured_row("fa4", shape, rates, 3e-3, 989.4, m.with_clock(span, [1490, 1495, 1500]))
+    ours = m.measured_row("wgmma", shape, rates, 3e-3, 989.4, m.with_clock(span, [1745]))
+    kept = m.report(doc["tool"], doc["host"], doc["device"], [clocked, ours])["results"]
+    checks.expect([r["telemetry"].get("kernel_sm_clock_mhz") for r in kept] == [1495, 1745],
+                  f"the clock survives compaction: {[r['telemetry'] for r in kept]}")
+    table = m.side_by_side({"results": [clocked, ours]})
+    checks.expect("SM clock under each kernel" in table and "| 1745 | - | - | - | 1495 |" in table,
+                  f"the clocks beside the TFLOP/s:\n{table}")
+    checks.expect("SM clock" not in m.side_by_side(doc), "no clock table without clocks")
+
     # The DSL's rows (timed through libtk_attention_c) also check the logsumexp.
-    shape = m.grid(quick=True)[0]
-    rates = [100.0 + i for i in range(20)]
     tk_ok = m.measured_row("wgmma", shape, rates, 3e-3, 989.4, m.telemetry(None, None), lse_error=2e-6)
     tk_bad = m.measured_row("wgmma", shape, rates, 3e-3, 989.4, m.telemetry(None, None), lse_error=float("nan"))
     checks.expect(tk_ok["status"] == "ok" and tk_ok["metrics"]["lse_error"] == 2e-6, "a small LSE error passes")
