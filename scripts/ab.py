@@ -192,12 +192,13 @@ def table(args):
         if not calls:
             continue
         counts[row_call(calls.values())] += 1
-        if len(set(calls.values()) - {"same"}) == 2:
+        if len(set(calls.values()) - {"same"}) == 2:  # one reading faster, the other slower
+            per_clock, per_second = calls.values()
             clocks = {build: [runs[(build, r)][key][1] for r in rounds] for build in "ab"}
             seen = "" if None in clocks["a"] + clocks["b"] else \
                 f": B's SM clock {mean(clocks['b']):.0f} MHz against A's {mean(clocks['a']):.0f}"
-            notes.append(f"{key}: faster per clock, slower per second{seen} (a change that draws more power "
-                         f"can lose time to the power cap)")
+            notes.append(f"{key}: {per_clock} per clock, {per_second} per second{seen} (a change that draws more "
+                         f"power loses time to the power cap, one that draws less gains it)")
     summary = (f"{sum(counts.values())} rows over {args.rounds} round(s) in turns: {counts['faster']} faster, "
                f"{counts['slower']} slower, {counts['same']} same (B against A)")
     return "\n".join(lines + [""] + notes + [summary]), worst, sum(counts.values())
