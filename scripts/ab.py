@@ -142,9 +142,10 @@ def judged(path, dropped):
             continue
         key = label(row, dropped) + (f" device={row['device']}" if "device" in row else "")
         readings = {row["primary"]: (stat["unit"], stat["better"], stat["median"])}
-        twin = metrics.get(per_second_twin(row["primary"]) or "")
-        if isinstance(twin, dict) and "median" in twin:
-            readings[per_second_twin(row["primary"])] = (twin["unit"], twin["better"], twin["median"])
+        twin = per_second_twin(row["primary"])
+        twin_stat = metrics.get(twin) if twin else None
+        if isinstance(twin_stat, dict) and "median" in twin_stat:
+            readings[twin] = (twin_stat["unit"], twin_stat["better"], twin_stat["median"])
         rows[key] = (readings, (row.get("telemetry") or {}).get("kernel_sm_clock_mhz"))
     return rows
 

@@ -590,10 +590,11 @@ def timed_in_turns(torch, runs, contexts, args, work, nvml):
 
 
 def with_clock(span, clocks):
-    """span, plus the median of NVML's SM clock readings under one kernel as kernel_sm_clock_mhz (the
-    key of tkprobe's in-kernel clock, which compaction keeps per row); span alone without readings."""
-    read = sorted(c for c in clocks if c is not None)
-    return dict(span, kernel_sm_clock_mhz=read[len(read) // 2]) if read else span
+    """span, plus the median (summarize's) of NVML's SM clock readings under one kernel as
+    kernel_sm_clock_mhz (the key of tkprobe's in-kernel clock, which compaction keeps per row); span
+    alone without readings."""
+    read = [c for c in clocks if c is not None]
+    return dict(span, kernel_sm_clock_mhz=summarize(read, "MHz", "higher")["median"]) if read else span
 
 
 def measure_backward_shape(torch, shape, kernels, args, generator, nvml, peak, tk, pass_):
