@@ -8,7 +8,8 @@ libtk_attention_c.so, built beside tkprobe), the DSL's own kernels ("wgmma", "mm
 process on the same inputs, so every ratio between them is measured in one run. Each shape gets
 fresh random inputs; the kernels are warmed up, then timed in turns (--rounds rounds of --reps /
 --rounds launches each, so a drifting clock or power state touches all alike) with CUDA events
-(TFLOP/s per launch: median, quartiles, noise; NVML's SM clock read once per launch, the median per
+(TFLOP/s per launch: median, quartiles, noise; with libtk_clock_c beside --tk-lib, the SM clock under
+each launch as tkprobe reads its own, clock64 over %globaltimer on an SM across it, the median per
 kernel and shape as the row's kernel_sm_clock_mhz: in one turn a kernel at a lower clock than its
 neighbours drew the card into its power cap itself); each output is checked against an fp32 reference
 computed head by head (and the DSL's logsumexp against its fp32 value). A kernel that refuses a
@@ -235,8 +236,8 @@ def side_by_side(*reports):
         lines.append(f"| {shape_name(key)} | " + " | ".join(cells) + "".join(f" | {ratio(p)}" for p in peers) + " |")
     clocks = per_shape(reports, lambda r: (r.get("telemetry") or {}).get("kernel_sm_clock_mhz"))
     if clocks:
-        lines += ["", "SM clock under each kernel (MHz; the median of one NVML reading per launch, tkprobe's "
-                  "rows the in-kernel clock):", "", "| shape | " + " | ".join(kernels) + " |",
+        lines += ["", "SM clock under each kernel (MHz; the median over its launches of clock64 over %globaltimer "
+                  "across each, as tkprobe reads its own):", "", "| shape | " + " | ".join(kernels) + " |",
                   "|---|" + "---:|" * len(kernels)]
         for key, mhz in clocks.items():
             cells = [f"{mhz[k]:.0f}" if k in mhz else "-" for k in kernels]
@@ -431,27 +432,83 @@ def autograd_runs(torch, attend, leaves, d_o, with_forward):
 BLOCKER_CYCLES = 1_000_000  # ~0.5 ms of GPU spin: longer than any host-side launch path here
 
 
-def timed_seconds(torch, run, reps, queued=lambda: None):
-    """Seconds of each of `reps` launches, CUDA events around each. A spin kernel goes first, so
-    the GPU is busy while the host enqueues the start event and the launch (PyTorch's dispatch, or
-    ctypes): the events then time the kernel, not the host's path to it (nvbench's blocking kernel).
-    `queued` is called once per launch, queued and not yet waited for: the GPU is busy with it."""
-    seconds = []
+class SmClock:
+    """The SM clock bracket of libtk_clock_c (probes/common/clock_c_api.cpp) on PyTorch's current
+    stream: `begin` before a launch's start event stamps every SM, `end` after its stop event closes
+    the window on one, `mhz` (after the stop event's wait) reads it: cycles over nanoseconds across
+    the launch, neither timed. NVML's clock, read from the host while a launch was queued, was not
+    the clock under it (results/NOTES.md, the twenty-first session)."""
+
+    def __init__(self, torch, path):
+        self.lib = ctypes.CDLL(path)
+        self.lib.tk_clock_create.restype = ctypes.c_void_p
+        self.lib.tk_clock_begin.argtypes = self.lib.tk_clock_end.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        self.lib.tk_clock_mhz.argtypes = self.lib.tk_clock_destroy.argtypes = [ctypes.c_void_p]
+        self.lib.tk_clock_mhz.restype = ctypes.c_double
+        self.handle = self.lib.tk_clock_create()
+        if not self.handle:
+            raise RuntimeError(f"tk_clock_create failed ({path}; the reason is above)")
+        self.stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+    def begin(self):
+        if self.lib.tk_clock_begin(self.handle, self.stream) != 0:
+            raise RuntimeError("tk_clock_begin failed")
+
+    def end(self):
+        if self.lib.tk_clock_end(self.handle, self.stream) != 0:
+            raise RuntimeError("tk_clock_end failed")
+
+    def mhz(self):
+        """The last launch's SM clock, or None where its window was empty."""
+        value = self.lib.tk_clock_mhz(self.handle)
+        return None if math.isnan(value) else value
+
+
+class NoClock:
+    """No clock library: launches carry no clock reading."""
+
+    def begin(self):
+        pass
+
+    def end(self):
+        pass
+
+    def mhz(self):
+        return None
+
+
+def sm_clock(torch, tk_lib):
+    """The SM clock bracket from libtk_clock_c.so beside the DSL's library, or NoClock (saying why)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(tk_lib)), "libtk_clock_c.so") if tk_lib else None
+    if path and os.path.isfile(path):
+        return SmClock(torch, path)
+    why = f"no {path} (cmake --build build --target tk_clock_c)" if path else "no --tk-lib to find libtk_clock_c beside"
+    print(f"compare_sdpa.py: rows carry no SM clock: {why}", file=sys.stderr)
+    return NoClock()
+
+
+def timed_launches(torch, run, reps, clock=NoClock()):
+    """(seconds, SM MHz or None) of each of `reps` launches, CUDA events around each. A spin kernel
+    goes first, so the GPU is busy while the host enqueues the start event and the launch (PyTorch's
+    dispatch, or ctypes): the events then time the kernel, not the host's path to it (nvbench's
+    blocking kernel). The clock's bracket lies outside the events."""
+    samples = []
     for _ in range(reps):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda._sleep(BLOCKER_CYCLES)
+        clock.begin()
         start.record()
         run()
         stop.record()
-        queued()
+        clock.end()
         stop.synchronize()
-        seconds.append(start.elapsed_time(stop) * 1e-3)
-    return seconds
+        samples.append((start.elapsed_time(stop) * 1e-3, clock.mhz()))
+    return samples
 
 
-def timed_rates(torch, run, reps, work, queued=lambda: None):
-    """TFLOP/s of each of `reps` launches (timed_seconds)."""
-    return [work / s / 1e12 for s in timed_seconds(torch, run, reps, queued)]
+def timed_seconds(torch, run, reps):
+    """Seconds of each of `reps` launches (timed_launches)."""
+    return [seconds for seconds, _ in timed_launches(torch, run, reps)]
 
 
 class TkAttention:
@@ -513,7 +570,7 @@ class TkAttention:
         return run_forward, run_backward, o, lse, grads, release
 
 
-def measure_shape(torch, shape, kernels, args, generator, nvml, peak, tk):
+def measure_shape(torch, shape, kernels, args, generator, nvml, clock, peak, tk):
     """Rows for every kernel on one shape: same inputs, launches timed in turns, outputs checked."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
@@ -557,7 +614,7 @@ def measure_shape(torch, shape, kernels, args, generator, nvml, peak, tk):
         runs[kernel] = run
     torch.cuda.synchronize()
     want, want_lse = reference(torch, q, k, v, shape["causal"])
-    rates, measured = timed_in_turns(torch, runs, contexts, args, flops(shape), nvml)
+    rates, measured = timed_in_turns(torch, runs, contexts, args, flops(shape), nvml, clock)
     for kernel, (o, lse) in outputs.items():
         lse_error = None if lse is None else (lse - want_lse).abs().max().item()
         rows[kernel] = measured_row(kernel, shape, rates[kernel], rel_error(torch, o, want), peak, measured[kernel],
@@ -567,12 +624,12 @@ def measure_shape(torch, shape, kernels, args, generator, nvml, peak, tk):
     return [rows[kernel] for kernel in kernels]
 
 
-def timed_in_turns(torch, runs, contexts, args, work, nvml):
+def timed_in_turns(torch, runs, contexts, args, work, nvml, clock):
     """Every run warmed up, then timed in turns: {kernel: TFLOP/s samples}, and {kernel: telemetry}:
-    NVML before and after them all, and the SM clock under each kernel (with_clock), read once per
-    launch while it is queued. In one turn the card's drift falls on every kernel alike, so a kernel
-    at a lower clock than its neighbours drew the card into its power cap itself (results/NOTES.md,
-    the twentieth session): its TFLOP/s lost to power, not to its schedule."""
+    NVML before and after them all, and the SM clock under each kernel's launches (with_clock). In
+    one turn the card's drift falls on every kernel alike, so a kernel at a lower clock than its
+    neighbours drew the card into its power cap itself (results/NOTES.md, the twentieth session):
+    its TFLOP/s lost to power, not to its schedule."""
     rates = {kernel: [] for kernel in runs}
     clocks = {kernel: [] for kernel in runs}
     for kernel, run in runs.items():
@@ -583,21 +640,22 @@ def timed_in_turns(torch, runs, contexts, args, work, nvml):
     for _ in range(args.rounds):
         for kernel, run in runs.items():
             with contexts[kernel]():
-                rates[kernel] += timed_rates(torch, run, args.reps // args.rounds, work,
-                                             lambda k=kernel: clocks[k].append(nvml.sm_clock()))
+                for seconds, mhz in timed_launches(torch, run, args.reps // args.rounds, clock):
+                    rates[kernel].append(work / seconds / 1e12)
+                    clocks[kernel].append(mhz)
     span = telemetry(before, nvml.sample())
     return rates, {kernel: with_clock(span, clocks[kernel]) for kernel in runs}
 
 
 def with_clock(span, clocks):
-    """span, plus the median (summarize's) of NVML's SM clock readings under one kernel as
+    """span, plus the median (summarize's) of the SM clock readings under one kernel as
     kernel_sm_clock_mhz (the key of tkprobe's in-kernel clock, which compaction keeps per row); span
     alone without readings."""
     read = [c for c in clocks if c is not None]
     return dict(span, kernel_sm_clock_mhz=summarize(read, "MHz", "higher")["median"]) if read else span
 
 
-def measure_backward_shape(torch, shape, kernels, args, generator, nvml, peak, tk, pass_):
+def measure_backward_shape(torch, shape, kernels, args, generator, nvml, clock, peak, tk, pass_):
     """Rows for every kernel's backward (pass "bwd") or forward and backward ("fwd+bwd") on one
     shape: same q, k, v and dO, timed in turns, every gradient checked against SDPA's math backend."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -653,7 +711,7 @@ def measure_backward_shape(torch, shape, kernels, args, generator, nvml, peak, t
     torch.cuda.synchronize()
     want_o, *want_grads = reference_backward(torch, q, k, v, d_o, causal)
     want_lse = reference(torch, q, k, v, causal)[1] if with_forward and tk else None
-    rates, measured = timed_in_turns(torch, runs, contexts, args, pass_flops(shape, pass_), nvml)
+    rates, measured = timed_in_turns(torch, runs, contexts, args, pass_flops(shape, pass_), nvml, clock)
     for kernel, (o, lse, grads) in results.items():
         grad_errors = {name: rel_error(torch, g, want) for name, g, want in zip(("dQ", "dK", "dV"), grads, want_grads)}
         o_error = rel_error(torch, o, want_o) if with_forward else None
@@ -704,15 +762,16 @@ def run_all(args):
     nvml, device, generator = session.nvml, session.device, session.generator
     tool, host = session.tool("compare_sdpa.py (torch " + torch.__version__ + ")"), session.host
     tk = TkAttention(args.tk_lib, args.dq) if args.tk_lib else None
+    clock = sm_clock(torch, args.tk_lib)
     kernels = [*(TK_KERNELS if tk else []), *PEERS]
     rows = []
     peak = datasheet_bf16_peak(device["name"])
     for pass_ in PASSES if args.pass_ == "all" else [args.pass_]:
         for shape in grid(args.quick):
             if pass_ == "fwd":
-                rows += measure_shape(torch, shape, kernels, args, generator, nvml, peak, tk)
+                rows += measure_shape(torch, shape, kernels, args, generator, nvml, clock, peak, tk)
             else:
-                rows += measure_backward_shape(torch, shape, kernels, args, generator, nvml, peak, tk, pass_)
+                rows += measure_backward_shape(torch, shape, kernels, args, generator, nvml, clock, peak, tk, pass_)
             for row in rows[-len(kernels):]:
                 print(json.dumps(row["params"]), row["status"], file=sys.stderr)
     return report(tool, host, device, rows)
@@ -728,7 +787,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=5, help="turns the kernels' launches are split into")
     parser.add_argument("--warmup", type=int, default=5, help="untimed launches first")
     parser.add_argument("--tk-lib", help="the DSL's attention library (build/kernels/libtk_attention_c.so): time "
-                                         "its kernels too, in the same run")
+                                         "its kernels too, in the same run (and with libtk_clock_c.so beside it, "
+                                         "read every kernel's SM clock)")
     parser.add_argument("--dq", default="fastest", choices=list(tk_attention.DQ_PATHS),
                         help="the DSL backward's dQ path (as tkprobe attention --dq; needs --tk-lib)")
     parser.add_argument("--seed", type=int, help="seed for the inputs (default: drawn fresh, recorded)")

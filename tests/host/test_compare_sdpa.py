@@ -8,6 +8,7 @@ version 2 document equal to the one tkprobe makes of the same version 1 rows, wr
 
 usage: test_compare_sdpa.py VALIDATE_REPORT TKPROBE SOURCE_DIR
 """
+import ctypes
 import importlib.util
 import json
 import math
@@ -56,7 +57,7 @@ def sample_report(m):
 
 
 def main():
-    validate, tkprobe, source_dir = sys.argv[1:4]
+    validate, tkprobe, source_dir, clock_lib = sys.argv[1:5]
     m = load_script(source_dir)
     checks = Checklist("compare_sdpa")
 
@@ -121,8 +122,9 @@ def main():
     checks.expect(flash_attn_func is not None or ("flash-attn-4" in why and "pip install" in why),
                   f"where FlashAttention-4 cannot be imported, the reason names it: {why}")
 
-    # The SM clock under each kernel: NVML read once per launch while it is queued (after the stop
-    # event, before the wait), the median kept per row through compaction and shown beside the TFLOP/s.
+    # The SM clock under each kernel: the bracket opens before each launch's start event and closes
+    # after its stop event (neither timed), and is read after the wait; the median kept per row
+    # through compaction and shown beside the TFLOP/s.
     calls = []
 
     class Event:
@@ -138,13 +140,31 @@ def main():
         def elapsed_time(self, other):
             return 2.0
 
+    class Clock:
+        def begin(self):
+            calls.append("begin")
+
+        def end(self):
+            calls.append("end")
+
+        def mhz(self):
+            calls.append("read")
+            return 1700.0
+
     fake = type("Torch", (), {"cuda": type("Cuda", (), {"Event": Event, "_sleep": staticmethod(lambda c: None)})})
-    seconds = m.timed_seconds(fake, lambda: calls.append("run"), 3, lambda: calls.append("clock"))
-    checks.expect(seconds == [2e-3] * 3 and calls == ["record", "run", "record", "clock", "wait"] * 3,
-                  f"one clock reading per launch, between its stop event and the wait: {calls}")
+    samples = m.timed_launches(fake, lambda: calls.append("run"), 3, Clock())
+    checks.expect(samples == [(2e-3, 1700.0)] * 3
+                  and calls == ["begin", "record", "run", "record", "end", "wait", "read"] * 3,
+                  f"the bracket around each launch's events, read after the wait: {samples} {calls}")
+    calls.clear()
+    checks.expect(m.timed_seconds(fake, lambda: calls.append("run"), 2) == [2e-3] * 2
+                  and calls == ["record", "run", "record", "wait"] * 2, f"no clock, no bracket: {calls}")
+    checks.expect(isinstance(m.sm_clock(None, None), m.NoClock)
+                  and isinstance(m.sm_clock(None, "/nonexistent/libtk_attention_c.so"), m.NoClock),
+                  "without libtk_clock_c beside the DSL's library, rows carry no clock")
     span = m.telemetry(None, None)
     checks.expect(m.with_clock(span, [1700, None, 1500, 1750]) == dict(span, kernel_sm_clock_mhz=1700)
-                  and m.with_clock(span, [None]) == span, "the median of the readings NVML gave, or none")
+                  and m.with_clock(span, [None]) == span, "the median of the readings, or none")
     shape, rates = m.grid(quick=True)[0], [100.0 + i for i in range(20)]
     clocked = m.measured_row("fa4", shape, rates, 3e-3, 989.4, m.with_clock(span, [1490, 1495, 1500]))
     ours = m.measured_row("wgmma", shape, rates, 3e-3, 989.4, m.with_clock(span, [1745]))
@@ -194,7 +214,31 @@ def main():
             r = subprocess.run([sys.executable, script, "--out", out, *bad], capture_output=True, text=True)
             checks.expect(r.returncode == 2 and bad[0] in r.stderr, f"{bad}: exit {r.returncode} {r.stderr}")
 
+    check_clock_library(m, clock_lib, checks)
     return checks.exit_code()
+
+
+def check_clock_library(m, lib_path, checks):
+    """libtk_clock_c as SmClock declares it. Without a GPU, creating a bracket fails and says so; with
+    one, a bracket around nothing reads a clock the card can run at, or none where the window is
+    shorter than %globaltimer's tick (the peers run checks it under real kernels: results/NOTES.md)."""
+    stream = type("Stream", (), {"cuda_stream": 0})  # the default stream: no torch needed
+    fake = type("Torch", (), {"cuda": type("Cuda", (), {"current_stream": staticmethod(lambda: stream)})})
+    try:
+        clock = m.SmClock(fake, lib_path)
+    except RuntimeError as e:
+        checks.expect("tk_clock_create failed" in str(e), f"no GPU: the bracket is refused, saying so: {e}")
+        lib = ctypes.CDLL(lib_path)
+        lib.tk_clock_begin.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.tk_clock_mhz.argtypes = [ctypes.c_void_p]
+        lib.tk_clock_mhz.restype = ctypes.c_double
+        checks.expect(lib.tk_clock_begin(None, None) != 0 and math.isnan(lib.tk_clock_mhz(None)),
+                      "a null bracket is an error, not a crash")
+        return
+    clock.begin()
+    clock.end()
+    mhz = clock.mhz()
+    checks.expect(mhz is None or 100 < mhz < 5000, f"a bracket around nothing reads a clock: {mhz} MHz")
 
 
 if __name__ == "__main__":
