@@ -219,6 +219,16 @@ def shape_name(key):
         c=" causal" if p["causal"] else "", w="" if p.get("pass", "fwd") == "fwd" else " " + p["pass"], **p)
 
 
+def ratio(values, peer):
+    """The DSL's (wgmma's) value over a peer's, as a table cell; "-" where either has none."""
+    return f"{values['wgmma'] / values[peer]:.3f}" if "wgmma" in values and peer in values else "-"
+
+
+def table_row(key, cells, values, peers):
+    """A shape's row: its cells, then the DSL's value over each peer's (ratio)."""
+    return f"| {shape_name(key)} | " + " | ".join(cells) + "".join(f" | {ratio(values, p)}" for p in peers) + " |"
+
+
 def side_by_side(*reports):
     """Markdown: per shape, every kernel's median TFLOP/s from the reports, and the DSL's over each
     peer's (FlashAttention-4's columns only where it has a row); then, where rows carry it, the SM
@@ -231,17 +241,20 @@ def side_by_side(*reports):
     lines = ["| shape | " + " | ".join(kernels) + ratios + " |",
              "|---|" + "---:|" * (len(kernels) + len(peers))]
     for key, rates in by_shape.items():
-        ratio = lambda peer: f"{rates['wgmma'] / rates[peer]:.3f}" if "wgmma" in rates and peer in rates else "-"
         cells = [f"{rates[k]:.1f}" if k in rates else "-" for k in kernels]
-        lines.append(f"| {shape_name(key)} | " + " | ".join(cells) + "".join(f" | {ratio(p)}" for p in peers) + " |")
+        lines.append(table_row(key, cells, rates, peers))
     clocks = per_shape(reports, lambda r: (r.get("telemetry") or {}).get("kernel_sm_clock_mhz"))
     if clocks:
         lines += ["", "SM clock under each kernel (MHz; the median over its launches of clock64 over %globaltimer "
-                  "across each, as tkprobe reads its own):", "", "| shape | " + " | ".join(kernels) + " |",
-                  "|---|" + "---:|" * len(kernels)]
+                  "across each, as tkprobe reads its own), and the DSL's TFLOP/s over each peer's at equal clocks "
+                  "(a ratio above the one per second: the card ran the DSL's kernel at a lower clock, its power cap):",
+                  "", "| shape | " + " | ".join(kernels) + "".join(f" | per clock / {p.removeprefix('torch-')}"
+                                                                for p in peers) + " |",
+                  "|---|" + "---:|" * (len(kernels) + len(peers))]
         for key, mhz in clocks.items():
+            per_mhz = {k: by_shape[key][k] / mhz[k] for k in mhz if k in by_shape.get(key, {})}
             cells = [f"{mhz[k]:.0f}" if k in mhz else "-" for k in kernels]
-            lines.append(f"| {shape_name(key)} | " + " | ".join(cells) + " |")
+            lines.append(table_row(key, cells, per_mhz, peers))
     return "\n".join(lines) + "\n"
 
 
