@@ -159,7 +159,9 @@ TEST(TmaReduce, BulkReductionsAndAtomicsReduceExactly) {
   for (const auto& [key, bulk] : per_kib) {
     if (key.size() < 5 || key.compare(key.size() - 5, 5, " bulk") != 0) continue;
     const auto atomic = per_kib.find(key.substr(0, key.size() - 5) + " atomic");
-    if (atomic != per_kib.end()) EXPECT_GE(atomic->second - bulk, 6) << key << ": " << atomic->second << " vs " << bulk;
+    if (atomic != per_kib.end()) {
+      EXPECT_GE(atomic->second - bulk, 6) << key << ": " << atomic->second << " vs " << bulk;
+    }
   }
   // A row's paired ratio against the other method's row: the two rows' TB/s come from the same samples.
   for (const auto& [key, rate] : tbps) {
@@ -186,7 +188,9 @@ TEST(L2, EverySmMapsTheLinesAndTheLevelsAreL2Hits) {
   std::vector<double> ladder;
   for (const auto& r : report["results"]) {
     const std::string test = r["params"]["test"];
-    if (test != "bandwidth" || r["status"] != "skipped") EXPECT_EQ(r["status"], "ok") << r.dump();
+    if (test != "bandwidth" || r["status"] != "skipped") {
+      EXPECT_EQ(r["status"], "ok") << r.dump();
+    }
     if (test == "map") {
       ++maps;
       EXPECT_GE(r["metrics"]["sms"].get<int>(), 100);
