@@ -15,8 +15,10 @@ and the errors sit beside the probe's. Then an fp32 quadratic reference computed
 (reference(): causal, a block of queries and a group of heads at a time so N = 16384 fits), every
 kernel warmed up, then timed in turns (--rounds rounds, each --reps / --rounds launches of every
 kernel in the same order, so a drifting clock or power state touches all alike) with CUDA events, a
-spin kernel ahead of each launch so the events time the GPU, not the host's path to it. Each row
-holds the median ms and TFLOP/s with their quartiles; each peer's row the paired ratio: the DSL's
+spin kernel ahead of each launch so the events time the GPU, not the host's path to it, and the SM
+clock bracketed around each launch as compare_sdpa.py reads it (libtk_clock_c beside --tk-lib; the
+median as the row's kernel_sm_clock_mhz). Each row holds the median ms and TFLOP/s with their
+quartiles; each peer's row the paired ratio: the DSL's
 speed over the peer's, launch by launch from the same rounds (peer ms / ours ms; above 1: ours is
 faster). Last, one checked launch per kernel on a poisoned (NaN) output, compared with the
 reference: ||O - O_ref||_F / ||O_ref||_F and the worst row's, against the probe's bounds (1e-2 and
@@ -130,9 +132,11 @@ def number(x):
     return None if x is None or math.isnan(x) else x
 
 
-def measured_row(kernel, shape, seconds, work, rel_error, worst_row_error, ratios=None, span=(None, None)):
+def measured_row(kernel, shape, seconds, work, rel_error, worst_row_error, ratios=None, span=(None, None),
+                 clocks=()):
     """A timed, checked row: ms and TFLOP/s per launch (`seconds`: each timed launch's; `work`: the
-    FLOPs credited to one), the errors of the checked launch, and for a peer the paired ratios."""
+    FLOPs credited to one), the errors of the checked launch, for a peer the paired ratios, and the
+    SM clock under its launches (`clocks`, MHz or None each)."""
     passed = rel_error < MAX_REL_ERROR and worst_row_error < MAX_ROW_ERROR  # False on NaN
     metrics = {"ms": sdpa.summarize([s * 1e3 for s in seconds], "ms", "lower"),
                "tflops": sdpa.summarize([work / s / 1e12 for s in seconds], "TFLOP/s", "higher"),
@@ -143,7 +147,7 @@ def measured_row(kernel, shape, seconds, work, rel_error, worst_row_error, ratio
            "metrics": metrics, "primary": "tflops",
            "check": {"what": CHECK_WHAT, "value": number(rel_error), "max": MAX_REL_ERROR,
                      "worst_row_error": number(worst_row_error), "worst_row_max": MAX_ROW_ERROR, "passed": passed}}
-    telemetry = row_telemetry(*span)
+    telemetry = sdpa.with_clock(row_telemetry(*span) or {}, clocks)
     if telemetry:
         row["telemetry"] = telemetry
     return as_peer_where_due(kernel, row)
@@ -206,18 +210,20 @@ def report(tool, host, device, rows, spans):
 
 def markdown(doc):
     """A line a row: time, rate, errors, ours' paired speed over the peer's, status."""
-    lines = ["| shape | kernel | ms | TFLOP/s | rel. error | worst row | tk / it (paired) | status |",
-             "|---|---|---:|---:|---:|---:|---:|---|"]
+    lines = ["| shape | kernel | ms | TFLOP/s | SM MHz | rel. error | worst row | tk / it (paired) | status |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     figure = lambda m, name, fmt: "-" if name not in m else ("NaN" if m[name] is None else fmt.format(m[name]))
     for r in doc["results"]:
         p, m = r["params"], r["metrics"]
         shape = describe({k: v for k, v in p.items() if k not in ("kernel", "dtype")})
         status = {"ok": "ok", "failed": "FAILED"}.get(r["status"]) or f"skipped: {r.get('reason', '')}"
         if "tflops" not in m:
-            lines.append(f"| {shape} | {p['kernel']} | - | - | - | - | - | {status} |")
+            lines.append(f"| {shape} | {p['kernel']} | - | - | - | - | - | - | {status} |")
             continue
         ratio = f"{m['ratio']['median']:.3f}" if "ratio" in m else "-"
+        mhz = (r.get("telemetry") or {}).get("kernel_sm_clock_mhz")
         lines.append(f"| {shape} | {p['kernel']} | {m['ms']['median']:.3f} | {m['tflops']['median']:.1f} | "
+                     f"{'-' if mhz is None else f'{mhz:.0f}'} | "
                      f"{figure(m, 'rel_error', '{:.2e}')} | {figure(m, 'worst_row_error', '{:.2e}')} | {ratio} | "
                      f"{status} |")
     return "\n".join(lines) + "\n"
@@ -430,26 +436,29 @@ def errors(torch, o, want):
     return rel, worst
 
 
-def timed_in_turns(torch, runs, args, nvml):
-    """Every run warmed up, then timed in turns: {kernel: seconds a launch}, round-major, so the
-    i-th sample of every kernel comes from the same round and position; and NVML before and after."""
+def timed_in_turns(torch, runs, args, nvml, clock):
+    """Every run warmed up, then timed in turns: {kernel: seconds a launch} and {kernel: SM MHz a
+    launch}, round-major, so the i-th sample of every kernel comes from the same round and position;
+    and NVML before and after."""
     for run in runs.values():
         for _ in range(args.warmup):
             run()
     torch.cuda.synchronize()
-    seconds = {kernel: [] for kernel in runs}
+    seconds, clocks = {kernel: [] for kernel in runs}, {kernel: [] for kernel in runs}
     before = nvml.sample()
     for _ in range(args.rounds):
         for kernel, run in runs.items():
-            seconds[kernel] += sdpa.timed_seconds(torch, run, args.reps // args.rounds)
-    return seconds, (before, nvml.sample())
+            for launch_seconds, mhz in sdpa.timed_launches(torch, run, args.reps // args.rounds, clock):
+                seconds[kernel].append(launch_seconds)
+                clocks[kernel].append(mhz)
+    return seconds, clocks, (before, nvml.sample())
 
 
 def first_line(e):
     return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
 
 
-def measure_shape(torch, shape, args, generator, nvml, tk, fla, fla_why, ours_why):
+def measure_shape(torch, shape, args, generator, nvml, clock, tk, fla, fla_why, ours_why):
     """Rows for every kernel on one shape (same inputs, launches in turns, outputs checked) and the
     NVML span of the measured ones."""
     b, h, n, dk, dv = (shape[key] for key in ("batch", "heads", "seq", "feature_dim", "value_dim"))
@@ -497,14 +506,14 @@ def measure_shape(torch, shape, args, generator, nvml, tk, fla, fla_why, ours_wh
             return call(q, k, v)
         checks[kernel] = check_peer
 
-    seconds, span = timed_in_turns(torch, runs, args, nvml) if runs else ({}, (None, None))
+    seconds, clocks, span = timed_in_turns(torch, runs, args, nvml, clock) if runs else ({}, {}, (None, None))
     for kernel, check in checks.items():
         o = check()
         torch.cuda.synchronize()
         rel, worst = errors(torch, o, want)
         del o
         ratios = paired_ratios(seconds[OURS], seconds[kernel]) if kernel in PEERS and OURS in seconds else None
-        rows[kernel] = measured_row(kernel, shape, seconds[kernel], work, rel, worst, ratios, span)
+        rows[kernel] = measured_row(kernel, shape, seconds[kernel], work, rel, worst, ratios, span, clocks[kernel])
     for release in releases:
         release()
     return [rows[kernel] for kernel in (OURS, *args.peer_kernels)], [span] * len(checks)
@@ -523,9 +532,9 @@ def run_all(args):
     tool, host = session.tool(f"compare_based.py ({versions})"), session.host
     if fla is None and args.peer_kernels:
         print(f"compare_based.py: fla's rows skipped: {fla_note}", file=sys.stderr)
-    rows, spans = [], []
+    rows, spans, clock = [], [], sdpa.sm_clock(torch, args.tk_lib)
     for shape in shapes(args.seqs, args.batch, args.heads, args.value_dim, not args.no_normalize):
-        more, more_spans = measure_shape(torch, shape, args, generator, nvml, args.tk, fla, fla_note, ours_why)
+        more, more_spans = measure_shape(torch, shape, args, generator, nvml, clock, args.tk, fla, fla_note, ours_why)
         rows += more
         spans += more_spans
         for row in more:

@@ -111,6 +111,13 @@ def check_rows(m, checks):
     checks.expect(m.tkreport.round_significant({"a": [1 / 3, 7, True, None]}) == {"a": [0.333333, 7, True, None]},
                   "numbers to 6 significant digits, integers and booleans as they are")
     checks.expect(rows[1]["check"].get("what"), "the report leaves the caller's rows whole")
+    ours, calm = [1e-4] * 20, (reading(1980, 300.0, 40, 0x0), reading(1970, 650.0, 52, 0x1))
+    clocked = m.measured_row("tk", s1, ours, flops(s1), 2.3e-3, 5.5e-3, span=calm,
+                             clocks=[1700.0, None, 1650.0, 1750.0])
+    unclocked = m.measured_row("tk", s1, ours, flops(s1), 2.3e-3, 5.5e-3, span=calm, clocks=[None])
+    checks.expect(clocked["telemetry"] == {"kernel_sm_clock_mhz": 1700.0} and "telemetry" not in unclocked,
+                  f"the median SM clock under the launches that read one: {clocked.get('telemetry')}")
+    checks.expect("| 1700 | 2.30e-03 |" in m.markdown({"results": [clocked]}), "the clock in the table")
     table = m.markdown(doc)
     checks.expect("| B=16 H=16 N=1024 Dk=16 Dv=64 normalized | fla-fused | 0.219 | " in table
                   and "| 2.000 | ok |" in table and "| fla-parallel | 0.219 |" in table
