@@ -299,9 +299,6 @@ class Nvml:
         mw = self._uint(self.lib.nvmlDeviceGetEnforcedPowerLimit) if self.dev else None
         return mw / 1000 if mw is not None else None
 
-    def sm_clock(self):
-        return self._uint(self.lib.nvmlDeviceGetClockInfo, 1) if self.dev else None
-
     def driver(self):
         text = ctypes.create_string_buffer(96)
         return text.value.decode() if self.dev and self.lib.nvmlSystemGetDriverVersion(text, 96) == 0 else "unavailable"
@@ -314,7 +311,7 @@ class Nvml:
             self.lib.nvmlDeviceGetCurrentClocksThrottleReasons
         if get_reasons(self.dev, ctypes.byref(reasons)) != 0:
             return None
-        values = (self.sm_clock(), self._uint(self.lib.nvmlDeviceGetPowerUsage),
+        values = (self._uint(self.lib.nvmlDeviceGetClockInfo, 1), self._uint(self.lib.nvmlDeviceGetPowerUsage),
                   self._uint(self.lib.nvmlDeviceGetTemperature, 0))
         if None in values:
             return None
@@ -496,7 +493,7 @@ def sm_clock(torch, tk_lib):
     if path and os.path.isfile(path):
         return SmClock(torch, path)
     why = f"no {path} (cmake --build build --target tk_clock_c)" if path else "no --tk-lib to find libtk_clock_c beside"
-    print(f"compare_sdpa.py: rows carry no SM clock: {why}", file=sys.stderr)
+    print(f"{os.path.basename(sys.argv[0])}: rows carry no SM clock: {why}", file=sys.stderr)
     return NoClock()
 
 
