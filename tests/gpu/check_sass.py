@@ -13,6 +13,9 @@ import subprocess
 import sys
 from collections import namedtuple
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from sass_loops import functions  # noqa: E402  (the SASS reader scripts/sass_loops.py shares)
+
 UNROLL = 16  # kUnroll in probes/smem-latency/smem_latency_kernels.hpp, probes/common/smem_banks_kernels.hpp
 MEM_UNROLL = 8  # kUnroll in probes/common/global_chase.hpp
 PAIR_UNROLL = 4  # kPairUnroll in probes/common/wgmma_kernels.hpp: the first pass + 4 unrolled pairs of passes
@@ -95,26 +98,6 @@ for tag, opcode, per_mma in [
         EXPECTED.append(Expect(f"mma_sync_kernelIN2tk4arch{tag}ELi{ilp}E", opcode, 3 * ilp * per_mma, 1))
 
 
-def functions(sass, arch):
-    """Maps each function compiled for `arch` to its instructions, as (opcode, text) pairs."""
-    out, name, current_arch = {}, None, None
-    for line in sass.splitlines():
-        m = re.match(r"\s*arch = (\w+)", line)
-        if m:
-            current_arch, name = m.group(1), None
-            continue
-        m = re.search(r"Function : (\S+)", line)
-        if m:
-            name = m.group(1) if current_arch == arch else None
-            if name:
-                out[name] = []
-            continue
-        m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)([^;]*)", line)
-        if name and m:
-            out[name].append((m.group(1), m.group(2)))
-    return out
-
-
 def opcode_base(op):
     """LDS.U.128 -> LDS.128: drop the modifiers that do not change what is loaded."""
     return ".".join(p for p in op.split(".") if p not in ("U", "S", "E"))
@@ -141,8 +124,8 @@ def main():
             continue
         counts, clocks = [], []
         for name, instructions in matched.items():
-            counts.append(sum(re.fullmatch(opcode, opcode_base(op)) is not None for op, _ in instructions))
-            clocks.append(sum("SR_CLOCKLO" in text for _, text in instructions))
+            counts.append(sum(re.fullmatch(opcode, opcode_base(ins.opcode)) is not None for ins in instructions))
+            clocks.append(sum("SR_CLOCKLO" in ins.operands for ins in instructions))
         ok = min(counts) >= least and (min(clocks) >= 2 or not timed)
         failures += not ok
         clock_text = f", least {min(clocks)} clock64 reads (need >= 2)" if timed else ""
