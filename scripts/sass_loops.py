@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The loops of a kernel as ptxas scheduled them, read from its sm_90a SASS: for each loop (a branch
-back to an earlier address) of every function whose mangled name matches --kernel, its length in
-instructions, its instruction mix, and the order of the instructions that decide how a pipelined
-kernel overlaps its work: wgmma issue (HGMMA, QGMMA), wgmma waits (WARPGROUP.DEPBAR), named barriers
+"""The loops of a kernel as ptxas scheduled them, read from its sm_90a SASS: for each loop (a
+conditional branch back to an earlier address) of every function whose name matches --kernel, its
+length in instructions, its instruction mix, and the order of the instructions that decide how a
+pipelined kernel overlaps its work: wgmma issue (HGMMA, QGMMA), wgmma waits (WARPGROUP.DEPBAR), named barriers
 (BAR), mbarrier waits and arrives (SYNCS), MUFU and the loop's branches, runs of one opcode folded
 into one line ("MUFU.EX2 x66").
 
@@ -11,10 +11,15 @@ place an instruction far from where the source wrote it (the attention forward's
 before its softmax's exponentials, not after them), and a change's cost in instructions a tile shows
 here before it is timed. A loop's count includes every path through it (a masked tile's code too).
 
-usage: scripts/sass_loops.py BINARY_OR_SASS --kernel REGEX [--cuobjdump PATH] [--min N]
-  BINARY_OR_SASS  an executable or object file (read with cuobjdump --dump-sass), or a file of
-                  cuobjdump's SASS text (ending .sass or .txt)
-  --min N         only loops of at least N instructions (default 64)
+A kernel compiled elsewhere (FlashAttention-4's, which its CuTe DSL compiles at run time) is read
+from an ncu report's source page instead: `ncu -i REPORT --page source --csv --print-source sass >
+F.csv` (the report taken with `--set full` or `--section SourceCounters`).
+
+usage: scripts/sass_loops.py INPUT --kernel REGEX [--cuobjdump PATH] [--min N]
+  INPUT       an executable or object file (read with cuobjdump --dump-sass), cuobjdump's SASS text
+              (.sass, .txt), or ncu's source page (.csv)
+  --kernel    a regular expression on the function's name (mangled from cuobjdump, as ncu prints it)
+  --min N     only loops of at least N instructions (default 64)
 exit: 0, 1 no function matched or none has such a loop, 2 bad usage or no cuobjdump for a binary."""
 import argparse
 import collections
@@ -24,8 +29,12 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncu_stalls  # noqa: E402  (its reader of ncu's source page)
+
 Instr = collections.namedtuple("Instr", "address guard opcode operands")
-INSTRUCTION = re.compile(r"\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)([^;]*)")
+ADDRESS = re.compile(r"\s*/\*([0-9a-f]{4,})\*/(.*)")
+BODY = re.compile(r"\s*(@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)([^;]*)")
 BRANCH_TARGET = re.compile(r"0x([0-9a-f]+)")
 EVENTS = re.compile(r"HGMMA|QGMMA|IGMMA|WARPGROUP|BAR|SYNCS|MUFU|BRA")
 
@@ -44,10 +53,27 @@ def functions(sass, arch):
             if name:
                 out[name] = []
             continue
-        m = INSTRUCTION.match(line)
-        if name and m:
-            guard = (m.group(2) or "").strip()
-            out[name].append(Instr(int(m.group(1), 16), guard, m.group(3), m.group(4).strip()))
+        m = ADDRESS.match(line)
+        ins = m and instruction(int(m.group(1), 16), m.group(2))
+        if name and ins:
+            out[name].append(ins)
+    return out
+
+
+def instruction(address, text):
+    """The Instr that SASS text (`@!P0 BRA 0x4c0`) at `address` holds, or None."""
+    m = BODY.match(text)
+    return Instr(address, (m.group(1) or "").strip(), m.group(2), m.group(3).strip()) if m else None
+
+
+def ncu_functions(text):
+    """Each kernel of ncu's source page (`ncu -i REPORT --page source --csv --print-source sass`, the
+    report holding the source counters) as its list of Instr, at its addresses in memory."""
+    out = {}
+    for name, header, rows in ncu_stalls.kernels(text):
+        col = {h: i for i, h in enumerate(header)}
+        found = (instruction(int(r[col["Address"]], 16), r[col["Source"]]) for r in rows)
+        out[name] = [ins for ins in found if ins]
     return out
 
 
@@ -73,7 +99,7 @@ def mix(body):
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
-def events(body):
+def events(body, base):
     """The ordering instructions of a loop body, runs of one opcode and operand shape folded."""
     out = []
     for ins in body:
@@ -85,31 +111,35 @@ def events(body):
         if out and out[-1][1] == text:
             out[-1][2] += 1
         else:
-            out.append([ins.address, text, 1])
+            out.append([ins.address - base, text, 1])
     return [f"{address:#06x} {text}" + (f" x{n}" if n > 1 else "") for address, text, n in out]
 
 
 def report(name, instructions, least):
-    """Lines describing every loop of one function (none: an empty list)."""
-    lines = []
+    """Lines describing every loop of one function (none: an empty list), at addresses from the
+    function's start (ncu's are in memory)."""
+    lines, base = [], instructions[0].address if instructions else 0
     for first, last in loops(instructions, least):
         body = instructions[first:last + 1]
-        lines.append(f"loop {body[0].address:#06x}-{body[-1].address:#06x}: {len(body)} instructions")
+        lines.append(f"loop {body[0].address - base:#06x}-{body[-1].address - base:#06x}: {len(body)} instructions")
         lines.append("  mix: " + ", ".join(f"{op} {n}" for op, n in mix(body)))
-        lines += ["  " + event for event in events(body)]
+        lines += ["  " + event for event in events(body, base)]
     return [name] + lines if lines else []
 
 
-def read_sass(path, cuobjdump):
-    if path.endswith((".sass", ".txt")):
+def read_functions(path, cuobjdump):
+    """{name: [Instr]} from a binary, a SASS text or ncu's source page."""
+    if path.endswith((".sass", ".txt", ".csv")):
         with open(path) as f:
-            return f.read()
+            text = f.read()
+        return ncu_functions(text) if path.endswith(".csv") else functions(text, "sm_90a")
     tool = cuobjdump or shutil.which("cuobjdump")
     if not tool or not os.access(tool, os.X_OK):
         print("sass_loops.py: cuobjdump not found: put the CUDA toolkit's on PATH or give --cuobjdump "
               "(scripts/setup.sh unpacks one into build/tools/bin)", file=sys.stderr)
         sys.exit(2)
-    return subprocess.run([tool, "--dump-sass", path], check=True, capture_output=True, text=True).stdout
+    sass = subprocess.run([tool, "--dump-sass", path], check=True, capture_output=True, text=True).stdout
+    return functions(sass, "sm_90a")
 
 
 def main(argv):
@@ -121,8 +151,7 @@ def main(argv):
     args = p.parse_args(argv)
     if args.min < 1:
         p.error(f"--min {args.min}: give 1 or more")
-    funcs = {n: ins for n, ins in functions(read_sass(args.input, args.cuobjdump), "sm_90a").items()
-             if re.search(args.kernel, n)}
+    funcs = {n: ins for n, ins in read_functions(args.input, args.cuobjdump).items() if re.search(args.kernel, n)}
     if not funcs:
         print(f"sass_loops.py: no sm_90a function matches '{args.kernel}'", file=sys.stderr)
         return 1

@@ -3,11 +3,13 @@
 consumer-like loop (a conditional branch back) holding wgmma issue, a wgmma wait and a run of
 MUFU.EX2; an out-of-line mbarrier retry after it whose unconditional branch back is no loop; the same
 kernel compiled for sm_80, which must not be read; a second kernel the --kernel pattern leaves out.
-The loop must be found with its length and mix and its events in order, runs folded; a kernel that
-matches nothing, or holds no loop of --min instructions, exits 1; a bad --min exits 2.
+The loop must be found with its length and mix and its events in order, runs folded, and the same
+from ncu's source page of the kernel loaded at an address in memory; a kernel that matches nothing,
+or holds no loop of --min instructions, exits 1; a bad --min exits 2.
 
 usage: test_sass_loops.py SOURCE_DIR"""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -23,7 +25,8 @@ def function(name, body):
     return "\n".join(lines)
 
 
-LOOP = [(0x10, "MOV R1, c[0x0][0x28]"),
+LOOP = [(0x00, "MOV R1, c[0x0][0x28]"),
+        (0x10, "S2R R0, SR_TID.X"),
         (0x20, "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R11+UR13+0x38020], R10"),  # loop start
         (0x30, "@!P0 BRA 0xa0"),
         (0x40, "HGMMA.64x128x16.F32.BF16 R88, gdesc[UR20], RZ, !UPT"),
@@ -40,6 +43,15 @@ OTHER = [(0x10, "FADD R1, R2, R3"), (0x20, "@P0 BRA 0x10"), (0x30, "EXIT")]
 SASS = "\n".join(["\tcode for sm_80", "\t\tarch = sm_80", function("_Z6kernelv", OTHER),
                   "\tcode for sm_90a", "\t\tarch = sm_90a", function("_Z6kernelv", LOOP),
                   function("_Z5otherv", OTHER)]) + "\n"
+
+
+def ncu_page(name, body, base):
+    """ncu's source page (--page source --csv) of one kernel loaded at `base`."""
+    lines = [f'"Kernel Name","{name}",', '"Address","Source","Warp Stall Sampling (All Samples)"']
+    for address, text in body:
+        text = re.sub(r"BRA 0x([0-9a-f]+)", lambda m: f"BRA {int(m.group(1), 16) + base:#x}", text)
+        lines.append(f'"{address + base:#x}","      {text}","1"')
+    return "\n".join(lines) + "\n"
 
 
 def run(*args):
@@ -65,6 +77,13 @@ def main():
                            "  0x0040 HGMMA.64x128x16.F32.BF16 x2", "  0x0060 WARPGROUP.DEPBAR.LE gsb0, 0x0",
                            "  0x0070 MUFU.EX2 x2", "  0x0090 @!P1 BRA"], f"the events in order, runs folded: {out[3:]}")
         expect("FADD" not in r.stdout, "the sm_80 copy is not read")
+        page = os.path.join(tmp, "source.csv")
+        with open(page, "w") as f:
+            f.write(ncu_page("void kernel()", LOOP, 0x7F8D897A9E00))
+        r = run(page, "--kernel", "kernel", "--min", "4")
+        head = r.stdout.splitlines()[:2]
+        expect(r.returncode == 0 and head == ["void kernel()", "loop 0x0020-0x0090: 8 instructions"],
+               f"ncu's page: the same loop, at addresses from the kernel's start ({r.stdout[:80]!r} {r.stderr})")
         r = run(sass, "--kernel", "kernel")
         expect(r.returncode == 1 and "no loop of 64 or more" in r.stderr, f"--min 64: no loop, exit 1 ({r.stderr})")
         r = run(sass, "--kernel", "nothing")
