@@ -2,9 +2,9 @@
 """The loops of a kernel as ptxas scheduled them, read from its sm_90a SASS: for each loop (a
 conditional branch back to an earlier address) of every function whose name matches --kernel, its
 length in instructions, its instruction mix, and the order of the instructions that decide how a
-pipelined kernel overlaps its work: wgmma issue (HGMMA, QGMMA), wgmma waits (WARPGROUP.DEPBAR), named barriers
-(BAR), mbarrier waits and arrives (SYNCS), MUFU and the loop's branches, runs of one opcode folded
-into one line ("MUFU.EX2 x66").
+pipelined kernel overlaps its work: wgmma issue (HGMMA, QGMMA), wgmma waits (WARPGROUP.DEPBAR),
+named barriers (BAR), mbarrier waits and arrives (SYNCS), MUFU and the loop's branches, runs of one
+opcode folded into one line ("MUFU.EX2 x66").
 
 It answers, with no GPU, what the twenty-second session read by hand (results/NOTES.md): ptxas may
 place an instruction far from where the source wrote it (the attention forward's wait for P V sits
