@@ -5,6 +5,13 @@ exit 1 if any failed.
     checks = Checklist("ab")
     checks.expect(r.returncode == 2, f"bad usage: exit {r.returncode}")
     sys.exit(checks.exit_code())"""
+import subprocess
+import sys
+
+
+def run_script(script, *args):
+    """A Python script run as a user runs it, its exit code and output captured."""
+    return subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
 
 
 class Checklist:

@@ -7,11 +7,10 @@ missing file or --top 0 must exit 2 with a message.
 
 usage: test_ncu_stalls.py SOURCE_DIR"""
 import os
-import subprocess
 import sys
 import tempfile
 
-from checklist import Checklist
+from checklist import Checklist, run_script
 
 SCRIPT = os.path.join(sys.argv[1], "scripts", "ncu_stalls.py")
 HEADER = ('"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)",'
@@ -32,7 +31,7 @@ DQ = [("0x50", "      HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], R24", (0, 0, 7))
 
 
 def run(*args):
-    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+    return run_script(SCRIPT, *args)
 
 
 def main():

@@ -10,11 +10,10 @@ or holds no loop of --min instructions, exits 1; a bad --min exits 2.
 usage: test_sass_loops.py SOURCE_DIR"""
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
-from checklist import Checklist
+from checklist import Checklist, run_script
 
 SCRIPT = os.path.join(sys.argv[1], "scripts", "sass_loops.py")
 
@@ -55,7 +54,7 @@ def ncu_page(name, body, base):
 
 
 def run(*args):
-    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+    return run_script(SCRIPT, *args)
 
 
 def main():
