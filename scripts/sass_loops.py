@@ -20,7 +20,8 @@ usage: scripts/sass_loops.py INPUT --kernel REGEX [--cuobjdump PATH] [--min N]
               (.sass, .txt), or ncu's source page (.csv)
   --kernel    a regular expression on the function's name (mangled from cuobjdump, as ncu prints it)
   --min N     only loops of at least N instructions (default 64)
-exit: 0, 1 no function matched or none has such a loop, 2 bad usage or no cuobjdump for a binary."""
+exit: 0, 1 no function matched or none has such a loop, 2 bad usage, a missing input, or no cuobjdump for
+a binary."""
 import argparse
 import collections
 import os
@@ -129,6 +130,10 @@ def report(name, instructions, least):
 
 def read_functions(path, cuobjdump):
     """{name: [Instr]} from a binary, a SASS text or ncu's source page."""
+    if not os.path.isfile(path):
+        print(f"sass_loops.py: {path}: no such file (give a binary, a .sass/.txt SASS text or an ncu .csv page)",
+              file=sys.stderr)
+        sys.exit(2)
     if path.endswith((".sass", ".txt", ".csv")):
         with open(path) as f:
             text = f.read()
@@ -144,8 +149,8 @@ def read_functions(path, cuobjdump):
 
 def main(argv):
     p = argparse.ArgumentParser(prog="sass_loops.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("input", help="a binary, or cuobjdump's SASS text (.sass, .txt)")
-    p.add_argument("--kernel", required=True, help="regular expression on the mangled function name")
+    p.add_argument("input", help="a binary, cuobjdump's SASS text (.sass, .txt) or ncu's source page (.csv)")
+    p.add_argument("--kernel", required=True, help="regular expression on the function's name")
     p.add_argument("--cuobjdump", help="cuobjdump to read a binary with (default: the one on PATH)")
     p.add_argument("--min", type=int, default=64, help="least instructions in a loop reported (default 64)")
     args = p.parse_args(argv)
@@ -153,7 +158,7 @@ def main(argv):
         p.error(f"--min {args.min}: give 1 or more")
     funcs = {n: ins for n, ins in read_functions(args.input, args.cuobjdump).items() if re.search(args.kernel, n)}
     if not funcs:
-        print(f"sass_loops.py: no sm_90a function matches '{args.kernel}'", file=sys.stderr)
+        print(f"sass_loops.py: no function (sm_90a, from cuobjdump) matches '{args.kernel}'", file=sys.stderr)
         return 1
     lines = [line for name in sorted(funcs) for line in report(name, funcs[name], args.min)]
     if not lines:

@@ -5,7 +5,8 @@ MUFU.EX2; an out-of-line mbarrier retry after it whose unconditional branch back
 kernel compiled for sm_80, which must not be read; a second kernel the --kernel pattern leaves out.
 The loop must be found with its length and mix and its events in order, runs folded, and the same
 from ncu's source page of the kernel loaded at an address in memory; a kernel that matches nothing,
-or holds no loop of --min instructions, exits 1; a bad --min exits 2.
+or holds no loop of --min instructions, exits 1; a bad --min, a missing input, or a binary with no
+cuobjdump to read it exits 2 with a message.
 
 usage: test_sass_loops.py SOURCE_DIR"""
 import os
@@ -86,9 +87,15 @@ def main():
         r = run(sass, "--kernel", "kernel")
         expect(r.returncode == 1 and "no loop of 64 or more" in r.stderr, f"--min 64: no loop, exit 1 ({r.stderr})")
         r = run(sass, "--kernel", "nothing")
-        expect(r.returncode == 1 and "no sm_90a function matches" in r.stderr, "no match: exit 1")
+        expect(r.returncode == 1 and "no function (sm_90a, from cuobjdump) matches" in r.stderr, "no match: exit 1")
         r = run(sass, "--kernel", "kernel", "--min", "0")
         expect(r.returncode == 2 and "--min 0" in r.stderr, "--min 0: usage error")
+        r = run(os.path.join(tmp, "missing.sass"), "--kernel", "kernel")
+        expect(r.returncode == 2 and "no such file" in r.stderr and "Traceback" not in r.stderr,
+               f"a missing input: a message, exit 2 ({r.stderr})")
+        r = run(SCRIPT, "--kernel", "kernel", "--cuobjdump", os.path.join(tmp, "no-cuobjdump"))
+        expect(r.returncode == 2 and "cuobjdump not found" in r.stderr,
+               f"a binary without cuobjdump: exit 2 ({r.stderr})")
     return checks.exit_code()
 
 
