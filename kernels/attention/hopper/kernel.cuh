@@ -8,6 +8,7 @@
 // scores of keys past it are masked to -inf. One kernel for every element type: the config
 // (config.cuh: bf16; config_fp8.cuh: e4m3) gives the tiles, P's conversion and the P V product.
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/attention/hopper/config.cuh"
 
@@ -76,6 +77,12 @@ __device__ void mask(typename C::scores& s, const Problem& p, int kv0, int q0, i
   }
 }
 
+// The first key tile that mask() masks for the 64 rows from q0 >= 0 (every later one too): the one
+// that holds the sequence's end or, with a causal mask, a key past q0.
+__device__ inline int first_masked_tile(const Problem& p, int q0) {
+  return p.causal ? min(p.seq / kBlockKV, (q0 + 1) / kBlockKV) : p.seq / kBlockKV;
+}
+
 // Issues S = Q K^T of an item's first key tile (Q slot n, ring step `step`) for consumer w.
 template <class C>
 __device__ void issue_first_scores(Smem<C>& sm, typename C::scores& s, int w, int n, int step) {
@@ -116,7 +123,11 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
   mask<C>(s, p, 0, q0, row0);
   warp::online_softmax(s, m, l, rescale, p.scale_log2);
   C::to_probs(pr, s);
-  for (int j = 1; j < mine; ++j) {
+  // Key tile j >= 1; Masked: whether its scores go through mask(). The masked tiles are the last
+  // ones, so they have a loop of their own: in the other loop the softmax is one basic block with
+  // the wait for S, and ptxas waits for P V only after the row max and the first exponentials (as
+  // in FlashAttention-4's); with the mask's branch in the loop it waited at the softmax's top.
+  const auto key_tile = [&](int j, auto masked) {
     // K before the turn, V only between the products: V's load starts a softmax after K's, and
     // S need not wait for it (measured 1.6-3.0% faster at D = 128, 0.3-0.6% slower at D = 64).
     sm.k_pipe.wait_full(step + j);
@@ -131,15 +142,18 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
     turn.pass();
     warpgroup::mma_wait<1>();  // S of tile j: its K tile is free
     if (releaser) sm.k_pipe.release(step + j);
-    mask<C>(s, p, j * kBlockKV, q0, row0);
+    if constexpr (decltype(masked)::value) mask<C>(s, p, j * kBlockKV, q0, row0);
     warp::online_softmax(s, m, l, rescale, p.scale_log2);
-    // P V of tile j - 1 (O, P, its V tile free): ptxas hoists this to the softmax's top, packing P
-    // among the exponentials; the softmax under P V measured 1.4-3.5% slower (results/experiments).
+    // P V of tile j - 1 (O, P, its V tile free): ptxas places it after the row max, packing P among
+    // the exponentials; the whole softmax under P V measured 1.4-3.5% slower (results/experiments).
     warpgroup::mma_wait<0>();
     if (releaser) sm.v_pipe.release(step + j - 1);
     warp::mul_row(o, o, rescale);
     C::to_probs(pr, s);
-  }
+  };
+  const int unmasked = min(mine, first_masked_tile(p, q0));
+  for (int j = 1; j < unmasked; ++j) key_tile(j, std::false_type{});
+  for (int j = max(1, unmasked); j < mine; ++j) key_tile(j, std::true_type{});
   if (releaser) sm.q_pipe.release(n);  // no product reads this Q any more
   for (int j = mine; j < it.tiles; ++j) {  // tiles past the diagonal: released unread
     turn.wait();
