@@ -128,6 +128,12 @@ __device__ Item item(const Problem& p, int t) {
   return {q_tile, qh, kvh, (last_key + kBlockKV - 1) / kBlockKV};
 }
 
+// The first key tile whose scores the kernel masks for the 64 rows from q0 >= 0 (every later one
+// too): the one that holds the sequence's end or, with a causal mask, a key past q0.
+__device__ inline int first_masked_tile(const Problem& p, int q0) {
+  return p.causal ? min(p.seq / kBlockKV, (q0 + 1) / kBlockKV) : p.seq / kBlockKV;
+}
+
 // Shape s's problem for config C, its blocks of C::block_q rows. With a causal mask they end at
 // the sequence's end: where N is not a multiple of block_q, the padding falls in the first block,
 // the shortest item, whose consumers wholly before row 0 compute one tile and store nothing,

@@ -50,11 +50,7 @@ __device__ void store_output(Smem<C>& sm, const Maps& maps, const Problem& p, co
   const int w = warpgroup::index() - 1;
   typename C::out_bf o_bf;
   typename C::rows lse;
-  if constexpr (C::scaled_output) {
-    warp::fill(lse, p.o_scale);
-  } else {
-    warp::fill(lse, 1.0f);
-  }
+  warp::fill(lse, C::scaled_output ? p.o_scale : 1.0f);
   warp::sum_row_parts(l);  // the online softmax kept each lane's part of the row sums
   warp::div(lse, lse, l);  // 1 / l (o_scale / l): one division per row instead of per element
   warp::mul_row(o, o, lse);
@@ -77,12 +73,6 @@ __device__ void mask(typename C::scores& s, const Problem& p, int kv0, int q0, i
   }
 }
 
-// The first key tile that mask() masks for the 64 rows from q0 >= 0 (every later one too): the one
-// that holds the sequence's end or, with a causal mask, a key past q0.
-__device__ inline int first_masked_tile(const Problem& p, int q0) {
-  return p.causal ? min(p.seq / kBlockKV, (q0 + 1) / kBlockKV) : p.seq / kBlockKV;
-}
-
 // Issues S = Q K^T of an item's first key tile (Q slot n, ring step `step`) for consumer w.
 template <class C>
 __device__ void issue_first_scores(Smem<C>& sm, typename C::scores& s, int w, int n, int step) {
@@ -96,8 +86,8 @@ __device__ void issue_first_scores(Smem<C>& sm, typename C::scores& s, int w, in
 // Consumer w of item n, `it`: 64 query rows from q0, each warp 16 of them from row0; the item's
 // first ring step is `step`, and the S of its first key tile is already in flight in `s`.
 // S of key tile j and P V of tile j - 1 go in one turn, and the next item's first S with this
-// item's last P V, to run under this item's output. ptxas waits for P V at the top of the
-// softmax (see the wait below), so what runs under a consumer's softmax is the others' products.
+// item's last P V, to run under this item's output. ptxas waits for P V after the row max (see
+// the wait below): the rest of a consumer's softmax runs under the others' products.
 // `Next`: whether another item follows (a template parameter: ptxas serialises every wgmma of a
 // kernel whose wgmmas are issued under a runtime condition, C7515).
 template <class C, bool Next>
@@ -123,10 +113,9 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
   mask<C>(s, p, 0, q0, row0);
   warp::online_softmax(s, m, l, rescale, p.scale_log2);
   C::to_probs(pr, s);
-  // Key tile j >= 1; Masked: whether its scores go through mask(). The masked tiles are the last
-  // ones, so they have a loop of their own: in the other loop the softmax is one basic block with
-  // the wait for S, and ptxas waits for P V only after the row max and the first exponentials (as
-  // in FlashAttention-4's); with the mask's branch in the loop it waited at the softmax's top.
+  // Key tile j >= 1, masked or not (first_masked_tile): the masked tiles, the last, have a loop of
+  // their own, so in the other the softmax and the wait for S are one basic block, where ptxas waits
+  // for P V after the row max; with the mask's branch in it, at the softmax's top (1.9-6.5% slower).
   const auto key_tile = [&](int j, auto masked) {
     // K before the turn, V only between the products: V's load starts a softmax after K's, and
     // S need not wait for it (measured 1.6-3.0% faster at D = 128, 0.3-0.6% slower at D = 64).
@@ -160,8 +149,7 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
     turn.pass();
     sm.k_pipe.wait_full(step + j);
     sm.v_pipe.wait_full(step + j);
-    if (releaser) sm.k_pipe.release(step + j);
-    if (releaser) sm.v_pipe.release(step + j);
+    if (releaser) { sm.k_pipe.release(step + j); sm.v_pipe.release(step + j); }
   }
   turn.wait();
   sm.v_pipe.wait_full(step + mine - 1);
