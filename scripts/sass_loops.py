@@ -41,10 +41,12 @@ EVENTS = re.compile(r"HGMMA|QGMMA|IGMMA|WARPGROUP|BAR|SYNCS|MUFU|BRA")
 
 
 def functions(sass, arch):
-    """Each function compiled for `arch` in cuobjdump's SASS text, as its list of Instr."""
+    """Each function compiled for `arch` in cuobjdump's SASS text, as its list of Instr. A binary's
+    text names each cubin's arch twice (`arch = sm_90a`, then `code for sm_90a`); a lone cubin's
+    names it once, by the second."""
     out, name, current_arch = {}, None, None
     for line in sass.splitlines():
-        m = re.match(r"\s*arch = (\w+)", line)
+        m = re.match(r"\s*(?:arch =|code for) (\w+)", line)
         if m:
             current_arch, name = m.group(1), None
             continue
@@ -69,12 +71,17 @@ def instruction(address, text):
 
 def ncu_functions(text):
     """Each kernel of ncu's source page (`ncu -i REPORT --page source --csv --print-source sass`, the
-    report holding the source counters) as its list of Instr, at its addresses in memory."""
+    report holding the source counters) as its list of Instr, at its addresses in memory. ncu names
+    a kernel without its template arguments: a second kernel of the same name is `NAME #2`."""
     out = {}
     for name, header, rows in ncu_stalls.kernels(text):
         col = {h: i for i, h in enumerate(header)}
         found = (instruction(int(r[col["Address"]], 16), r[col["Source"]]) for r in rows)
-        out[name] = [ins for ins in found if ins]
+        key, n = name, 1
+        while key in out:
+            n += 1
+            key = f"{name} #{n}"
+        out[key] = [ins for ins in found if ins]
     return out
 
 

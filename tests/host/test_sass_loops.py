@@ -4,7 +4,8 @@ consumer-like loop (a conditional branch back) holding wgmma issue, a wgmma wait
 MUFU.EX2; an out-of-line mbarrier retry after it whose unconditional branch back is no loop; the same
 kernel compiled for sm_80, which must not be read; a second kernel the --kernel pattern leaves out.
 The loop must be found with its length and mix and its events in order, runs folded, and the same
-from ncu's source page of the kernel loaded at an address in memory; a kernel that matches nothing,
+from a lone cubin's SASS (its arch named once) and from ncu's source page of the kernel loaded at an
+address in memory, where a second kernel of the same name is kept apart; a kernel that matches nothing,
 or holds no loop of --min instructions, exits 1; a bad --min, a missing input, or a binary with no
 cuobjdump to read it exits 2 with a message.
 
@@ -84,6 +85,18 @@ def main():
         head = r.stdout.splitlines()[:2]
         expect(r.returncode == 0 and head == ["void kernel()", "loop 0x0020-0x0090: 8 instructions"],
                f"ncu's page: the same loop, at addresses from the kernel's start ({r.stdout[:80]!r} {r.stderr})")
+        cubin = os.path.join(tmp, "cubin.sass")
+        with open(cubin, "w") as f:
+            f.write("\n".join(["\tcode for sm_90a", "\t.target\tsm_90a", function("_Z6kernelv", LOOP)]) + "\n")
+        r = run(cubin, "--kernel", "kernel", "--min", "4")
+        expect(r.returncode == 0 and "loop 0x0020-0x0090: 8 instructions" in r.stdout,
+               f"a lone cubin's SASS: the same loop ({r.stdout[:80]!r} {r.stderr})")
+        with open(page, "a") as f:
+            f.write(ncu_page("void kernel()", LOOP, 0x7F8D897B0000))
+        r = run(page, "--kernel", "kernel", "--min", "4")
+        names = [line for line in r.stdout.splitlines() if not line.startswith(" ") and not line.startswith("loop")]
+        expect(r.returncode == 0 and names == ["void kernel()", "void kernel() #2"],
+               f"two kernels of one name on ncu's page: both, apart ({names} {r.stderr})")
         r = run(sass, "--kernel", "kernel")
         expect(r.returncode == 1 and "no loop of 64 or more" in r.stderr, f"--min 64: no loop, exit 1 ({r.stderr})")
         r = run(sass, "--kernel", "nothing")
