@@ -19,11 +19,12 @@ __device__ void produce_q(QSmem<D>& sm, const QMaps& maps, const QItem& it) {
     tma::load_async(sm.q[w], maps.q, it.q_block * C::consumers + w, 0, q, it.qm);
     tma::load_async(sm.d_o[w], maps.d_o, it.q_block * C::consumers + w, 0, q, it.qm);
   }
+  const grid_matrix k = matrix_of(maps.k, it.kvm), v = matrix_of(maps.v, it.kvm);  // once an item
   for (int step = 0; step < it.tiles; ++step) {
     const int stage = sm.pipe.stage(step);
     const std::uint32_t full = sm.pipe.acquire(step, QSmem<D>::step_bytes);
-    tma::load_async(sm.k[stage], maps.k, step, 0, full, it.kvm);
-    tma::load_async(sm.v[stage], maps.v, step, 0, full, it.kvm);
+    tma::load_async(sm.k[stage], maps.k, step, 0, full, k);
+    tma::load_async(sm.v[stage], maps.v, step, 0, full, v);
   }
 }
 

@@ -22,9 +22,10 @@ enum class Stream { q, k, v };
 // or (0, j) of a D x N one (Transposed: e4m3's V^T).
 template <bool Transposed, class Ring, class Tile>
 __device__ void stream_tiles(Ring& ring, Tile* tiles, const grid_map& map, const Item& it, int& step) {
+  const grid_matrix kv = matrix_of(map, it.kvh);  // once an item (tk/types/gl.cuh)
   for (int j = 0; j < it.tiles; ++j, ++step)
     tma::load_async(tiles[ring.stage(step)], map, Transposed ? 0 : j, Transposed ? j : 0,
-                    ring.acquire(step, tma::bytes<Tile>()), it.kvh);
+                    ring.acquire(step, tma::bytes<Tile>()), kv);
 }
 
 template <class C>
@@ -33,8 +34,8 @@ __device__ void produce(Smem<C>& sm, const Maps& maps, const Problem& p, Stream 
     const Item it = item<C>(p, t);
     if (stream == Stream::q) {
       const std::uint32_t full = sm.q_pipe.acquire(n, C::consumers * tma::bytes<typename C::q>());
-      for (int w = 0; w < C::consumers; ++w)
-        tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_tile + w, 0, full, it.qh);
+      const grid_matrix q = matrix_of(maps.q, it.qh);
+      for (int w = 0; w < C::consumers; ++w) tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_tile + w, 0, full, q);
     } else if (stream == Stream::k) {
       stream_tiles<false>(sm.k_pipe, sm.k, maps.k, it, step);
     } else {

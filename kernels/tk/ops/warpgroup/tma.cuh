@@ -28,17 +28,21 @@ __device__ __forceinline__ void load_async(ST& dst, const CUtensorMap& map, int 
   }
 }
 
-// The same from a grid of matrices (tk/types/gl.cuh): `depth` names matrix (depth / inner, depth % inner).
+// The same from matrix `m` of a grid of matrices (tk/types/gl.cuh).
 template <class ST>
 __device__ __forceinline__ void load_async(ST& dst, const grid_map& grid, int row_tile, int col_tile, std::uint32_t bar,
-                                           int depth) {
+                                           grid_matrix m) {
   const std::uint32_t base = arch::shared_address(dst.data);
-  const int inner = depth % grid.inner, outer = depth / grid.inner;
 #pragma unroll
   for (int b = 0; b < ST::boxes; ++b) {
     arch::tma_load_4d(base + b * ST::box_bytes, grid.map, col_tile * ST::cols + b * ST::box_cols, row_tile * ST::rows,
-                      inner, outer, bar);
+                      m.inner, m.outer, bar);
   }
+}
+template <class ST>
+__device__ __forceinline__ void load_async(ST& dst, const grid_map& grid, int row_tile, int col_tile, std::uint32_t bar,
+                                           int m) {
+  load_async(dst, grid, row_tile, col_tile, bar, matrix_of(grid, m));
 }
 
 // Shared vector `dst` from N contiguous elements at `src` (16-byte aligned): one bulk copy
