@@ -35,7 +35,8 @@ __device__ void produce(Smem<C>& sm, const Maps& maps, const Problem& p, Stream 
     if (stream == Stream::q) {
       const std::uint32_t full = sm.q_pipe.acquire(n, C::consumers * tma::bytes<typename C::q>());
       const grid_matrix q = matrix_of(maps.q, it.qh);
-      for (int w = 0; w < C::consumers; ++w) tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_tile + w, 0, full, q);
+      for (int w = 0; w < C::consumers; ++w)
+        tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_tile + w, 0, full, q);
     } else if (stream == Stream::k) {
       stream_tiles<false>(sm.k_pipe, sm.k, maps.k, it, step);
     } else {
