@@ -72,10 +72,10 @@ __device__ __forceinline__ void store_async(const CUtensorMap& map, const ST& sr
 template <class ST>
 __device__ __forceinline__ void store_async(const grid_map& grid, const ST& src, int row_tile, int col_tile, int depth) {
   const std::uint32_t base = arch::shared_address(src.data);
-  const int inner = depth % grid.inner, outer = depth / grid.inner;
+  const grid_matrix m = matrix_of(grid, depth);
 #pragma unroll
   for (int b = 0; b < ST::boxes; ++b) {
-    arch::tma_store_4d(grid.map, col_tile * ST::cols + b * ST::box_cols, row_tile * ST::rows, inner, outer,
+    arch::tma_store_4d(grid.map, col_tile * ST::cols + b * ST::box_cols, row_tile * ST::rows, m.inner, m.outer,
                        base + b * ST::box_bytes);
   }
   arch::bulk_commit();
