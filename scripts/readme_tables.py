@@ -265,8 +265,9 @@ def kernels_table(ctx):
                      f"shapes | {'; '.join(parts)} | {link(ctx, 'kernels/attention/README.md', 'attention')} |")
     based = ok_rows(ctx.reports.get(BASED_PEERS), "based-peers")
     fla = [r["metrics"]["ratio"] for r in based if "ratio" in r["metrics"]]
-    lines.append(f"| Based linear attention | {span(value(x) for x in fla)} faster than fla's kernels "
-                 f"over {len({r['params']['seq'] for r in based})} lengths | {link(ctx, 'kernels/based/README.md', 'based')} |")
+    lengths = len({r["params"]["seq"] for r in based})
+    lines.append(f"| Based linear attention | {span(value(x) for x in fla)} faster than fla's kernels over {lengths} "
+                 f"lengths | {link(ctx, 'kernels/based/README.md', 'based')} |")
     gemm = gemm_rows(ctx.reports.get(SUITE))
     shares = [value(r["metrics"]["tflops"]) / value(gemm[("cublaslt", shape)]["metrics"]["tflops"])
               for (kernel, shape), r in gemm.items() if kernel != "cublaslt" and ("cublaslt", shape) in gemm]

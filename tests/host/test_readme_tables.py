@@ -48,7 +48,8 @@ for probe in probes:
 for kernel in ("attention", "based", "gemm"):
     expect(f"kernel:{kernel}" in block_names(os.path.join(ROOT, "kernels", kernel, "README.md")),
            f"kernels/{kernel}/README.md has no 'kernel:{kernel}' table")
-expect({"suite", "kernels"} <= block_names(os.path.join(ROOT, "README.md")), "README.md lacks the suite or kernels table")
+expect({"suite", "kernels"} <= block_names(os.path.join(ROOT, "README.md")),
+       "README.md lacks the suite or the kernels table")
 
 with tempfile.TemporaryDirectory() as tmp:
     copy_of_tree(tmp)
