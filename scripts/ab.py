@@ -8,12 +8,13 @@ row is slower where either reading is: a change can win per clock and lose time 
 and a note under the table says so with both builds' SM clocks. Reports and each run's table land
 in --out.
 
-This is how a kernel change is measured before it lands (results/NOTES.md): a 2% effect is below
-what `tkprobe compare` can judge against a baseline from another card or hour, but shows plainly
-when both builds share the card and the minutes. One build against itself with --b-args compares
-two settings the same way (`--b-args --flush-l2`). Rows pair by probe and params; a setting that is
-a param pairs once --drop-param names it (`--b-args "--dq reduce" --drop-param dq`: the attention
-backward's reducing path against its deterministic one).
+This is how a kernel change is measured before it lands
+(docs/decisions/002-changes-measured-in-turns.md): a 2% effect is below what `tkprobe compare` can judge
+against a baseline from another card or hour, but shows plainly when both builds share the card and the
+minutes. One build against itself with --b-args compares two settings the same way (`--b-args
+--flush-l2`). Rows pair by probe and params; a setting that is a param pairs once --drop-param names it
+(`--b-args "--dq reduce" --drop-param dq`: the attention backward's reducing path against its
+deterministic one).
 
 usage: scripts/ab.py [--rounds N] [--out DIR] [--threshold PCT] [--a-args ARGS] [--b-args ARGS]
                      [--drop-param NAME]... A_TKPROBE B_TKPROBE -- PROBE [ARGS...]
@@ -133,7 +134,7 @@ def judged(path, dropped):
     judged statistic: its primary and, beside a per-clock primary, the per-second twin. Against a
     baseline from another hour a row is judged per clock (its clock drifts by itself), but in turns
     the drift falls on both builds alike, so time is judged too: a change that wins per clock can lose
-    per second by driving the card into its power cap (results/NOTES.md, the twentieth session)."""
+    per second by driving the card into its power cap (docs/decisions/002-changes-measured-in-turns.md)."""
     rows = {}
     for row in tkreport.load(path)["results"]:
         metrics = row.get("metrics", {})

@@ -447,7 +447,7 @@ class SmClock:
     stream: `begin` before a launch's start event stamps every SM, `end` after its stop event closes
     the window on one, `mhz` (after the stop event's wait) reads it: cycles over nanoseconds across
     the launch, neither timed. NVML's clock, read from the host while a launch was queued, was not
-    the clock under it (results/NOTES.md, the twenty-first session)."""
+    the clock under it (docs/decisions/004-peers-in-one-process.md)."""
 
     def __init__(self, torch, path):
         self.lib = ctypes.CDLL(path)
@@ -638,7 +638,7 @@ def timed_in_turns(torch, runs, contexts, args, work, nvml, clock):
     """Every run warmed up, then timed in turns: {kernel: TFLOP/s samples}, and {kernel: telemetry}:
     NVML before and after them all, and the SM clock under each kernel's launches (with_clock). In
     one turn the card's drift falls on every kernel alike, so a kernel at a lower clock than its
-    neighbours drew the card into its power cap itself (results/NOTES.md, the twentieth session):
+    neighbours drew the card into its power cap itself (docs/decisions/002-changes-measured-in-turns.md):
     its TFLOP/s lost to power, not to its schedule."""
     rates = {kernel: [] for kernel in runs}
     clocks = {kernel: [] for kernel in runs}

@@ -5,7 +5,7 @@ stall samples, the stall reasons over the whole kernel, and the samples by opcod
 "Kernel Name" line, a header, a row per SASS instruction); the report must hold the source
 counters (`--set full`, or `--section SourceCounters`).
 
-This is the question a kernel change starts from (results/NOTES.md): the tensor pipe is 70% busy,
+This is the question a kernel change starts from: the tensor pipe is 70% busy,
 so where are the other 30%? A sample sits on the instruction a warp cannot issue yet: a wgmma
 wait (`WARPGROUP.DEPBAR`) on top says the consumers wait on their own products; the instruction
 after a named barrier (`BAR.SYNC`), reason barrier, that they wait on each other; a try-wait loop's

@@ -6,10 +6,11 @@ pipelined kernel overlaps its work: wgmma issue (HGMMA, QGMMA), wgmma waits (WAR
 named barriers (BAR), mbarrier waits and arrives (SYNCS), MUFU and the loop's branches, runs of one
 opcode folded into one line ("MUFU.EX2 x66").
 
-It answers, with no GPU, what the twenty-second session read by hand (results/NOTES.md): ptxas may
-place an instruction far from where the source wrote it (the attention forward's wait for P V sits
-before its softmax's exponentials, not after them), and a change's cost in instructions a tile shows
-here before it is timed. A loop's count includes every path through it (a masked tile's code too).
+It answers, with no GPU, what a reading of cuobjdump's SASS by hand answers: ptxas may place an
+instruction far from where the source wrote it (it placed the attention forward's wait for P V before
+its softmax's exponentials: docs/decisions/016-forward-masked-tiles-loop.md), and a change's cost in
+instructions a tile shows here before it is timed. A loop's count includes every path through it (a
+masked tile's code too).
 
 A kernel compiled elsewhere (FlashAttention-4's, which its CuTe DSL compiles at run time) is read
 from an ncu report's source page instead: `ncu -i REPORT --page source --csv --print-source sass >

@@ -47,9 +47,8 @@ struct CompareRow {
   bool fails = false;  // this row alone makes compare exit 1
   // Faster per clock yet slower per second by more than the threshold and its band: the SM clock fell
   // further than the row gained. A kernel change that draws the card into its power cap does this
-  // (results/NOTES.md, twentieth session: 160-key attention tiles +2.3% per clock, -10.5% per second),
-  // as can a card's drift (10 notes over the 30 ordered pairs of ../shared/data's six runs of unchanged
-  // code, ~500 judged rows each). A note, never a failure: scripts/ab.py, in turns, tells the two apart. 0: none.
+  // (docs/decisions/002-changes-measured-in-turns.md), as can a card's drift between runs of
+  // unchanged code. A note, never a failure: scripts/ab.py, in turns, tells the two apart. 0: none.
   double per_second_loss_pct = 0;
 
   bool has_figures() const;  // base and now are both set
@@ -61,8 +60,8 @@ struct Comparison {
   double threshold_pct = 0;
   std::string base_source, new_source;
   // Set when base and new name different cards (device.uuid): a baseline's bands hold the drift
-  // between runs on one card, and unchanged code has measured further apart between cards (results/
-  // NOTES.md 2026-12-02: the L2's latency 3%). A caution, not a verdict.
+  // between runs on one card, and unchanged code has measured further apart between cards
+  // (docs/decisions/003-baseline-bands.md). A caution, not a verdict.
   std::string caution;
   bool failed() const;
   int failing() const;

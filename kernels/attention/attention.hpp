@@ -152,11 +152,9 @@ struct BackwardOptions {
 };
 
 // The path a backward of shape `s` takes: options.dq, with `fastest` resolved by the H200's
-// measurements (results/NOTES.md, sixteenth session, both paths in turns): the reducing path on
-// every shape, 0.3% to 15% ahead at D = 64 and 128, N = 1024 to 16384, causal and not (level,
-// +0.3% and +0.8%, only at D = 128 N = 1024 causal). The shape stays a parameter: the rule is a
-// measurement, and the next kernel change may move it again (the fifteenth session's took the
-// deterministic path at D = 64 and below 2048 query rows per key block).
+// measurements of both paths in turns: the reducing path on every shape
+// (docs/decisions/021-backward-dq-path-default.md). The shape stays a parameter: the rule is a
+// measurement, and a kernel change may move it again.
 DqPath dq_path(Shape s, BackwardOptions options);
 
 // Why the backward cannot take these tensors ("" when it can), as the forward's refusal; the

@@ -77,7 +77,7 @@ constexpr int kv_items(const Schedule& s) { return ceil_div(s.seq, kKvBlock) * s
 // many heads' tensors and, on the reducing path, reduce into as many heads' dQ accumulators
 // (B H N D x 4 bytes: 128 MB at B = 8, H = 16, N = 2048, D = 128) against a 60 MB L2: ncu had the
 // reducing kernel at 75% DRAM throughput and 38% compute there, the deterministic one at 65% DRAM
-// (results/NOTES.md, fifteenth session). A group's tensors are 256 x 128 rows of each, 16 MB of
+// (docs/decisions/022-backward-causal-head-groups.md). A group's tensors are 256 x 128 rows of each, 16 MB of
 // accumulator at D = 128. The blocks take items in launch order (one item a block), so grouping
 // costs no balance but at the group's end.
 constexpr int kCausalGroupItems = 256;

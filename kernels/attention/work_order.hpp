@@ -5,7 +5,7 @@
 // hopper/config.cuh's item(), the backward through backward_schedule.hpp's kv_item and q_item.
 //
 // Block b of a grid of G takes items b, b + G, b + 2G, ... (no counter: a dynamic scheduler's
-// handshakes cost the non-causal forward 6-8%, results/NOTES.md, eighth session). Without a mask
+// handshakes cost the non-causal forward; docs/decisions/013-persistent-static-grid.md). Without a mask
 // every item of a matrix is as long as the next, and items run head by head, so the blocks in
 // flight share one head's tensors in L2. With a causal mask an item's length grows with its place
 // in the matrix, so the order decides both the balance between blocks and what the blocks in
@@ -42,9 +42,8 @@ constexpr int snake_rank(int p, int grid, int items) {
 }
 
 // Item t of `matrices` x `per_matrix`, longest first across every head, snaking (snake_rank):
-// the forward's causal order but where hopper/config.cuh's causal_chunks picks chunked. Measured
-// in turns against the same order without the snake at D = 64 (results/NOTES.md, eighteenth
-// session): +1.3% at N = 4096, +3.5% at N = 16384, the same at N = 1024.
+// the forward's causal order but where hopper/config.cuh's causal_chunks picks chunked
+// (docs/decisions/017-forward-causal-order.md).
 constexpr WorkOrder snaked(int t, int grid, int matrices, int per_matrix) {
   const int rank = snake_rank(t, grid, matrices * per_matrix);
   return {rank % matrices, rank / matrices};
@@ -64,9 +63,7 @@ constexpr WorkOrder grouped(int t, int matrices, int per_matrix, int group_items
 // i-th longest item and then its i-th shortest, so every pair sums to the same length (exactly,
 // when the chunk's heads fill two waves) and the grid moves through the chunks together, reading
 // a chunk's heads (33 at N = 1024 D = 128, 17 MB) from DRAM once: the forward's causal order
-// where hopper/config.cuh's causal_chunks says. Measured in turns against longest first without
-// the snake (results/NOTES.md, seventeenth session): D = 128 causal +8.6%, +3.8%, +1.7% at
-// N = 1024, 4096, 16384; D = 64 -3.5%, -2.1%, +1.8%.
+// where hopper/config.cuh's causal_chunks says (docs/decisions/017-forward-causal-order.md).
 constexpr WorkOrder chunked(int t, int grid, int matrices, int per_matrix) {
   const int chunk_matrices = std::max(1, 2 * grid / per_matrix), chunk_items = chunk_matrices * per_matrix;
   const int chunk = t / chunk_items, position = t % chunk_items;

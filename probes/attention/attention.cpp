@@ -47,9 +47,9 @@ constexpr int kHeadDims[] = {64, 128};
 // wrong row or mask gives ~1. LSE is fp32 throughout, so its error is far smaller.
 constexpr double kMaxRelError = 1e-2;
 constexpr double kMaxLseError = 1e-2;
-// A gradient's worst row: the H200 measured up to 6.4e-3 at N = 16384 (results/NOTES.md), the
-// longest sums of bf16 products; rows far below the typical norm are held to a floor of it
-// (check::kRowFloor).
+// A gradient's worst row (`worst_row_error`; the backward rows of results/h200/suite.json read under
+// 4e-3), the longest sums of bf16 products; rows far below the typical norm are held to a floor of
+// it (check::kRowFloor).
 constexpr double kMaxGradientRowError = 2e-2;
 
 const std::map<std::string, attention::Dtype> kDtypes = {{"bf16", attention::Dtype::bf16},

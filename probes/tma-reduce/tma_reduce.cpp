@@ -168,7 +168,7 @@ class TmaReduce final : public Probe {
   // Both methods, each into a target buffer of its own: checked from the op's identity, then timed in
   // alternating launches, so each sample's ratio sees one clock and one power state. Into own tiles
   // both methods' TB/s moved 7-10% between processes on the H200, together, their ratio under 2%
-  // (results/NOTES.md): the ratio is what each row is judged by.
+  // (docs/decisions/001-judged-metrics.md): the ratio is what each row is judged by.
   Pairing measure(ProbeContext& ctx, const Pair& p, const tr::Launch& l) {
     Target bulk(tr::Method::bulk, p, l), atomic(tr::Method::atomic, p, l);
     const double bytes = double(l.blocks) * l.passes * tr::kTileBytes;

@@ -170,7 +170,7 @@ TEST(Compare, ARowNeitherReadingHeldIsJudgedByTheOneThatLosesLess) {
   EXPECT_TRUE(compare_json(base, report({clocked_result(42.744 / 1.08, 374.256 / 1.08)})).failed());
 }
 
-// The twentieth session's gate run (results/NOTES.md): 160-key attention tiles at D = 128 N = 16384,
+// A gate run of 160-key attention tiles (docs/decisions/002-changes-measured-in-turns.md) at D = 128 N = 16384,
 // 76.09 -> 77.86% of the clock peak and 701.7 -> 627.9 TFLOP/s, the clock 1705 -> 1492 MHz. Faster
 // as judged, with a note in the markdown and the JSON; no note where the clock only drifted (the row
 // the same per clock) or where both readings gained.

@@ -221,7 +221,7 @@ def main():
 def check_clock_library(m, lib_path, checks):
     """libtk_clock_c as SmClock declares it. Without a GPU, creating a bracket fails and says so; with
     one, a bracket around nothing reads a clock the card can run at, or none where the window is
-    shorter than %globaltimer's tick (the peers run checks it under real kernels: results/NOTES.md)."""
+    shorter than %globaltimer's tick (docs/decisions/004-peers-in-one-process.md: under real kernels)."""
     stream = type("Stream", (), {"cuda_stream": 0})  # the default stream: no torch needed
     fake = type("Torch", (), {"cuda": type("Cuda", (), {"current_stream": staticmethod(lambda: stream)})})
     try:

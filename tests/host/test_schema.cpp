@@ -90,7 +90,7 @@ TEST(Schema, CommittedH200ReportsFitTheirSizes) {
 // The suite baseline is what `tkprobe all` runs on one GPU: every registered probe has rows in it
 // but those that span devices (p2p, run by `all` only where --devices selects two or more GPUs),
 // nothing else does, and it is a baseline of several runs (each judged row carries its drift).
-// Probes added without device time, which the next baseline must hold (and then leave this list).
+// Probes not yet in the committed baseline, which the next baseline must hold (and then leave this list).
 const std::set<std::string> kAwaitingBaseline = {};
 
 TEST(Schema, SuiteBaselineCoversEveryProbe) {

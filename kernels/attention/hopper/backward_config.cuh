@@ -48,15 +48,13 @@ constexpr int kPrepMaxBlocks = 1 << 16;  // the grid strides beyond
 
 // Both kernels' consumers take turns to issue a step's first two products (S^T and dP^T, or S
 // and dP), as the forward's do (config.cuh): one's products run under the other's exponentials
-// instead of the two queueing at the tensor cores together and then exponentiating together.
-// Measured on the H200 in turns against the same kernels without them (results/NOTES.md, twelfth
-// session): +3 to +6% at D = 64, +9 to +12% at D = 128. Every consumer of a block takes one turn
-// per step, so the turns stay paired.
+// instead of the two queueing at the tensor cores together and then exponentiating together
+// (docs/decisions/014-consumer-turns.md). Every consumer of a block takes one turn per step, so
+// the turns stay paired.
 
 // Which warpgroup of the block. At D = 128 the DSL's warp-uniform index, whose tile addresses and
-// descriptors live in uniform registers (+1.8 to +3.0% on the H200, in turns); at D = 64 the same
-// measured 2.1 to 4.6% slower than the per-thread index, which this choice gave back (+2.1 to +7.4%;
-// results/NOTES.md, thirteenth and fourteenth sessions).
+// descriptors live in uniform registers; at D = 64 the per-thread index, against which the uniform
+// one measured slower (docs/decisions/010-wgmma-descriptor-advance.md).
 template <int D>
 __device__ __forceinline__ int block_warpgroup() {
   if constexpr (D == 128) return warpgroup::index();

@@ -4,10 +4,7 @@
 // in index order, so dQ items fill the SMs that the dK/dV items' last wave leaves idle, where two
 // launches each end on a wave with nothing beside it. Both kinds take the same threads and
 // register split, and the larger of their shared memories.
-//
-// Measured on the H200 in turns against two launches (results/NOTES.md): +2.8 to +6.7% of the
-// clock peak at D = 64 (eleventh session); at D = 128, once the consumers took turns (twelfth),
-// +0.6 to +4.7% but at N = 16384 causal (level). Before the turns D = 128 read 0.6-2.8% slower.
+// Measured in turns against two launches: docs/decisions/018-backward-one-launch.md.
 #include <algorithm>
 
 #include "kernels/attention/hopper/backward_dkdv.cuh"

@@ -50,8 +50,8 @@ struct Config {
   static constexpr int k_stages = D == 64 ? 4 : 2, v_stages = D == 64 ? 4 : 2;
   // Causal items a chunk of heads at a time (work_order.hpp's chunked) or across every head
   // (snaked). Chunks measured faster only at D = 128 where a wave of the snake would read a head
-  // per item (batch x heads >= the grid; N = 1024: +9.9%), each item's K and V then from DRAM;
-  // elsewhere the snake's balance wins (D = 128 N = 4096, 16384: +3.5%, +3.3%; results/NOTES.md).
+  // per item (batch x heads >= the grid), each item's K and V then from DRAM; elsewhere the
+  // snake's balance wins (docs/decisions/017-forward-causal-order.md).
   __device__ static bool causal_chunks(int matrices) { return D == 128 && matrices >= int(gridDim.x); }
 
   __device__ static void to_probs(probs& pr, const scores& s) { warp::copy(pr, s); }
@@ -64,7 +64,8 @@ constexpr int kQSlots = 2;
 // Named barriers: 1 + w for consumer w alone; kTurns + w for its turn at the tensor cores.
 // Consumers take turns to issue their products, so one's products run under the others'
 // softmax instead of all of them queueing at the tensor cores together and then all computing
-// exponentials together: measured 3-10% faster on every shape of the sweep. Every consumer
+// exponentials together: measured faster on every shape of the sweep
+// (docs/decisions/014-consumer-turns.md). Every consumer
 // takes one turn per key tile of each item (tiles past its causal diagonal too), and one for the
 // block's first S, so the turns stay paired.
 constexpr int kTurns = 4;

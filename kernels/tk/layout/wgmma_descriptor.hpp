@@ -113,7 +113,7 @@ constexpr std::uint64_t wgmma_descriptor(std::uint32_t smem_address, const SmemO
 // A descriptor moved on by `bytes` (a multiple of 16, the address staying below kSharedAddressLimit)
 // is the descriptor plus bytes / 16, with no carry out of the start-address field. One 64-bit add
 // per K slice where building each slice's descriptor from its address took a dozen instructions
-// between two wgmma (results/NOTES.md, twelfth session).
+// between two wgmma (docs/decisions/010-wgmma-descriptor-advance.md).
 constexpr std::uint64_t advance(std::uint64_t descriptor, std::uint32_t bytes) { return descriptor + (bytes >> 4); }
 
 }  // namespace tk::layout
