@@ -1,6 +1,7 @@
 #pragma once
-// The command line: `tkprobe <probe|list|all|compare> [options]`. Kept apart from main()
-// so host tests drive it in-process with their own streams.
+// The command line: `tkprobe <probe|command> [options]`, a subcommand for every registered probe
+// and every command in src/commands/. Kept apart from main() so host tests drive it in-process
+// with their own streams.
 #include <ostream>
 
 namespace tkprobe {

@@ -1,0 +1,34 @@
+// `tkprobe list`: every probe with its summary, then the commands that take reports or run many probes.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "src/commands/command.hpp"
+#include "src/errors.hpp"
+
+namespace tkprobe {
+namespace {
+
+class ListCommand final : public Command {
+ public:
+  std::string name() const override { return "list"; }
+  std::string help() const override { return "List every probe with a one-line description"; }
+  HelpPlace help_place() const override { return HelpPlace::first; }
+
+  int run(const CLI::App&, Invocation& in) override {
+    std::size_t width = 0;
+    for (const auto& p : in.probes) width = std::max(width, p->name().size());
+    for (const auto& p : in.probes) in.out << fmt::format("{:<{}}  {}\n", p->name(), width, p->summary());
+    in.out << '\n';
+    for (const auto& c : in.commands) {
+      if (!c->list_line().empty()) in.out << fmt::format("{:<{}}  {}\n", c->name(), width, c->list_line());
+    }
+    return static_cast<int>(Exit::ok);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> list_command() { return std::make_unique<ListCommand>(); }
+
+}  // namespace tkprobe
