@@ -111,7 +111,8 @@ std::vector<Claim> claims() {
          const auto indexed = rows_of(rep, smem_latency::kProbe, {{"address", "indexed"}});
          const auto direct = rows_of(rep, smem_latency::kProbe, {{"address", "precomputed"}});
          if (indexed.empty() || direct.empty()) return missing(rep, smem_latency::kProbe);
-         const double i = figure(*indexed.front(), smem_latency::latency_cycles), d = figure(*direct.front(), smem_latency::latency_cycles);
+         const double i = figure(*indexed.front(), smem_latency::latency_cycles),
+                      d = figure(*direct.front(), smem_latency::latency_cycles);
          return {Judged{fmt::format("{:.0f} cycles per dependent load when the word holds an index ({:.0f} when it "
                                     "holds the next address)",
                                     i, d),
@@ -120,8 +121,8 @@ std::vector<Claim> claims() {
        }},
       {"bank-serialization", "32 banks; an N-way conflict serializes N times", "32-way", smem_banks::kProbe,
        [](const Json& rep) -> Outcome {
-         const auto rows = rows_of(rep, smem_banks::kProbe, {{"access", "ld.shared"}, {"width_bytes", 4}, {"stride", 32},
-                                                       {"warps", 32}});
+         const auto rows = rows_of(rep, smem_banks::kProbe,
+                                   {{"access", "ld.shared"}, {"width_bytes", 4}, {"stride", 32}, {"warps", 32}});
          if (rows.empty()) return missing(rep, smem_banks::kProbe);
          const double ways = figure(*rows.front(), smem_banks::measured_ways);
          return {Judged{fmt::format("4-byte loads 128 bytes apart cost {:.1f}x the conflict-free access", ways), ways,
@@ -129,11 +130,14 @@ std::vector<Claim> claims() {
                  ""};
        }},
       {"unswizzled-conflicts", "Unswizzled shared layouts conflict; the 128-byte swizzle removes it", "8-way vs 1-way",
-       smem_banks::kProbe, [](const Json& rep) -> Outcome {
+       smem_banks::kProbe,
+       [](const Json& rep) -> Outcome {
          const auto plain = rows_of(rep, smem_banks::kProbe, {{"layout", "8x128B rows, unswizzled"}, {"warps", 32}});
-         const auto swizzled = rows_of(rep, smem_banks::kProbe, {{"layout", "8x128B rows, 128B swizzle"}, {"warps", 32}});
+         const auto swizzled =
+             rows_of(rep, smem_banks::kProbe, {{"layout", "8x128B rows, 128B swizzle"}, {"warps", 32}});
          if (plain.empty() || swizzled.empty()) return missing(rep, smem_banks::kProbe);
-         const double p = figure(*plain.front(), smem_banks::measured_ways), s = figure(*swizzled.front(), smem_banks::measured_ways);
+         const double p = figure(*plain.front(), smem_banks::measured_ways),
+                      s = figure(*swizzled.front(), smem_banks::measured_ways);
          return {Judged{fmt::format("ldmatrix.x4 over 8 rows of 128 bytes: {:.1f}-way unswizzled, {:.1f}-way "
                                     "swizzled",
                                     p, s),
@@ -189,7 +193,8 @@ std::vector<Claim> claims() {
                         "another GPU than the account's H100 may carry another L2"},
                  ""};
        }},
-      {"l2-partitions", "The L2 is split into two ~25 MB partitions joined by a crossbar", "25 MB a partition", l2::kProbe,
+      {"l2-partitions", "The L2 is split into two ~25 MB partitions joined by a crossbar", "25 MB a partition",
+       l2::kProbe,
        [](const Json& rep) -> Outcome {
          // The l2 probe's footprint ladder: one SM's dependent latency as the footprint grows. Two
          // partitions that each keep a copy of what their SMs read show as a step at half the L2 to a
@@ -229,7 +234,8 @@ std::vector<Claim> claims() {
          // The best of every L2 read: bandwidth's quarter-L2 row, the l2 probe's ladder and its map's stream.
          std::vector<const Json*> rows = rows_of(rep, bandwidth::kProbe, {{"level", "l2"}});
          for (const Json* r : rows_of(rep, l2::kProbe)) {
-           if (r->at("metrics").contains(l2::tbps) && r->at("params").value("source", "all") == "all") rows.push_back(r);
+           if (r->at("metrics").contains(l2::tbps) && r->at("params").value("source", "all") == "all")
+             rows.push_back(r);
          }
          if (rows.empty()) return missing(rep, l2::kProbe);
          const double tbps = best(rows, bandwidth::tbps);  // l2's rows carry the same name
@@ -258,7 +264,8 @@ std::vector<Claim> claims() {
          return {Judged{fmt::format("{:.0f} KB a block may opt into", kb), kb, 227, kb == 227, ""}, ""};
        }},
       {"sm-quadrants", "Each SM has four quadrants, each with a scheduler, a register file and a tensor core",
-       "4 quadrants", quadrants::kProbe, [](const Json& rep) -> Outcome {
+       "4 quadrants", quadrants::kProbe,
+       [](const Json& rep) -> Outcome {
          const auto one = rows_of(rep, quadrants::kProbe, {{"warps_per_sm", 1}});
          const auto four = rows_of(rep, quadrants::kProbe, {{"warps_per_sm", 4}});
          if (one.empty() || four.empty()) return missing(rep, quadrants::kProbe);
@@ -272,7 +279,8 @@ std::vector<Claim> claims() {
        }},
       // "989 TFLOP/s on tensor cores vs ~60 for everything else": the fastest other unit is FP32 FMA.
       {"non-tensor-cycles", "Cycles without tensor-core work cap utilization at a few percent (~60 of 989 TFLOP/s)",
-       "6.1% of the tensor peak", quadrants::kProbe, [](const Json& rep) -> Outcome {
+       "6.1% of the tensor peak", quadrants::kProbe,
+       [](const Json& rep) -> Outcome {
          const auto rows = rows_of(rep, quadrants::kProbe);
          if (rows.empty()) return missing(rep, quadrants::kProbe);
          constexpr double kStatedPct = 100.0 * 60 / 989;
@@ -304,7 +312,8 @@ std::vector<Claim> claims() {
                  ""};
        }},
       {"warp-copies", "Warp-synchronous copies are near the worst fallback; TMA's bulk copies matter", "TMA ahead",
-       copy_engines::kProbe, [](const Json& rep) -> Outcome {
+       copy_engines::kProbe,
+       [](const Json& rep) -> Outcome {
          const auto tma = rows_of(rep, copy_engines::kProbe, {{"engine", "tma"}});
          const auto warp = rows_of(rep, copy_engines::kProbe, {{"engine", "warp"}});
          if (tma.empty() || warp.empty()) return missing(rep, copy_engines::kProbe);

@@ -51,8 +51,8 @@ constexpr int kHeadDims[] = {64, 128};
 constexpr double kMaxRelError = 1e-2;
 constexpr double kMaxLseError = 1e-2;
 // A gradient's worst row: the H200 measures up to 6.4e-3 at N = 16384 (AttentionBackwardKernels in
-// tests/gpu/test_attention_backward.cpp), the longest sums of bf16 products; rows far below the typical norm are held to a floor of it
-// (check::kRowFloor).
+// tests/gpu/test_attention_backward.cpp), the longest sums of bf16 products; rows far below the
+// typical norm are held to a floor of it (check::kRowFloor).
 constexpr double kMaxGradientRowError = 2e-2;
 
 const std::map<std::string, attention::Dtype> kDtypes = {{"bf16", attention::Dtype::bf16},

@@ -40,8 +40,8 @@ TEST(AttentionProbe, E4m3QuickRunPassesItsChecks) {
 
 // % of the clock peak of `tkprobe attention --quick` on the H200 (49f846a), by kernel, head dim, causal.
 const std::map<std::tuple<std::string, int, bool>, double> kQuickPctClockPeak = {
-    {{"wgmma", 64, false}, 9.66},    {{"wgmma", 64, true}, 4.71},    {{"wgmma", 128, false}, 18.6},
-    {{"wgmma", 128, true}, 9.83},    {{"mma-sync", 64, false}, 8.73}, {{"mma-sync", 64, true}, 4.35},
+    {{"wgmma", 64, false}, 9.66},     {{"wgmma", 64, true}, 4.71},     {{"wgmma", 128, false}, 18.6},
+    {{"wgmma", 128, true}, 9.83},     {{"mma-sync", 64, false}, 8.73}, {{"mma-sync", 64, true}, 4.35},
     {{"mma-sync", 128, false}, 12.6}, {{"mma-sync", 128, true}, 6.65}};
 
 TEST(AttentionProbe, QuickRunPassesItsChecks) {
@@ -57,14 +57,15 @@ TEST(AttentionProbe, QuickRunPassesItsChecks) {
     EXPECT_GE(mhz, gpu_fixtures::kMinLoadedClockShare * report["device"]["sm_clock_max_mhz"].get<double>());
     EXPECT_LE(mhz, gpu_fixtures::kClockAgreement * report["device"]["sm_clock_max_mhz"].get<double>());
     // The probe's per-clock figure against the datasheet's rate per SM per clock, derived here.
-    const double peak_at_clock = gpu_fixtures::kDenseBf16FlopPerSmPerClock * report["device"]["sms"].get<double>() *
-                                 mhz * 1e6;
+    const double peak_at_clock =
+        gpu_fixtures::kDenseBf16FlopPerSmPerClock * report["device"]["sms"].get<double>() * mhz * 1e6;
     EXPECT_NEAR(pct, 100 * gpu_fixtures::median(r, "tflops") * 1e12 / peak_at_clock, 0.03 * pct);
     const auto& p = r["params"];
     EXPECT_EQ(r["primary"], "pct_clock_peak") << "compare judges per clock: TFLOP/s moves with the power state";
     // --quick's shape (B=2 H=4 N=1000) fills few of the SMs and its samples spread by 4-7%: at least
     // 80% of what it measured on the H200.
-    EXPECT_GE(pct, 0.8 * kQuickPctClockPeak.at({p["kernel"].get<std::string>(), p["head_dim"].get<int>(), p["causal"].get<bool>()}));
+    EXPECT_GE(pct, 0.8 * kQuickPctClockPeak.at(
+                             {p["kernel"].get<std::string>(), p["head_dim"].get<int>(), p["causal"].get<bool>()}));
     EXPECT_LT(pct, 100) << "no kernel beats the tensor cores at the clock it ran at";
   }
   EXPECT_EQ(report["findings"].size(), 2u) << "one per kernel";
@@ -94,8 +95,8 @@ TEST(AttentionProbe, EveryPassOfTheWgmmaKernelPassesItsChecks) {
     }
     const double pct = gpu_fixtures::median(r, "pct_clock_peak");
     const double mhz = r["telemetry"]["kernel_sm_clock_mhz"];
-    const double peak_at_clock = gpu_fixtures::kDenseBf16FlopPerSmPerClock * report["device"]["sms"].get<double>() *
-                                 mhz * 1e6;
+    const double peak_at_clock =
+        gpu_fixtures::kDenseBf16FlopPerSmPerClock * report["device"]["sms"].get<double>() * mhz * 1e6;
     EXPECT_NEAR(pct, 100 * gpu_fixtures::median(r, "tflops") * 1e12 / peak_at_clock, 0.03 * pct);
     EXPECT_GT(pct, 0);
     EXPECT_LT(pct, 100);

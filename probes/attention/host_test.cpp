@@ -84,7 +84,8 @@ TEST(Cli, AttentionDtypeIsNamedAndE4m3IsTheWgmmaForwardAtHeadDim128) {
     EXPECT_EQ(backward.code, 2) << pass;
     EXPECT_TRUE(mentions(backward.err, "the e4m3 kernel is a forward")) << backward.err;
   }
-  const auto d64 = run({"attention", "--dtype", "e4m3", "--batch", "1", "--heads", "4", "--seq", "128", "--head-dim", "64"});
+  const auto d64 =
+      run({"attention", "--dtype", "e4m3", "--batch", "1", "--heads", "4", "--seq", "128", "--head-dim", "64"});
   EXPECT_EQ(d64.code, 2);
   EXPECT_TRUE(mentions(d64.err, "head dim = 64: the e4m3 forward takes 128")) << d64.err;
 }

@@ -10,7 +10,8 @@ using tkprobe::Json;
 
 TEST(Bandwidth, HbmCopyNearsItsCeilingAndEveryResultChecks) {
   const Json report = run_probe("bandwidth", {});
-  ASSERT_EQ(report["results"].size(), 4 + 2 * 8 + 3 + 1 + 2u) << "HBM read x 4, write and copy x 8, 3 TMA copies, cudaMemcpy, L2, shared";
+  ASSERT_EQ(report["results"].size(), 4 + 2 * 8 + 3 + 1 + 2u)
+      << "HBM read x 4, write and copy x 8, 3 TMA copies, cudaMemcpy, L2, shared";
   double best_copy = 0;
   for (const auto& r : report["results"]) {
     EXPECT_EQ(r["status"], "ok") << r.dump();

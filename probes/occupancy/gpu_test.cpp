@@ -23,8 +23,8 @@ TEST(Occupancy, SweepsResidencyUntilItNoLongerFits) {
     EXPECT_NEAR(m["occupancy_pct"].get<double>(), 100.0 * m["warps_per_sm"].get<int>() / 64, 1e-9);
     // Residency from the blocks' own spans, not the occupancy API's promise: every block ran at once.
     constexpr int kTensorBlockWarps = 4;  // mma.sync's blocks are 4 warps, wgmma's one warpgroup
-    const int asked = kernel == "stream" ? r["params"]["blocks_per_sm"].get<int>()
-                                         : m["warps_per_sm"].get<int>() / kTensorBlockWarps;
+    const int asked =
+        kernel == "stream" ? r["params"]["blocks_per_sm"].get<int>() : m["warps_per_sm"].get<int>() / kTensorBlockWarps;
     EXPECT_EQ(m["concurrent_blocks_per_sm"].get<int>(), asked) << r["params"].dump();
     if (kernel == "wgmma") {  // --quick on the H200: 94.2% with one warpgroup, 97-98% with more
       EXPECT_GE(median(r, "pct_clock_peak"), kMinOccupancyWgmmaPctClock) << r["params"].dump();

@@ -1,5 +1,6 @@
-// p2p on real GPUs, through the real command line: with two or more, every ordered pair measured four ways, every figure checked and
-// inside what a link allows; with one, the probe is skipped saying why (exit 3).
+// p2p on real GPUs, through the real command line: with two or more, every ordered pair measured four
+// ways, every figure checked and inside what a link allows; with one, the probe is skipped saying why
+// (exit 3).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 

@@ -19,8 +19,8 @@ using tkprobe::Json;
 TEST(TmaReduce, BulkReductionsAndAtomicsReduceExactly) {
   const Json report = run_probe("tma-reduce");
   std::map<std::string, int> ok_rows, skipped_rows;  // by "op dtype"
-  std::map<std::string, double> per_kib;                // by "op dtype target method": warp instructions per KiB
-  std::map<std::string, double> tbps, vs_other;         // by "op dtype target method": TB/s, the paired ratio
+  std::map<std::string, double> per_kib;             // by "op dtype target method": warp instructions per KiB
+  std::map<std::string, double> tbps, vs_other;      // by "op dtype target method": TB/s, the paired ratio
   for (const auto& r : report["results"]) {
     const std::string pair = r["params"]["op"].get<std::string>() + " " + r["params"]["dtype"].get<std::string>();
     if (r["status"] == "skipped") {

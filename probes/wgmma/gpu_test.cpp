@@ -16,8 +16,8 @@ using tkprobe::Json;
 
 TEST(Wgmma, EveryShapeTypeAndASourceComputesTheRightProduct) {
   // 32 N x 2 A sources for five types, 18 N x 2 for s8.
-  EXPECT_EQ(expect_all_correct(run_probe("wgmma", {"--sweep", "--dtype", "bf16,fp16,tf32,e4m3,e5m2,s8",
-                                                   "--warpgroups", "1", "--min-time", "0.001"})),
+  EXPECT_EQ(expect_all_correct(run_probe("wgmma", {"--sweep", "--dtype", "bf16,fp16,tf32,e4m3,e5m2,s8", "--warpgroups",
+                                                   "1", "--min-time", "0.001"})),
             5 * 64 + 36u);
   EXPECT_EQ(expect_all_correct(run_probe("wgmma", {"--sweep", "--dtype", "fp16,e4m3,e5m2", "--acc", "f16",
                                                    "--warpgroups", "1", "--min-time", "0.001"})),

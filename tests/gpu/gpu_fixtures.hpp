@@ -70,7 +70,8 @@ inline void expect_consistent_clock_peak(const Json& report, const Json& r, cons
   const double max_mhz = report["device"]["sm_clock_max_mhz"], mhz = r["telemetry"]["kernel_sm_clock_mhz"];
   EXPECT_GE(mhz, kMinLoadedClockShare * max_mhz) << r["params"].dump();
   EXPECT_LE(mhz, kClockAgreement * max_mhz) << r["params"].dump();
-  const double peak = flop_per_bf16_flop * kDenseBf16FlopPerSmPerClock * report["device"]["sms"].get<double>() * mhz * 1e6;
+  const double peak =
+      flop_per_bf16_flop * kDenseBf16FlopPerSmPerClock * report["device"]["sms"].get<double>() * mhz * 1e6;
   EXPECT_NEAR(median(r, pct), 100 * median(r, tflops) * 1e12 / peak, 0.03 * median(r, pct)) << r["params"].dump();
 }
 

@@ -53,8 +53,8 @@ TEST(ProbeMetrics, TheCommittedReportsCarryOnlyDeclaredMetrics) {
       ASSERT_TRUE(probes.count(probe)) << report << ": " << probe << " is no registered probe";
       const tkprobe::Json names = declared(probe)["metrics"];
       for (const auto& [metric, value] : row["metrics"].items()) {
-        EXPECT_TRUE(names.contains(metric)) << report << ": " << probe << " writes '" << metric
-                                            << "', which probes/" << probe << "/metrics.json does not declare";
+        EXPECT_TRUE(names.contains(metric)) << report << ": " << probe << " writes '" << metric << "', which probes/"
+                                            << probe << "/metrics.json does not declare";
       }
     }
   }
