@@ -26,7 +26,6 @@ import functools
 import importlib.util
 import io
 import json
-import math
 import os
 import re
 import sys
@@ -41,8 +40,6 @@ try:
     import matplotlib
     matplotlib.use("Agg")  # files only: never a display
     import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
     from PIL import Image  # matplotlib depends on Pillow
     # 3.6: the layout engine's rect, which keeps the footnote's strip free (Debian 12 has 3.6.3).
     if tuple(int(v) for v in re.findall(r"\d+", matplotlib.__version__)[:2]) < (3, 6):

@@ -43,7 +43,8 @@ def draw(p, report):
             bandwidth[r["params"]["source"]].append((sizes.index(size(r)), metric(r, M.bytes_per_clk_per_sm)))
     for i, (name, pts) in enumerate(sorted(bandwidth.items())):
         pts.sort()
-        right.plot(*zip(*pts), marker="s", color=f"C{i + 3}", label={"own": "own memory"}.get(name, f"a {name}'s memory"))
+        right.plot(*zip(*pts), marker="s", color=f"C{i + 3}",
+                   label={"own": "own memory"}.get(name, f"a {name}'s memory"))
         for x, y in pts:
             right.annotate(f"{y:.1f}", (x, y), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=7)
     right.axhline(128, color="0.35", ls=":", lw=0.9, label="shared memory's 128 B per SM cycle")

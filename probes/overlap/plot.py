@@ -2,7 +2,7 @@
 warpgroups, 95% lines."""
 import collections
 
-from plot import declared_metrics, figure, metric, value
+from plot import declared_metrics, figure, metric
 
 M = declared_metrics(__file__)
 SUBJECT = "overlap: tensor throughput vs non-tensor work per wgmma"

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""scripts/plot.py without a GPU: every figure (each probe's probes/<name>/plot.py) drawn from the committed reports (results/h200) and
-from the version 1 fixtures (tests/host/data/v1) is a non-empty PNG; the TMA swizzle map reads the same from a v1 and a v2 placement; bad input (not a
-report, not JSON, a report of several devices, an unknown probe, an unwritable --out) is one message, exit 2, and no file.
-Exit 77 (skipped) where matplotlib is not installed for this python3.
+"""scripts/plot.py without a GPU: every figure (each probe's probes/<name>/plot.py) drawn from the
+committed reports (results/h200) and from the version 1 fixtures (tests/host/data/v1) is a non-empty
+PNG; the TMA swizzle map reads the same from a v1 and a v2 placement; bad input (not a report, not
+JSON, a report of several devices, an unknown probe, an unwritable --out) is one message, exit 2, and
+no file. Exit 77 (skipped) where matplotlib is not installed for this python3.
 
 usage: test_plot.py [SOURCE_DIR]
 """
