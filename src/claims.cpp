@@ -7,10 +7,28 @@
 #include <functional>
 #include <optional>
 
+#include "probes/bandwidth/metrics.hpp"
+#include "probes/copy-engines/metrics.hpp"
+#include "probes/l2/metrics.hpp"
+#include "probes/occupancy/metrics.hpp"
+#include "probes/quadrants/metrics.hpp"
+#include "probes/smem-banks/metrics.hpp"
+#include "probes/smem-latency/metrics.hpp"
+#include "probes/tensor-cores/metrics.hpp"
 #include "src/device.hpp"
 
 namespace tkprobe {
 namespace {
+
+// The probes the claims read, by the names their metrics.json declare (generated headers).
+namespace bandwidth = probe_metrics::bandwidth;
+namespace copy_engines = probe_metrics::copy_engines;
+namespace l2 = probe_metrics::l2;
+namespace occupancy = probe_metrics::occupancy;
+namespace quadrants = probe_metrics::quadrants;
+namespace smem_banks = probe_metrics::smem_banks;
+namespace smem_latency = probe_metrics::smem_latency;
+namespace tensor_cores = probe_metrics::tensor_cores;
 
 // What a rule found: the figure it judged, in words and as a number beside the stated one.
 struct Judged {
@@ -88,61 +106,65 @@ constexpr double kDenseBf16Tflops = 989.4;
 
 std::vector<Claim> claims() {
   return {
-      {"smem-latency", "A single shared-memory access costs ~30 cycles", "30 cycles", "smem-latency",
+      {"smem-latency", "A single shared-memory access costs ~30 cycles", "30 cycles", smem_latency::kProbe,
        [](const Json& rep) -> Outcome {
-         const auto indexed = rows_of(rep, "smem-latency", {{"address", "indexed"}});
-         const auto direct = rows_of(rep, "smem-latency", {{"address", "precomputed"}});
-         if (indexed.empty() || direct.empty()) return missing(rep, "smem-latency");
-         const double i = figure(*indexed.front(), "latency_cycles"), d = figure(*direct.front(), "latency_cycles");
+         const auto indexed = rows_of(rep, smem_latency::kProbe, {{"address", "indexed"}});
+         const auto direct = rows_of(rep, smem_latency::kProbe, {{"address", "precomputed"}});
+         if (indexed.empty() || direct.empty()) return missing(rep, smem_latency::kProbe);
+         const double i = figure(*indexed.front(), smem_latency::latency_cycles),
+                      d = figure(*direct.front(), smem_latency::latency_cycles);
          return {Judged{fmt::format("{:.0f} cycles per dependent load when the word holds an index ({:.0f} when it "
                                     "holds the next address)",
                                     i, d),
                         i, 30, within(i, 30, 0.2), "the index's scale-and-add is the difference"},
                  ""};
        }},
-      {"bank-serialization", "32 banks; an N-way conflict serializes N times", "32-way", "smem-banks",
+      {"bank-serialization", "32 banks; an N-way conflict serializes N times", "32-way", smem_banks::kProbe,
        [](const Json& rep) -> Outcome {
-         const auto rows = rows_of(rep, "smem-banks", {{"access", "ld.shared"}, {"width_bytes", 4}, {"stride", 32},
-                                                       {"warps", 32}});
-         if (rows.empty()) return missing(rep, "smem-banks");
-         const double ways = figure(*rows.front(), "measured_ways");
+         const auto rows = rows_of(rep, smem_banks::kProbe,
+                                   {{"access", "ld.shared"}, {"width_bytes", 4}, {"stride", 32}, {"warps", 32}});
+         if (rows.empty()) return missing(rep, smem_banks::kProbe);
+         const double ways = figure(*rows.front(), smem_banks::measured_ways);
          return {Judged{fmt::format("4-byte loads 128 bytes apart cost {:.1f}x the conflict-free access", ways), ways,
                         32, within(ways, 32, kTolerance), ""},
                  ""};
        }},
       {"unswizzled-conflicts", "Unswizzled shared layouts conflict; the 128-byte swizzle removes it", "8-way vs 1-way",
-       "smem-banks", [](const Json& rep) -> Outcome {
-         const auto plain = rows_of(rep, "smem-banks", {{"layout", "8x128B rows, unswizzled"}, {"warps", 32}});
-         const auto swizzled = rows_of(rep, "smem-banks", {{"layout", "8x128B rows, 128B swizzle"}, {"warps", 32}});
-         if (plain.empty() || swizzled.empty()) return missing(rep, "smem-banks");
-         const double p = figure(*plain.front(), "measured_ways"), s = figure(*swizzled.front(), "measured_ways");
+       smem_banks::kProbe,
+       [](const Json& rep) -> Outcome {
+         const auto plain = rows_of(rep, smem_banks::kProbe, {{"layout", "8x128B rows, unswizzled"}, {"warps", 32}});
+         const auto swizzled =
+             rows_of(rep, smem_banks::kProbe, {{"layout", "8x128B rows, 128B swizzle"}, {"warps", 32}});
+         if (plain.empty() || swizzled.empty()) return missing(rep, smem_banks::kProbe);
+         const double p = figure(*plain.front(), smem_banks::measured_ways),
+                      s = figure(*swizzled.front(), smem_banks::measured_ways);
          return {Judged{fmt::format("ldmatrix.x4 over 8 rows of 128 bytes: {:.1f}-way unswizzled, {:.1f}-way "
                                     "swizzled",
                                     p, s),
                         p / s, 8, within(p / s, 8, kTolerance), ""},
                  ""};
        }},
-      {"mma-sync-cap", "Without wgmma the tensor cores top out around 63% of peak", "63% of peak", "tensor-cores",
+      {"mma-sync-cap", "Without wgmma the tensor cores top out around 63% of peak", "63% of peak", tensor_cores::kProbe,
        [](const Json& rep) -> Outcome {
-         const auto rows = rows_of(rep, "tensor-cores", {{"dtype", "bf16"}});
-         if (rows.empty()) return missing(rep, "tensor-cores");
-         const double pct = figure(*rows.front(), "mma_sync_pct_clock_peak");
+         const auto rows = rows_of(rep, tensor_cores::kProbe, {{"dtype", "bf16"}});
+         if (rows.empty()) return missing(rep, tensor_cores::kProbe);
+         const double pct = figure(*rows.front(), tensor_cores::mma_sync_pct_clock_peak);
          return {Judged{fmt::format("bf16 mma.sync at best {:.1f}% of the clock peak", pct), pct, 63,
                         within(pct, 63, kTolerance), "1.5 SM cycles per m16n8k16 where the pipe needs 1 (mma-sync)"},
                  ""};
        }},
-      {"wgmma-utilization", "With wgmma, tensor-core utilization reaches >= 94%", ">= 94%", "tensor-cores",
+      {"wgmma-utilization", "With wgmma, tensor-core utilization reaches >= 94%", ">= 94%", tensor_cores::kProbe,
        [](const Json& rep) -> Outcome {
-         const auto rows = rows_of(rep, "tensor-cores", {{"dtype", "bf16"}});
-         if (rows.empty()) return missing(rep, "tensor-cores");
-         const double pct = figure(*rows.front(), "wgmma_pct_clock_peak");
+         const auto rows = rows_of(rep, tensor_cores::kProbe, {{"dtype", "bf16"}});
+         if (rows.empty()) return missing(rep, tensor_cores::kProbe);
+         const double pct = figure(*rows.front(), tensor_cores::wgmma_pct_clock_peak);
          return {Judged{fmt::format("bf16 wgmma at {:.1f}% of the clock peak", pct), pct, 94, pct >= 94, ""}, ""};
        }},
-      {"dense-bf16-peak", "989 TFLOP/s dense bf16 on the tensor cores", "989.4 TFLOP/s", "tensor-cores",
+      {"dense-bf16-peak", "989 TFLOP/s dense bf16 on the tensor cores", "989.4 TFLOP/s", tensor_cores::kProbe,
        [](const Json& rep) -> Outcome {
-         const auto rows = rows_of(rep, "tensor-cores", {{"dtype", "bf16"}});
-         if (rows.empty()) return missing(rep, "tensor-cores");
-         const double tflops = figure(*rows.front(), "wgmma_tflops");
+         const auto rows = rows_of(rep, tensor_cores::kProbe, {{"dtype", "bf16"}});
+         if (rows.empty()) return missing(rep, tensor_cores::kProbe);
+         const double tflops = figure(*rows.front(), tensor_cores::wgmma_tflops);
          const double mhz = (*rows.front())["telemetry"].value("kernel_sm_clock_mhz", 0.0);
          return {Judged{fmt::format("{:.0f} TFLOP/s from wgmma", tflops), tflops, kDenseBf16Tflops,
                         within(tflops, kDenseBf16Tflops, kTolerance),
@@ -151,13 +173,13 @@ std::vector<Claim> claims() {
                                     mhz, kH100BoostMhz)},
                  ""};
        }},
-      {"hbm-bandwidth", "HBM at ~3 TB/s (H200: ~4.8)", "3.35 TB/s (H100), 4.8 (H200)", "bandwidth",
+      {"hbm-bandwidth", "HBM at ~3 TB/s (H200: ~4.8)", "3.35 TB/s (H100), 4.8 (H200)", bandwidth::kProbe,
        [](const Json& rep) -> Outcome {
          std::vector<const Json*> rows;
-         for (const Json* r : rows_of(rep, "bandwidth", {{"level", "hbm"}}))
+         for (const Json* r : rows_of(rep, bandwidth::kProbe, {{"level", "hbm"}}))
            if (!r->value("peer", false)) rows.push_back(r);
-         if (rows.empty()) return missing(rep, "bandwidth");
-         const double tbps = best(rows, "tbps"), stated = stated_hbm_tbps(rep);
+         if (rows.empty()) return missing(rep, bandwidth::kProbe);
+         const double tbps = best(rows, bandwidth::tbps), stated = stated_hbm_tbps(rep);
          return {Judged{fmt::format("{:.2f} TB/s, the best SM kernel (read, write or copy)", tbps), tbps, stated,
                         within(tbps, stated, kTolerance),
                         "the stated figure is the interface's peak; refresh and turnarounds keep kernels below it"},
@@ -171,18 +193,19 @@ std::vector<Claim> claims() {
                         "another GPU than the account's H100 may carry another L2"},
                  ""};
        }},
-      {"l2-partitions", "The L2 is split into two ~25 MB partitions joined by a crossbar", "25 MB a partition", "l2",
+      {"l2-partitions", "The L2 is split into two ~25 MB partitions joined by a crossbar", "25 MB a partition",
+       l2::kProbe,
        [](const Json& rep) -> Outcome {
          // The l2 probe's footprint ladder: one SM's dependent latency as the footprint grows. Two
          // partitions that each keep a copy of what their SMs read show as a step at half the L2 to a
          // level of its own, below what lies beyond the L2.
-         std::vector<const Json*> ladder = rows_of(rep, "l2", {{"test", "latency"}});
-         if (ladder.size() < 3) return missing(rep, "l2");
+         std::vector<const Json*> ladder = rows_of(rep, l2::kProbe, {{"test", "latency"}});
+         if (ladder.size() < 3) return missing(rep, l2::kProbe);
          std::sort(ladder.begin(), ladder.end(), [](const Json* a, const Json* b) {
            return (*a)["params"]["l2_share"].get<double>() < (*b)["params"]["l2_share"].get<double>();
          });
          const auto share = [&](std::size_t i) { return (*ladder[i])["params"]["l2_share"].get<double>(); };
-         const auto cycles = [&](std::size_t i) { return figure(*ladder[i], "latency_cycles"); };
+         const auto cycles = [&](std::size_t i) { return figure(*ladder[i], l2::latency_cycles); };
          std::size_t step = 1;
          while (step < ladder.size() && cycles(step) < kLevelStep * cycles(0)) ++step;
          if (step == ladder.size() || share(step) > 1) {
@@ -206,25 +229,26 @@ std::vector<Claim> claims() {
                         "its halves are ~30"},
                  ""};
        }},
-      {"l2-bandwidth", "L2 at ~12 TB/s", "12 TB/s", "l2",
+      {"l2-bandwidth", "L2 at ~12 TB/s", "12 TB/s", l2::kProbe,
        [](const Json& rep) -> Outcome {
          // The best of every L2 read: bandwidth's quarter-L2 row, the l2 probe's ladder and its map's stream.
-         std::vector<const Json*> rows = rows_of(rep, "bandwidth", {{"level", "l2"}});
-         for (const Json* r : rows_of(rep, "l2")) {
-           if (r->at("metrics").contains("tbps") && r->at("params").value("source", "all") == "all") rows.push_back(r);
+         std::vector<const Json*> rows = rows_of(rep, bandwidth::kProbe, {{"level", "l2"}});
+         for (const Json* r : rows_of(rep, l2::kProbe)) {
+           if (r->at("metrics").contains(l2::tbps) && r->at("params").value("source", "all") == "all")
+             rows.push_back(r);
          }
-         if (rows.empty()) return missing(rep, "l2");
-         const double tbps = best(rows, "tbps");
+         if (rows.empty()) return missing(rep, l2::kProbe);
+         const double tbps = best(rows, bandwidth::tbps);  // l2's rows carry the same name
          return {Judged{fmt::format("{:.2f} TB/s, the best L2 read with every SM", tbps), tbps, 12, within(tbps, 12, kTolerance),
                         "every SM reading lines its own half of the L2 holds; far-partition reads do not lower it "
                         "(the l2 probe's ladder)"},
                  ""};
        }},
-      {"smem-aggregate", "~33 TB/s of shared memory bandwidth in all", "33 TB/s", "bandwidth",
+      {"smem-aggregate", "~33 TB/s of shared memory bandwidth in all", "33 TB/s", bandwidth::kProbe,
        [](const Json& rep) -> Outcome {
-         const auto rows = rows_of(rep, "bandwidth", {{"level", "smem"}});
-         if (rows.empty()) return missing(rep, "bandwidth");
-         const double tbps = figure(*rows.front(), "tbps");
+         const auto rows = rows_of(rep, bandwidth::kProbe, {{"level", "smem"}});
+         if (rows.empty()) return missing(rep, bandwidth::kProbe);
+         const double tbps = figure(*rows.front(), bandwidth::tbps);
          return {Judged{fmt::format("{:.1f} TB/s, conflict-free 16-byte loads on every SM", tbps), tbps, 33,
                         within(tbps, 33, kTolerance), ""},
                  ""};
@@ -240,12 +264,13 @@ std::vector<Claim> claims() {
          return {Judged{fmt::format("{:.0f} KB a block may opt into", kb), kb, 227, kb == 227, ""}, ""};
        }},
       {"sm-quadrants", "Each SM has four quadrants, each with a scheduler, a register file and a tensor core",
-       "4 quadrants", "quadrants", [](const Json& rep) -> Outcome {
-         const auto one = rows_of(rep, "quadrants", {{"warps_per_sm", 1}});
-         const auto four = rows_of(rep, "quadrants", {{"warps_per_sm", 4}});
-         if (one.empty() || four.empty()) return missing(rep, "quadrants");
-         const double lanes1 = figure(*one.front(), "fma_lanes_per_clock");
-         const double lanes4 = figure(*four.front(), "fma_lanes_per_clock");
+       "4 quadrants", quadrants::kProbe,
+       [](const Json& rep) -> Outcome {
+         const auto one = rows_of(rep, quadrants::kProbe, {{"warps_per_sm", 1}});
+         const auto four = rows_of(rep, quadrants::kProbe, {{"warps_per_sm", 4}});
+         if (one.empty() || four.empty()) return missing(rep, quadrants::kProbe);
+         const double lanes1 = figure(*one.front(), quadrants::fma_lanes_per_clock);
+         const double lanes4 = figure(*four.front(), quadrants::fma_lanes_per_clock);
          return {Judged{fmt::format("FFMA lanes per SM cycle: {:.1f} with one warp, {:.1f} with four ({:.2f}x)", lanes1,
                                     lanes4, lanes4 / lanes1),
                         lanes4 / lanes1, 4, within(lanes4 / lanes1, 4, kTolerance),
@@ -254,11 +279,12 @@ std::vector<Claim> claims() {
        }},
       // "989 TFLOP/s on tensor cores vs ~60 for everything else": the fastest other unit is FP32 FMA.
       {"non-tensor-cycles", "Cycles without tensor-core work cap utilization at a few percent (~60 of 989 TFLOP/s)",
-       "6.1% of the tensor peak", "quadrants", [](const Json& rep) -> Outcome {
-         const auto rows = rows_of(rep, "quadrants");
-         if (rows.empty()) return missing(rep, "quadrants");
+       "6.1% of the tensor peak", quadrants::kProbe,
+       [](const Json& rep) -> Outcome {
+         const auto rows = rows_of(rep, quadrants::kProbe);
+         if (rows.empty()) return missing(rep, quadrants::kProbe);
          constexpr double kStatedPct = 100.0 * 60 / 989;
-         const double lanes = best(rows, "fma_lanes_per_clock");
+         const double lanes = best(rows, quadrants::fma_lanes_per_clock);
          const int tensor = hopper_flop_per_clock_per_sm("bf16");
          const double pct = 100 * 2 * lanes / tensor;  // an FMA is 2 FLOP
          return {Judged{fmt::format("FFMA at best {:.1f} lanes per SM cycle: {:.1f}% of the tensor cores' {} bf16 FLOP "
@@ -268,15 +294,15 @@ std::vector<Claim> claims() {
                         "a cycle with no tensor work does at most this share of a tensor cycle's FLOPs"},
                  ""};
        }},
-      {"moderate-occupancy", "The H100 needs only moderate occupancy", "one warpgroup per SM", "occupancy",
+      {"moderate-occupancy", "The H100 needs only moderate occupancy", "one warpgroup per SM", occupancy::kProbe,
        [](const Json& rep) -> Outcome {
-         const auto rows = rows_of(rep, "occupancy", {{"kernel", "wgmma"}});
-         if (rows.empty()) return missing(rep, "occupancy");
-         const double top = best(rows, "pct_clock_peak");
+         const auto rows = rows_of(rep, occupancy::kProbe, {{"kernel", "wgmma"}});
+         if (rows.empty()) return missing(rep, occupancy::kProbe);
+         const double top = best(rows, occupancy::pct_clock_peak);
          double warps = 0;
          for (const Json* r : rows) {
-           if (figure(*r, "pct_clock_peak") >= 0.9 * top) {
-             warps = figure(*r, "warps_per_sm");
+           if (figure(*r, occupancy::pct_clock_peak) >= 0.9 * top) {
+             warps = figure(*r, occupancy::warps_per_sm);
              break;
            }
          }
@@ -286,11 +312,12 @@ std::vector<Claim> claims() {
                  ""};
        }},
       {"warp-copies", "Warp-synchronous copies are near the worst fallback; TMA's bulk copies matter", "TMA ahead",
-       "copy-engines", [](const Json& rep) -> Outcome {
-         const auto tma = rows_of(rep, "copy-engines", {{"engine", "tma"}});
-         const auto warp = rows_of(rep, "copy-engines", {{"engine", "warp"}});
-         if (tma.empty() || warp.empty()) return missing(rep, "copy-engines");
-         const double t = best(tma, "tbps"), w = best(warp, "tbps");
+       copy_engines::kProbe,
+       [](const Json& rep) -> Outcome {
+         const auto tma = rows_of(rep, copy_engines::kProbe, {{"engine", "tma"}});
+         const auto warp = rows_of(rep, copy_engines::kProbe, {{"engine", "warp"}});
+         if (tma.empty() || warp.empty()) return missing(rep, copy_engines::kProbe);
+         const double t = best(tma, copy_engines::tbps), w = best(warp, copy_engines::tbps);
          return {Judged{fmt::format("best warp copy {:.2f} TB/s against TMA's {:.2f} ({:.0f}%)", w, t, 100 * w / t),
                         w / t, 1, w < 0.9 * t, "warp copies issue several times TMA's instructions per KiB"},
                  ""};
@@ -334,14 +361,14 @@ Result claim_row(const Claim& c, const Json& report) {
 }  // namespace
 
 std::vector<ClaimRun> claim_runs() {
-  return {{"smem-latency", {}},
-          {"smem-banks", {"--width", "4"}},
-          {"tensor-cores", {"--dtype", "bf16"}},
-          {"bandwidth", {}},
-          {"occupancy", {"--kernel", "wgmma"}},
-          {"quadrants", {"--warps", "1,4,8"}},
-          {"copy-engines", {}},
-          {"l2", {}}};
+  return {{smem_latency::kProbe, {}},
+          {smem_banks::kProbe, {"--width", "4"}},
+          {tensor_cores::kProbe, {"--dtype", "bf16"}},
+          {bandwidth::kProbe, {}},
+          {occupancy::kProbe, {"--kernel", "wgmma"}},
+          {quadrants::kProbe, {"--warps", "1,4,8"}},
+          {copy_engines::kProbe, {}},
+          {l2::kProbe, {}}};
 }
 
 std::vector<Result> judge_claims(const Json& report) {

@@ -14,12 +14,15 @@
 #include <algorithm>
 
 #include "probes/bandwidth/bulk_copy_kernels.hpp"
+#include "probes/bandwidth/metrics.hpp"
 #include "probes/common/bandwidth_kernels.hpp"
 #include "probes/common/l2_read.hpp"
 #include "probes/common/smem_banks_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::bandwidth;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -74,9 +77,9 @@ class Bandwidth final : public Probe {
 
   Result row(const std::string& level, const std::string& op, const Measurement& m, std::optional<double> ceiling) {
     Result r(name(), {{"level", level}, {"op", op}});
-    r.metric("tbps", m.stats, "TB/s", Better::higher);
-    r.value("ceiling_tbps", ceiling ? Json(*ceiling) : Json(nullptr));
-    r.value("pct_ceiling", ceiling ? Json(100 * m.stats.median / *ceiling) : Json(nullptr));
+    r.metric(metric::tbps, m.stats, "TB/s", Better::higher);
+    r.value(metric::ceiling_tbps, ceiling ? Json(*ceiling) : Json(nullptr));
+    r.value(metric::pct_ceiling, ceiling ? Json(100 * m.stats.median / *ceiling) : Json(nullptr));
     r.telemetry = m.telemetry;
     return r;
   }
@@ -217,7 +220,7 @@ class Bandwidth final : public Probe {
     const L2Read read = measure_l2_read(ctx, bytes, "bandwidth l2 read");
     Result r = row("l2", "read", read.m, std::nullopt);
     r.params["bytes"] = bytes;
-    r.value("passes", read.passes);
+    r.value(metric::passes, read.passes);
     r.checked({{"what", "XOR of every word read vs the host's"}, {"value", read.xor_read}, {"expected", read.xor_expected}},
               read.right());
     ctx.add(std::move(r));
@@ -238,7 +241,7 @@ class Bandwidth final : public Probe {
     const double ceiling = double(kSmemBytesPerClock) * ctx.device.sms * m.sm_clock_mhz * 1e6 / 1e12;
     Result r = row("smem", "read", m, ceiling);
     r.params["access"] = "ld.shared.v4, conflict-free, 32 warps per SM";
-    r.value("bytes_per_clock_per_sm", m.stats.median * 1e12 / (ctx.device.sms * m.sm_clock_mhz * 1e6));
+    r.value(metric::bytes_per_clock_per_sm, m.stats.median * 1e12 / (ctx.device.sms * m.sm_clock_mhz * 1e6));
     ctx.add(std::move(r));
   }
 };

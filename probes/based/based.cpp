@@ -19,12 +19,15 @@
 #include <string_view>
 #include <vector>
 
+#include "probes/based/metrics.hpp"
 #include "probes/common/attention_reference.hpp"
 #include "probes/common/based_reference.hpp"
 #include "probes/common/clock_bracket.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::based;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -168,8 +171,8 @@ class BasedProbe final : public Probe {
     Result r(name(), params_json(s));
     const auto pct_clock = add_rates(ctx, r, m, s);
     const auto e = based_check::compare_to_reference(b.o.get(), b.o_ref.get(), s, stream);
-    r.value("rel_error", e.rel_error);
-    r.value("worst_row_error", e.worst_row_error);
+    r.value(metric::rel_error, e.rel_error);
+    r.value(metric::worst_row_error, e.worst_row_error);
     const bool passed = e.rel_error < kMaxRelError && e.worst_row_error < kMaxRowError;  // false on NaN
     r.checked({{"what",
                 "||O - O_ref||_F / ||O_ref||_F and the same for the worst row, against the quadratic fp32 "
@@ -185,14 +188,14 @@ class BasedProbe final : public Probe {
 
   // The row's rates: TFLOP/s, the time per launch it implies, and (judged) % of the clock peak.
   static std::optional<double> add_rates(ProbeContext& ctx, Result& r, const Measurement& m, const Shape& s) {
-    r.metric("tflops", m.stats, "TFLOP/s", Better::higher);
-    r.value("ms", based::flops(s) / (m.stats.median * 1e12) * 1e3);
+    r.metric(metric::tflops, m.stats, "TFLOP/s", Better::higher);
+    r.value(metric::ms, based::flops(s) / (m.stats.median * 1e12) * 1e3);
     r.telemetry = m.telemetry;
     const auto pct_clock = pct_of_clock_peak(m, ctx.device.sms, hopper_flop_per_clock_per_sm("bf16"));
     if (!pct_clock) return std::nullopt;
     // Judged per clock, as attention is: TFLOP/s moves with the power state from run to run, the
     // share of the peak at the clock the kernel ran at far less.
-    r.metric("pct_clock_peak", *pct_clock, "%", Better::higher);
+    r.metric(metric::pct_clock_peak, *pct_clock, "%", Better::higher);
     r.primary = "pct_clock_peak";
     return pct_clock->median;
   }

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "probes/cluster/cluster_kernels.hpp"
+#include "probes/cluster/metrics.hpp"
 #include "probes/common/bandwidth_kernels.hpp"
 #include "probes/common/chain.hpp"
 #include "probes/common/chase_slope.hpp"
@@ -24,6 +25,8 @@
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::cluster;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -145,12 +148,12 @@ class Cluster final : public Probe {
       ctx.add(std::move(r));
       return std::nullopt;
     }
-    r.value("max_active_clusters", clusters);
-    r.value("blocks_at_once", clusters * size);
-    r.value("blocks_per_sm", double(clusters * size) / ctx.device.sms);
-    r.value("smem_per_block_bytes", cl::kStreamBytes);
-    r.value("threads_per_block", cl::kThreads);
-    r.value("portable", size <= cl::kPortableMax);
+    r.value(metric::max_active_clusters, clusters);
+    r.value(metric::blocks_at_once, clusters * size);
+    r.value(metric::blocks_per_sm, double(clusters * size) / ctx.device.sms);
+    r.value(metric::smem_per_block_bytes, cl::kStreamBytes);
+    r.value(metric::threads_per_block, cl::kThreads);
+    r.value(metric::portable, size <= cl::kPortableMax);
     ctx.add(std::move(r));
     return clusters;
   }
@@ -174,7 +177,7 @@ class Cluster final : public Probe {
                             chase_cycles, [&] { return clock.download()[0]; });
     Result r(name(), {{"test", "latency"}, {"cluster_size", size}, {"target", target_name(target)}});
     add_chase_slope(r, slope);
-    r.value("chain_bytes", kChainWords * 4);
+    r.value(metric::chain_bytes, kChainWords * 4);
     ctx.add(std::move(r));
     return slope.m.stats.median;
   }
@@ -191,12 +194,12 @@ class Cluster final : public Probe {
     const Measurement m = ctx.harness.time_kernel_rate(
         fmt::format("cluster bandwidth size={} source={}", size, source_name(offset)), launch, bytes / 1e12, clock.get());
     Result r(name(), {{"test", "bandwidth"}, {"cluster_size", size}, {"source", source_name(offset)}});
-    r.metric("tbps", m.stats, "TB/s", Better::higher);
+    r.metric(metric::tbps, m.stats, "TB/s", Better::higher);
     const double per_clock = m.stats.median * 1e12 / (m.sm_clock_mhz * 1e6 * ctx.device.sms);
-    r.value("bytes_per_clk_per_sm", per_clock);
-    r.value("clusters", clusters);
-    r.value("blocks", clusters * size);
-    r.value("bytes_per_block", cl::stream_bytes_per_block(passes));
+    r.value(metric::bytes_per_clk_per_sm, per_clock);
+    r.value(metric::clusters, clusters);
+    r.value(metric::blocks, clusters * size);
+    r.value(metric::bytes_per_block, cl::stream_bytes_per_block(passes));
     r.telemetry = m.telemetry;
     ctx.add(std::move(r));
     return per_clock;
@@ -239,14 +242,14 @@ class Cluster final : public Probe {
 
     // Reads of each tile from L2 per cluster: one multicast, or one per block.
     const int reads = d == cl::Delivery::multicast ? 1 : size;
-    r.metric("delivered_tbps", meas.stats, "TB/s", Better::higher);
-    r.value("l2_read_tbps", meas.stats.median * reads / size);
-    r.value("bytes_per_clk_per_sm", meas.stats.median * 1e12 / (meas.sm_clock_mhz * 1e6 * ctx.device.sms));
-    r.value("clusters", clusters);
-    r.value("blocks", blocks);
-    r.value("tile_bytes", cl::kTileBytes);
-    r.value("tiles_per_block", tiles_per_cluster);
-    r.value("buffer_bytes", kTileBufferBytes);
+    r.metric(metric::delivered_tbps, meas.stats, "TB/s", Better::higher);
+    r.value(metric::l2_read_tbps, meas.stats.median * reads / size);
+    r.value(metric::bytes_per_clk_per_sm, meas.stats.median * 1e12 / (meas.sm_clock_mhz * 1e6 * ctx.device.sms));
+    r.value(metric::clusters, clusters);
+    r.value(metric::blocks, blocks);
+    r.value(metric::tile_bytes, cl::kTileBytes);
+    r.value(metric::tiles_per_block, tiles_per_cluster);
+    r.value(metric::buffer_bytes, kTileBufferBytes);
     r.checked({{"what", "each block's sum of the words it received vs the host's sum of its cluster's tiles"},
                {"blocks_wrong", wrong},
                {"blocks", blocks}},

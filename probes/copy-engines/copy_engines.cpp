@@ -15,13 +15,16 @@
 #include <optional>
 
 #include "probes/common/bandwidth_kernels.hpp"
-#include "probes/copy-engines/copy_engines_kernels.hpp"
 #include "probes/common/tensor_types.hpp"
+#include "probes/copy-engines/copy_engines_kernels.hpp"
+#include "probes/copy-engines/metrics.hpp"
 #include "src/counters.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
 #include "src/residency.hpp"
+
+namespace metric = tkprobe::probe_metrics::copy_engines;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -214,15 +217,15 @@ class CopyEngines final : public Probe {
                    ce::copying_threads(e, box),
                    threads,
                    per_kib};
-    r.metric("tbps", m.stats, "TB/s", Better::higher);
-    r.value("ceiling_tbps", ceiling);
-    r.value("pct_ceiling", row.pct_ceiling);
-    r.value("registers_per_thread", row.registers);
-    r.value("warp_instructions_per_kib", per_kib ? Json(*per_kib) : Json(nullptr));
-    r.value("copying_threads", row.copying_threads);
-    r.value("threads_per_cta", threads);
-    r.value("occupancy_pct", 100 * res.occupancy);
-    r.value("concurrent_ctas_per_sm", concurrent);
+    r.metric(metric::tbps, m.stats, "TB/s", Better::higher);
+    r.value(metric::ceiling_tbps, ceiling);
+    r.value(metric::pct_ceiling, row.pct_ceiling);
+    r.value(metric::registers_per_thread, row.registers);
+    r.value(metric::warp_instructions_per_kib, per_kib ? Json(*per_kib) : Json(nullptr));
+    r.value(metric::copying_threads, row.copying_threads);
+    r.value(metric::threads_per_cta, threads);
+    r.value(metric::occupancy_pct, 100 * res.occupancy);
+    r.value(metric::concurrent_ctas_per_sm, concurrent);
     r.checked({{"what", "XOR of every word read back from shared memory vs the host's XOR of the tensor"},
                {"value", got},
                {"expected", want}},

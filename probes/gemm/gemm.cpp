@@ -14,9 +14,12 @@
 #include "kernels/gemm/gemm.hpp"
 #include "probes/common/cublaslt_gemm.hpp"
 #include "probes/common/tensor_types.hpp"
+#include "probes/gemm/metrics.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::gemm;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -138,17 +141,17 @@ class Gemm final : public Probe {
     const double peak = datasheet_peak(ctx);
     Result r_ref = row("cublaslt", shape, ref, paired, peak);
     r_ref.peer = true;
-    r_ref.value("spot_error_vs_host", spot);
+    r_ref.value(metric::spot_error_vs_host, spot);
     r_ref.checked({{"what", "64 entries against host dot products in double (largest relative error)"},
                    {"value", spot},
                    {"max", kMaxSpotError}},
                   spot < kMaxSpotError);
     ctx.add(std::move(r_ref));
     Result r_tk = row("tk", shape, tk, paired, peak);
-    r_tk.metric("ratio_vs_cublaslt", paired.stats, "x", Better::higher);
+    r_tk.metric(metric::ratio_vs_cublaslt, paired.stats, "x", Better::higher);
     r_tk.primary = "ratio_vs_cublaslt";  // paired, so the power state cancels; TFLOP/s moves with it
-    r_tk.value("ratio_of_medians", tk.median / ref.median);
-    r_tk.value("rel_error_vs_cublaslt", error);
+    r_tk.value(metric::ratio_of_medians, tk.median / ref.median);
+    r_tk.value(metric::rel_error_vs_cublaslt, error);
     r_tk.checked({{"what", "||C - C_cublaslt||_F / ||C_cublaslt||_F"}, {"value", error}, {"max", kMaxRelError}},
                  error < kMaxRelError);
     ctx.add(std::move(r_tk));
@@ -172,7 +175,7 @@ class Gemm final : public Probe {
         ctx.harness.time_kernel_rate("gemm tk " + shape, [&](cudaStream_t stream) { ours(stream); }, tflop);
     Result r = row("tk", shape, m.stats, m, datasheet_peak(ctx));
     r.params["timed"] = "alone";  // not the paired row compare holds against cuBLASLt
-    r.value("spot_error_vs_host", spot);
+    r.value(metric::spot_error_vs_host, spot);
     r.checked({{"what", "64 entries against host dot products in double (largest relative error)"},
                {"value", spot},
                {"max", kMaxSpotError}},
@@ -183,8 +186,8 @@ class Gemm final : public Probe {
   Result row(const std::string& kernel, const std::string& shape, const Stats& tflops, const Measurement& timed,
              double peak) const {
     Result r(name(), {{"kernel", kernel}, {"shape", shape}, {"dtype", "bf16"}});
-    r.metric("tflops", tflops, "TFLOP/s", Better::higher);
-    r.value("pct_datasheet_peak", peak > 0 ? Json(100 * tflops.median / peak) : Json(nullptr));
+    r.metric(metric::tflops, tflops, "TFLOP/s", Better::higher);
+    r.value(metric::pct_datasheet_peak, peak > 0 ? Json(100 * tflops.median / peak) : Json(nullptr));
     r.telemetry = timed.telemetry;
     return r;
   }

@@ -3,8 +3,11 @@
 
 #include <cmath>
 
+#include "probes/info/metrics.hpp"
 #include "src/nvml.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::info;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -22,19 +25,19 @@ class Info final : public Probe {
     const DeviceInfo& d = ctx.device;
     const NvmlSample now = Nvml::instance().sample(d.pci_bus_id);
     Result r(name());
-    r.value("name", d.name)
-        .value("cc", fmt::format("{}.{}", d.cc_major, d.cc_minor))
-        .value("sms", d.sms)
-        .value("l2_mib", d.l2_bytes / 1048576.0)
-        .value("smem_per_sm_kib", d.smem_per_sm / 1024)
-        .value("smem_per_block_kib", d.smem_per_block_optin / 1024)
-        .value("sm_clock_max_mhz", d.sm_clock_max_mhz)
-        .value("sm_clock_now_mhz", now.valid ? Json(now.sm_clock_mhz) : Json("unavailable"))
-        .value("mem_clock_mhz", d.mem_clock_mhz)
-        .value("power_limit_w", std::isnan(d.power_limit_w) ? Json("unavailable") : Json(d.power_limit_w))
-        .value("driver", d.driver)
-        .value("cuda_driver_api", fmt::format("{}.{}", d.driver_api / 1000, d.driver_api % 1000 / 10))
-        .value("cuda_runtime", fmt::format("{}.{}", d.runtime_api / 1000, d.runtime_api % 1000 / 10));
+    r.value(metric::name, d.name)
+        .value(metric::cc, fmt::format("{}.{}", d.cc_major, d.cc_minor))
+        .value(metric::sms, d.sms)
+        .value(metric::l2_mib, d.l2_bytes / 1048576.0)
+        .value(metric::smem_per_sm_kib, d.smem_per_sm / 1024)
+        .value(metric::smem_per_block_kib, d.smem_per_block_optin / 1024)
+        .value(metric::sm_clock_max_mhz, d.sm_clock_max_mhz)
+        .value(metric::sm_clock_now_mhz, now.valid ? Json(now.sm_clock_mhz) : Json("unavailable"))
+        .value(metric::mem_clock_mhz, d.mem_clock_mhz)
+        .value(metric::power_limit_w, std::isnan(d.power_limit_w) ? Json("unavailable") : Json(d.power_limit_w))
+        .value(metric::driver, d.driver)
+        .value(metric::cuda_driver_api, fmt::format("{}.{}", d.driver_api / 1000, d.driver_api % 1000 / 10))
+        .value(metric::cuda_runtime, fmt::format("{}.{}", d.runtime_api / 1000, d.runtime_api % 1000 / 10));
     add_peaks(ctx, r);
     ctx.add(std::move(r));
   }
@@ -45,7 +48,7 @@ class Info final : public Probe {
   void add_peaks(ProbeContext& ctx, Result& r) const {
     const DeviceInfo& d = ctx.device;
     const auto peaks = datasheet_peaks(d.name);
-    r.value("datasheet", peaks ? Json(peaks->part) : Json("no datasheet row for this GPU"));
+    r.value(metric::datasheet, peaks ? Json(peaks->part) : Json("no datasheet row for this GPU"));
     if (peaks) {
       const double values[] = {peaks->bf16, peaks->fp16, peaks->tf32, peaks->fp8, peaks->int8};
       for (int i = 0; i < 5; ++i) r.value(fmt::format("peak_{}_tflops", kDtypes[i]), values[i]);

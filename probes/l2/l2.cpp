@@ -20,10 +20,13 @@
 #include "probes/common/l2_read.hpp"
 #include "probes/l2/l2_kernels.hpp"
 #include "probes/l2/l2_split.hpp"
+#include "probes/l2/metrics.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
 #include "src/report.hpp"
+
+namespace metric = tkprobe::probe_metrics::l2;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -141,16 +144,16 @@ class L2 final : public Probe {
 
   void add_summary(ProbeContext& ctx, const LatencyMap& map, const l2::Partitions& parts, int lines) {
     Result r(name(), {{"test", "map"}, {"lines", lines}});
-    r.value("sms", int(map.smids.size()));
-    r.value("groups", int(parts.groups.size()));
-    r.value("pattern_share_pct", 100 * parts.pattern_share);
-    r.value("near_cycles", parts.near_cycles);
-    r.value("far_cycles", parts.far_cycles);
+    r.value(metric::sms, int(map.smids.size()));
+    r.value(metric::groups, int(parts.groups.size()));
+    r.value(metric::pattern_share_pct, 100 * parts.pattern_share);
+    r.value(metric::near_cycles, parts.near_cycles);
+    r.value(metric::far_cycles, parts.far_cycles);
     std::vector<double> sm_medians;  // each SM's median over the lines: how far the SMs sit from the L2 as a whole
     for (const auto& c : map.cycles) sm_medians.push_back(summarize(c).median);
     const Stats spread = summarize(sm_medians);
-    r.value("sm_median_least_cycles", spread.min);
-    r.value("sm_median_most_cycles", spread.max);
+    r.value(metric::sm_median_least_cycles, spread.min);
+    r.value(metric::sm_median_most_cycles, spread.max);
     r.checked({{"what", "every block of the map ran on an SM of its own (its shared memory keeps a second off)"}},
               map.one_block_per_sm);
     ctx.add(std::move(r));
@@ -180,11 +183,11 @@ class L2 final : public Probe {
     const Stats near_stats = summarize(near), far_stats = summarize(far);  // over the group's SMs
     const double near_share_pct = 100.0 * double(std::count(g.near.begin(), g.near.end(), true)) / double(g.near.size());
     Result r(name(), {{"test", "partition"}, {"group", index}});
-    r.metric("near_cycles", near_stats, "cycles", Better::lower);
-    r.metric("far_cycles", far_stats, "cycles", Better::lower);
-    r.value("sms", int(g.members.size()));
-    r.value("near_share_pct", near_share_pct);
-    r.value("smids", id_ranges(ids));
+    r.metric(metric::near_cycles, near_stats, "cycles", Better::lower);
+    r.metric(metric::far_cycles, far_stats, "cycles", Better::lower);
+    r.value(metric::sms, int(g.members.size()));
+    r.value(metric::near_share_pct, near_share_pct);
+    r.value(metric::smids, id_ranges(ids));
     ctx.add(std::move(r));
     ctx.finding(name(), fmt::format("group {} ({} SMs: {}): near lines {:.0f} cycles, far {:.0f} ({:.0f}% of the lines "
                                     "near)", index, g.members.size(), id_ranges(ids), near_stats.median,
@@ -223,12 +226,12 @@ class L2 final : public Probe {
       const Measurement t = ctx.harness.time_kernel_rate(
           fmt::format("l2 stream {}", source), [&](cudaStream_t s) { l2::launch_stream(a, ctx.device.sms, s); },
           bytes / 1e12);
-      r.metric("tbps", t.stats, "TB/s", Better::higher);
+      r.metric(metric::tbps, t.stats, "TB/s", Better::higher);
       std::vector<std::uint32_t> distinct = flat;
       std::sort(distinct.begin(), distinct.end());
       distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-      r.value("lines_per_block", count);
-      r.value("footprint_bytes", distinct.size() * l2::kLineBytes);
+      r.value(metric::lines_per_block, count);
+      r.value(metric::footprint_bytes, distinct.size() * l2::kLineBytes);
       r.telemetry = t.telemetry;
       ctx.add(std::move(r));
     }
@@ -251,8 +254,8 @@ class L2 final : public Probe {
       if (!streamed(share)) continue;
       const L2Read read = measure_l2_read(ctx, bytes, fmt::format("l2 ladder stream {:.0f}%", 100 * share));
       Result r(name(), {{"test", "stream"}, {"l2_share", share}, {"footprint_bytes", bytes}});
-      r.metric("tbps", read.m.stats, "TB/s", Better::higher);
-      r.value("passes", read.passes);
+      r.metric(metric::tbps, read.m.stats, "TB/s", Better::higher);
+      r.value(metric::passes, read.passes);
       if (share >= kFirstUnjudgedStreamShare)
         r.not_judged("what the L2 keeps near its capacity depends on the process's pages: 7.23-7.90 TB/s at 7/8");
       r.checked({{"what", "XOR of every word read vs the host's"}, {"value", read.xor_read},
@@ -295,8 +298,8 @@ class L2 final : public Probe {
       return Sample{double(cycles.download()[0]) / kLadderTimedLoads, window_mhz(w), (w.end.ns - w.begin.ns) * 1e-9};
     });
     Result r(name(), {{"test", "latency"}, {"l2_share", share}, {"footprint_bytes", lines * gc::kLineBytes}});
-    r.metric("latency_cycles", m.stats, "cycles", Better::lower);
-    r.value("latency_ns", m.stats.median / m.sm_clock_mhz * 1e3);
+    r.metric(metric::latency_cycles, m.stats, "cycles", Better::lower);
+    r.value(metric::latency_ns, m.stats.median / m.sm_clock_mhz * 1e3);
     r.checked({{"what", "every chase ended on the line the host's walk of the chain predicts"}}, ended_right);
     r.telemetry = m.telemetry;
     ctx.add(std::move(r));

@@ -12,9 +12,12 @@
 
 #include "probes/common/chain.hpp"
 #include "probes/common/global_chase.hpp"
+#include "probes/mem-latency/metrics.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::mem_latency;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -105,9 +108,9 @@ class MemLatency final : public Probe {
       return Sample{chain::fit_line(x, y).slope, window_mhz(longest), (longest.end.ns - longest.begin.ns) * 1e-9};
     });
     Result r(name(), {{"footprint_bytes", bytes}, {"cache_state", warm ? "warm" : "flushed"}});
-    r.metric("latency_cycles", m.stats, "cycles", Better::lower);
-    r.value("latency_ns", m.stats.median / m.sm_clock_mhz * 1e3);
-    r.value("sm_clock_mhz", m.sm_clock_mhz);
+    r.metric(metric::latency_cycles, m.stats, "cycles", Better::lower);
+    r.value(metric::latency_ns, m.stats.median / m.sm_clock_mhz * 1e3);
+    r.value(metric::sm_clock_mhz, m.sm_clock_mhz);
     r.checked({{"what", "every chase ended on the line the host's walk of the chain predicts"}}, ended_right);
     r.telemetry = m.telemetry;
     return ctx.add(std::move(r));

@@ -9,9 +9,12 @@
 
 #include "probes/common/bandwidth_kernels.hpp"
 #include "probes/common/tensor_bench.hpp"
+#include "probes/occupancy/metrics.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::occupancy;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -111,11 +114,11 @@ class Occupancy final : public Probe {
       mismatches.poison(0);
       bw::count_mismatches(dst.get(), count, seed, mismatches.get(), ctx.harness.stream());
       const auto bad = mismatches.download()[0];
-      r.metric("tbps", m.stats, "TB/s", Better::higher);
-      r.value("warps_per_sm", res.warps_per_sm);
-      r.value("occupancy_pct", 100 * res.occupancy);
-      r.value("registers_per_thread", res.registers_per_thread);
-      r.value("concurrent_blocks_per_sm", concurrent);
+      r.metric(metric::tbps, m.stats, "TB/s", Better::higher);
+      r.value(metric::warps_per_sm, res.warps_per_sm);
+      r.value(metric::occupancy_pct, 100 * res.occupancy);
+      r.value(metric::registers_per_thread, res.registers_per_thread);
+      r.value(metric::concurrent_blocks_per_sm, concurrent);
       r.checked({{"what", "words copied that differ from the source"}, {"value", bad}}, bad == 0);
       r.telemetry = m.telemetry;
       ctx.add(std::move(r));

@@ -28,9 +28,12 @@
 #include "probes/common/chain.hpp"
 #include "probes/common/chase_slope.hpp"
 #include "probes/common/global_chase.hpp"
+#include "probes/p2p/metrics.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::p2p;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -202,7 +205,7 @@ class P2p final : public Probe {
     const std::string label = fmt::format("p2p {} {}->{}", method_name(m), s.info.index, d.info.index);
     const double figure =
         m == Method::sm_chase ? chase(ctx, r, label, from, d) : stream(r, m, label, s, from, d, to, bytes);
-    r.value("issued_on", issuer.info.index);
+    r.value(metric::issued_on, issuer.info.index);
     ctx.add(std::move(r));
     return figure;
   }
@@ -224,7 +227,7 @@ class P2p final : public Probe {
       }
     };
     const Measurement meas = issuer.harness.time_kernel_rate(label, launch, double(bytes) / 1e9);
-    r.metric("gbps", meas.stats, "GB/s", Better::higher);
+    r.metric(metric::gbps, meas.stats, "GB/s", Better::higher);
     r.telemetry = meas.telemetry;
     if (m == Method::sm_loads) {
       to.sink.poison(0);
@@ -270,9 +273,9 @@ class P2p final : public Probe {
           return static_cast<double>(cycles.download()[0]);
         },
         [&] { return clock.download()[0]; });
-    r.metric("latency_cycles", slope.m.stats, "cycles", Better::lower);
-    r.value("latency_ns", slope.m.stats.median / slope.m.sm_clock_mhz * 1e3);
-    r.value("overhead_cycles", slope.overhead_cycles);
+    r.metric(metric::latency_cycles, slope.m.stats, "cycles", Better::lower);
+    r.value(metric::latency_ns, slope.m.stats.median / slope.m.sm_clock_mhz * 1e3);
+    r.value(metric::overhead_cycles, slope.overhead_cycles);
     r.checked({{"what", "every chase ended on the line the host's walk predicts; cycles linear in chase length"},
                {"ended_right", ended_right},
                {"max_rel_residual", slope.max_rel_residual},

@@ -11,11 +11,14 @@
 #include <algorithm>
 #include <set>
 
+#include "probes/quadrants/metrics.hpp"
 #include "probes/quadrants/quadrants_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
 #include "src/residency.hpp"
+
+namespace metric = tkprobe::probe_metrics::quadrants;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -80,14 +83,14 @@ class Quadrants final : public Probe {
     for (std::uint32_t s : slot_ids) sub_partitions.insert(s % qd::kQuadrants);
 
     Result r(name(), {{"warps_per_sm", warps}, {"op", "ffma.f32"}});
-    r.metric("fma_lanes_per_clock", m.stats, "lanes/clk/SM", Better::higher);
+    r.metric(metric::fma_lanes_per_clock, m.stats, "lanes/clk/SM", Better::higher);
     const int ideal = std::min(warps, qd::kQuadrants) * qd::kLanes;
-    r.value("ideal_if_spread", ideal);
-    r.value("pct_of_ideal", 100 * m.stats.median / ideal);
+    r.value(metric::ideal_if_spread, ideal);
+    r.value(metric::pct_of_ideal, 100 * m.stats.median / ideal);
     // A string ("2,3,0"), as the report's metrics are scalars or statistics.
-    r.value("warp_slots", fmt::format("{}", fmt::join(slot_ids, ",")));
-    r.value("sub_partitions_used", int(sub_partitions.size()));
-    r.value("blocks_per_sm", res.blocks_per_sm);
+    r.value(metric::warp_slots, fmt::format("{}", fmt::join(slot_ids, ",")));
+    r.value(metric::sub_partitions_used, int(sub_partitions.size()));
+    r.value(metric::blocks_per_sm, res.blocks_per_sm);
     r.telemetry = m.telemetry;
     ctx.add(std::move(r));
     return m.stats.median;

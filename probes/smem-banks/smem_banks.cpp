@@ -12,10 +12,13 @@
 #include <map>
 #include <numeric>
 
-#include "probes/smem-banks/bank_model.hpp"
 #include "probes/common/smem_banks_kernels.hpp"
+#include "probes/smem-banks/bank_model.hpp"
+#include "probes/smem-banks/metrics.hpp"
 #include "src/device_buffer.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::smem_banks;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -111,10 +114,10 @@ class SmemBanks final : public Probe {
 
   static Result row(Json params, const Measurement& m, double baseline_cycles, double model_ways) {
     Result r("smem-banks", std::move(params));
-    r.metric("cycles_per_access", m.stats, "cycles", Better::lower);
-    r.value("model_ways", model_ways);
-    r.value("measured_ways", m.stats.median / baseline_cycles);
-    r.value("ns_per_access", m.stats.median / m.sm_clock_mhz * 1e3);
+    r.metric(metric::cycles_per_access, m.stats, "cycles", Better::lower);
+    r.value(metric::model_ways, model_ways);
+    r.value(metric::measured_ways, m.stats.median / baseline_cycles);
+    r.value(metric::ns_per_access, m.stats.median / m.sm_clock_mhz * 1e3);
     r.telemetry = m.telemetry;
     return r;
   }
@@ -129,7 +132,7 @@ class SmemBanks final : public Probe {
   static Result strided_row(int width, int stride, int warps, const Measurement& m, double baseline) {
     Result r = row({{"access", "ld.shared"}, {"width_bytes", width}, {"stride", stride}, {"warps", warps}}, m, baseline,
                    banks::strided_ways(width, stride));
-    r.value("bytes_per_clock", banks::kWarpSize * width / m.stats.median);
+    r.value(metric::bytes_per_clock, banks::kWarpSize * width / m.stats.median);
     return r;
   }
 

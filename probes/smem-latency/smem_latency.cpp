@@ -10,9 +10,12 @@
 #include <algorithm>
 
 #include "probes/common/chain.hpp"
+#include "probes/smem-latency/metrics.hpp"
 #include "probes/smem-latency/smem_latency_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::smem_latency;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -111,11 +114,11 @@ class SmemLatency final : public Probe {
     });
 
     Result r(name(), std::move(params));
-    r.metric("latency_cycles", m.stats, "cycles", Better::lower);
-    r.value("latency_ns", m.stats.median / m.sm_clock_mhz * 1e3);
-    r.value("overhead_cycles", summarize(intercepts).median);
-    r.value("chase_loads", fmt::format("{}..{} ({} lengths)", lengths.front(), lengths.back(), lengths.size()));
-    r.value("sm_clock_mhz", m.sm_clock_mhz);
+    r.metric(metric::latency_cycles, m.stats, "cycles", Better::lower);
+    r.value(metric::latency_ns, m.stats.median / m.sm_clock_mhz * 1e3);
+    r.value(metric::overhead_cycles, summarize(intercepts).median);
+    r.value(metric::chase_loads, fmt::format("{}..{} ({} lengths)", lengths.front(), lengths.back(), lengths.size()));
+    r.value(metric::sm_clock_mhz, m.sm_clock_mhz);
     const double residual = summarize(residuals).max;
     r.checked({{"what", "cycles linear in chase length"}, {"max_rel_residual", residual}, {"max", kMaxResidual}},
               residual <= kMaxResidual);

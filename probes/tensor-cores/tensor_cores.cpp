@@ -6,8 +6,11 @@
 #include <CLI/CLI.hpp>
 
 #include "probes/common/tensor_bench.hpp"
+#include "probes/tensor-cores/metrics.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::tensor_cores;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -104,7 +107,7 @@ class TensorCores final : public Probe {
     side("wgmma", *wgmma);
     if (mma) {
       side("mma_sync", *mma);
-      r.value("wgmma_over_mma_sync", wgmma->run.tflops() / mma->run.tflops());
+      r.value(metric::wgmma_over_mma_sync, wgmma->run.tflops() / mma->run.tflops());
     }
     r.telemetry = wgmma->run.rate.telemetry;
     r.checked({{"what", "worst relative error of every configuration's product vs the host's (and its drift bound)"}, {"value", checks.worst}},

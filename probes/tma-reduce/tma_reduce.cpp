@@ -17,11 +17,14 @@
 #include <optional>
 #include <vector>
 
+#include "probes/tma-reduce/metrics.hpp"
 #include "probes/tma-reduce/tma_reduce_kernels.hpp"
 #include "src/counters.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::tma_reduce;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -167,7 +170,7 @@ class TmaReduce final : public Probe {
 
   // Both methods, each into a target buffer of its own: checked from the op's identity, then timed in
   // alternating launches, so each sample's ratio sees one clock and one power state. Into own tiles
-  // both methods' TB/s moved 7-10% between processes on the H200, together, their ratio under 2%
+  // both methods' TB/s move 7-10% between processes on the H200, together, their ratio under 2%
   // (docs/decisions/001-judged-metrics.md): the ratio is what each row is judged by.
   Pairing measure(ProbeContext& ctx, const Pair& p, const tr::Launch& l) {
     Target bulk(tr::Method::bulk, p, l), atomic(tr::Method::atomic, p, l);
@@ -213,16 +216,16 @@ class TmaReduce final : public Probe {
                               {"target", l_.targets == 1 ? "one tile" : "own tile"},
                               {"blocks", l_.blocks},
                               {"tile_bytes", tr::kTileBytes}});
-      r.metric("tbps", tbps, "TB/s", Better::higher);
+      r.metric(metric::tbps, tbps, "TB/s", Better::higher);
       r.metric(ratio_name, ratio, "x", Better::higher);
       r.primary = ratio_name;  // paired: the process-wide drift of both methods cancels
       // ...except for f32 into own tiles, where one process in six (the H200's last two baselines)
       // had the atomics 10% ahead instead of 3% behind (bulk/atomic 1.039, 0.938, 1.030).
       if (p_.dtype == tr::Dtype::f32 && l_.targets > 1)
         r.not_judged("f32 into own tiles: the methods' order flips between processes (bulk/atomic 0.94-1.04)");
-      r.value("passes", l_.passes);
-      r.value("warp_instructions_per_kib", per_kib ? Json(*per_kib) : Json(nullptr));
-      if (p_.op == tr::Op::add) r.value("add_stride", l_.add_stride);
+      r.value(metric::passes, l_.passes);
+      r.value(metric::warp_instructions_per_kib, per_kib ? Json(*per_kib) : Json(nullptr));
+      if (p_.op == tr::Op::add) r.value(metric::add_stride, l_.add_stride);
       r.checked({{"what", "elements of an untimed launch from the op's identity that differ from the exact result"},
                  {"value", wrong_}},
                 wrong_ == 0);

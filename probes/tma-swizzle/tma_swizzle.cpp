@@ -12,12 +12,15 @@
 #include <map>
 
 #include "kernels/tk/layout/swizzle.hpp"
-#include "probes/tma-swizzle/swizzle_decode.hpp"
 #include "probes/common/tensor_types.hpp"
 #include "probes/common/tma_kernels.hpp"
+#include "probes/tma-swizzle/metrics.hpp"
+#include "probes/tma-swizzle/swizzle_decode.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::tma_swizzle;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -190,13 +193,13 @@ class TmaSwizzle final : public Probe {
     if (rule && !rule->empty()) repeat = 1 << (rule->back().source + 1);
 
     Result r(name(), {{"mode", m.name}, {"dtype", dtype_}, {"box", fmt::format("{}x{}", box.rows, box.cols)}});
-    r.value("rule", rule ? sd::describe(*rule) : "not an XOR of offset bits");
-    r.value("mismatches_vs_model", mismatches);
-    r.value("elements", Json(seen.size()));
-    r.value("row_pitch_bytes", measured_pitch ? Json(measured_pitch) : Json(nullptr));
-    r.value("model_row_pitch_bytes", pitch);
-    r.value("pattern_repeat_bytes", repeat);
-    r.value("driver_limit", limit(m, box));
+    r.value(metric::rule, rule ? sd::describe(*rule) : "not an XOR of offset bits");
+    r.value(metric::mismatches_vs_model, mismatches);
+    r.value(metric::elements, Json(seen.size()));
+    r.value(metric::row_pitch_bytes, measured_pitch ? Json(measured_pitch) : Json(nullptr));
+    r.value(metric::model_row_pitch_bytes, pitch);
+    r.value(metric::pattern_repeat_bytes, repeat);
+    r.value(metric::driver_limit, limit(m, box));
     r.checked({{"what", "every element where kernels/tk/layout/swizzle.hpp puts it (rows tma_row_pitch apart), once"},
                {"mismatches", mismatches},
                {"missing", missing},

@@ -20,10 +20,13 @@
 
 #include "kernels/tk/layout/fragments.hpp"
 #include "kernels/tk/layout/wgmma_descriptor.hpp"
+#include "probes/wgmma-layout/metrics.hpp"
 #include "probes/wgmma-layout/wgmma_layout_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
+
+namespace metric = tkprobe::probe_metrics::wgmma_layout;  // this probe's metrics.json
 
 namespace tkprobe {
 namespace {
@@ -269,10 +272,10 @@ class WgmmaLayout final : public Probe {
                       {"sbo", op.layout.sbo},
                       {"start", op.start},
                       {"base_offset", op.base_offset}});
-    r.value("mismatches_vs_model", off.size());
-    r.value("stray_products", got.strays);
-    r.value("elements", op.mn_extent * wl::kK);
-    r.value("region_bytes", op.region_bytes());
+    r.value(metric::mismatches_vs_model, off.size());
+    r.value(metric::stray_products, got.strays);
+    r.value(metric::elements, op.mn_extent * wl::kK);
+    r.value(metric::region_bytes, op.region_bytes());
     const auto listed = std::min<std::size_t>(off.size(), kMaxMismatchesListed);
     r.checked({{"what", "every (mn, k) read from the address kernels/tk/layout/wgmma_descriptor.hpp gives, nothing else read"},
                {"mismatches", off.size()},
@@ -310,8 +313,8 @@ class WgmmaLayout final : public Probe {
         mismatches += tk::layout::Coord{code % wl::kM, code / wl::kM} != tk::layout::accumulator(t, v);
       }
     Result r(name(), {{"operand", "D"}, {"source", "accumulators"}, {"shape", "m64n128k16"}});
-    r.value("mismatches_vs_model", mismatches);
-    r.value("elements", wl::kM * wl::kN);
+    r.value(metric::mismatches_vs_model, mismatches);
+    r.value(metric::elements, wl::kM * wl::kN);
     r.checked({{"what", "thread t, register v holds D(16 (t/32) + (t%32)/4 + 8 ((v%4)/2), 8 (v/4) + 2 (t%4) + v%2)"},
                {"mismatches", mismatches}},
               mismatches == 0);
@@ -348,9 +351,9 @@ class WgmmaLayout final : public Probe {
         mismatches += tk::layout::Coord{16 * (thread / 32) + c.row, c.col} != tk::layout::Coord{m, k};
       }
     Result r(name(), {{"operand", "A"}, {"source", "registers"}, {"major", major_name(b_major)}});
-    r.value("mismatches_vs_model", mismatches);
-    r.value("stray_products", got.strays);
-    r.value("elements", wl::kM * wl::kK);
+    r.value(metric::mismatches_vs_model, mismatches);
+    r.value(metric::stray_products, got.strays);
+    r.value(metric::elements, wl::kM * wl::kK);
     r.checked({{"what", "A(m, k) from the register half fragments.hpp's a_fragment names (warp w: rows 16w..16w+15)"},
                {"mismatches", mismatches},
                {"strays", got.strays}},
@@ -374,7 +377,7 @@ class WgmmaLayout final : public Probe {
         const Decoded got = decode_sources(ctx, 'A', a);
         const int fits = phase_shift(a, got, kLinesPerRepeat);
         Result row = smem_row('A', a, "128B", got);
-        row.value("phase_shift_lines", fits < kLinesPerRepeat ? Json(fits) : Json(nullptr));
+        row.value(metric::phase_shift_lines, fits < kLinesPerRepeat ? Json(fits) : Json(nullptr));
         ctx.add(std::move(row));
         ctx.finding(name(),
                     fmt::format("A K-major 128B starting {} B past the 1024-byte repeat, base offset {}: {} of {} off "

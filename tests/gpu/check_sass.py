@@ -40,7 +40,7 @@ EXPECTED = [
     Expect("ldmatrix_kernel", r"LDSM\.16\.M88\.4", UNROLL, 2),
     Expect("quadrants.*fma_kernel_impl", r"FFMA", QUADRANT_FMAS, 1),  # kUnroll x kChains independent FFMA
     # cluster: ld.shared::cluster is a generic LD (LD.E) through the shared window (SR_SWINHI as the
-    # high word; the H200's SASS, results/NOTES.md): the warm-up and the timed chase, then the stream.
+    # high word in the H200's SASS): the warm-up and the timed chase, then the stream.
     Expect("7cluster.*chase_kernel", r"LD", 2 * CHASE_UNROLL, 1),
     Expect("7cluster.*stream_kernel", r"LD\.128", STREAM_UNROLL, 1),
     # The multicast test (timed by CUDA events): its two bulk tensor copies, the multicast one and each

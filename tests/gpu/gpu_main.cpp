@@ -1,6 +1,6 @@
-// GPU tests' main: without a GPU, exit 77 (ctest: skipped) and say why. Each test runs under a
-// time limit (tests/watchdog.hpp): TKPROBE_TEST_TIMEOUT seconds, 300 unless set, 0 for none; the
-// slowest test takes under a minute on an H200.
+// GPU tests' main: without a GPU, exit 77 (ctest: skipped) and say why (--gtest_list_tests lists
+// the tests anyway). Each test runs under a time limit (tests/watchdog.hpp): TKPROBE_TEST_TIMEOUT
+// seconds, 300 unless set, 0 for none; the slowest test takes under a minute on an H200.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -54,13 +54,14 @@ int test_seconds() {
 
 int main(int argc, char** argv) {
   const int seconds = test_seconds();
+  ::testing::InitGoogleTest(&argc, argv);
+  if (GTEST_FLAG_GET(list_tests)) return RUN_ALL_TESTS();  // the names, GPU or not
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {
     std::printf("skipped: no CUDA device (%s)\n", status != cudaSuccess ? cudaGetErrorString(status) : "0 devices");
     return 77;
   }
-  ::testing::InitGoogleTest(&argc, argv);
   if (seconds > 0) ::testing::UnitTest::GetInstance()->listeners().Append(new TimeLimit(seconds));
   return RUN_ALL_TESTS();
 }

@@ -6,10 +6,9 @@
 //   syncwarp  __syncwarp, then lane 0
 //   fence     every lane fence.proxy.async.shared::cta, __syncwarp, then lane 0
 //   all       every lane arrives (the empty barrier counts 32 arrivals per warp)
-// On the H200 (results/NOTES.md 2026-12-01, fourth session) racecheck reported 14 write-after-read
-// hazards for each of the first three and 0 for `all`: mbarrier.arrive orders the arriving thread's
-// own accesses only, so every thread that loads from a stage arrives itself, as the dK/dV kernel's
-// consumers now do. The sums are checked too, so a variant that really raced would show.
+// On the H200 racecheck reports 14 write-after-read hazards for each of the first three and 0 for
+// `all` (scripts/sanitize.sh runs it): mbarrier.arrive orders the arriving thread's own accesses
+// only, so every thread that loads from a stage arrives itself, as the dK/dV kernel's consumers do. The sums are checked too, so a variant that really raced would show.
 // Usage: ring_racecheck lane0|syncwarp|fence|all   (exit 77 without a GPU)
 #include <cuda_runtime.h>
 

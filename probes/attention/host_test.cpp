@@ -1,0 +1,124 @@
+// attention's command line, in-process: a bad option gets one line naming what is wrong and what is
+// valid, exit 2.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/host/cli_fixtures.hpp"
+
+using cli_fixtures::has_gpu;
+using cli_fixtures::mentions;
+using fixtures::run;
+
+TEST(Cli, AttentionShapeOptionsAreAllOrNothingAndNotWithSweep) {
+  const auto dir = fixtures::temp_dir("cli-attention");
+  const auto out = dir / "r.json";
+  const auto with_sweep = run({"attention", "--sweep", "--seq", "1024", "--json", out.string()});
+  EXPECT_EQ(with_sweep.code, 2);
+  EXPECT_TRUE(mentions(with_sweep.err, "--sweep runs the standard shapes: give it no --batch")) << with_sweep.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  for (const char* option : {"--causal", "--kv-heads"}) {
+    std::vector<std::string> args{"attention", "--sweep", option};
+    if (std::string(option) == "--kv-heads") args.push_back("2");
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << option;
+    EXPECT_TRUE(mentions(r.err, "--sweep runs the standard shapes")) << r.err;
+  }
+  for (const std::vector<std::string>& partial :
+       {std::vector<std::string>{"attention", "--batch", "1", "--heads", "4"},
+        std::vector<std::string>{"attention", "--batch", "1", "--heads", "4", "--seq", "128"},
+        std::vector<std::string>{"attention", "--causal"}, std::vector<std::string>{"attention", "--kv-heads", "2"}}) {
+    const auto r = run(partial);
+    EXPECT_EQ(r.code, 2) << partial.back();
+    EXPECT_TRUE(mentions(r.err, "--batch, --heads, --seq, --head-dim: give all four")) << r.err;
+  }
+}
+
+TEST(Cli, AttentionBadKernelAndNumbersAreRefused) {
+  const auto kernel = run({"attention", "--kernel", "flash"});
+  EXPECT_EQ(kernel.code, 2);
+  EXPECT_TRUE(mentions(kernel.err, "--kernel")) << kernel.err;
+  EXPECT_TRUE(mentions(kernel.err, "wgmma") && mentions(kernel.err, "mma-sync")) << kernel.err;
+  const auto not_a_number = run({"attention", "--batch", "two", "--heads", "4", "--seq", "128", "--head-dim", "64"});
+  EXPECT_EQ(not_a_number.code, 2);
+  EXPECT_TRUE(mentions(not_a_number.err, "--batch")) << not_a_number.err;
+}
+
+TEST(Cli, AttentionPassesAreNamedAndTheBackwardNeedsTheWgmmaKernel) {
+  const auto bad = run({"attention", "--pass", "sideways"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(mentions(bad.err, "--pass") && mentions(bad.err, "fwd+bwd")) << bad.err;
+  for (const char* pass : {"bwd", "fwd+bwd", "all"}) {
+    const auto portable = run({"attention", "--pass", pass, "--kernel", "mma-sync"});
+    EXPECT_EQ(portable.code, 2) << pass;
+    EXPECT_TRUE(mentions(portable.err, "the backward is written for the wgmma kernel only")) << portable.err;
+  }
+}
+
+TEST(Cli, AttentionDqPathsAreNamedAndNeedTheBackward) {
+  const auto bad = run({"attention", "--pass", "bwd", "--dq", "sideways"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(mentions(bad.err, "--dq") && mentions(bad.err, "fastest") && mentions(bad.err, "deterministic") &&
+              mentions(bad.err, "reduce"))
+      << bad.err;
+  for (const char* path : {"reduce", "deterministic"}) {
+    const auto forward = run({"attention", "--dq", path});
+    EXPECT_EQ(forward.code, 2) << path;
+    EXPECT_TRUE(mentions(forward.err, std::string("--dq ") + path + " picks the backward's dQ path")) << forward.err;
+  }
+}
+
+// --dtype: bf16 (the default, all the suite runs) or e4m3, the wgmma forward at head dim 128.
+TEST(Cli, AttentionDtypeIsNamedAndE4m3IsTheWgmmaForwardAtHeadDim128) {
+  const auto bad = run({"attention", "--dtype", "fp16"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(mentions(bad.err, "--dtype") && mentions(bad.err, "bf16") && mentions(bad.err, "e4m3")) << bad.err;
+  const auto portable = run({"attention", "--dtype", "e4m3", "--kernel", "mma-sync"});
+  EXPECT_EQ(portable.code, 2);
+  EXPECT_TRUE(mentions(portable.err, "the e4m3 forward is written for the wgmma kernel only")) << portable.err;
+  for (const char* pass : {"bwd", "fwd+bwd", "all"}) {
+    const auto backward = run({"attention", "--dtype", "e4m3", "--pass", pass});
+    EXPECT_EQ(backward.code, 2) << pass;
+    EXPECT_TRUE(mentions(backward.err, "the e4m3 kernel is a forward")) << backward.err;
+  }
+  const auto d64 =
+      run({"attention", "--dtype", "e4m3", "--batch", "1", "--heads", "4", "--seq", "128", "--head-dim", "64"});
+  EXPECT_EQ(d64.code, 2);
+  EXPECT_TRUE(mentions(d64.err, "head dim = 64: the e4m3 forward takes 128")) << d64.err;
+}
+
+TEST(Cli, AttentionShapesTheKernelsRefuseExitTwoWithTheRule) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--batch", "0", "--heads", "4", "--seq", "128", "--head-dim", "64"}, "batch = 0: give a positive number"},
+      {{"--batch", "1", "--heads", "4", "--seq", "-5", "--head-dim", "64"}, "seq = -5: give a positive number"},
+      {{"--batch", "1", "--heads", "4", "--kv-heads", "3", "--seq", "128", "--head-dim", "64"},
+       "the query heads must be a multiple of the key/value heads"},
+      {{"--batch", "1", "--heads", "4", "--kv-heads", "0", "--seq", "128", "--head-dim", "64"},
+       "kv heads = 0: give a positive number"},
+      {{"--batch", "1", "--heads", "4", "--seq", "128", "--head-dim", "96"}, "head dim = 96: give 64 or 128"},
+      {{"--batch", "1", "--heads", "70000", "--kv-heads", "1", "--seq", "128", "--head-dim", "64"}, "at most 65535"},
+  };
+  for (const auto& [options, why] : cases) {
+    std::vector<std::string> args{"attention"};
+    args.insert(args.end(), options.begin(), options.end());
+    args.insert(args.end(), {"--kernel", "mma-sync"});
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << why;
+    EXPECT_TRUE(mentions(r.err, why)) << r.err;
+    EXPECT_TRUE(mentions(r.err, "with the mma-sync kernel")) << r.err;
+  }
+}
+
+TEST(Cli, AttentionValidShapeGetsPastValidation) {
+  const auto r = run({"attention", "--batch", "1", "--heads", "4", "--kv-heads", "2", "--seq", "100", "--head-dim",
+                      "64", "--causal", "--quick"});
+  if (has_gpu()) {
+    EXPECT_NE(r.code, 2) << r.err;
+  } else {
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_TRUE(mentions(r.err, "no CUDA device")) << r.err;
+  }
+}
