@@ -129,11 +129,13 @@ def headline_figures(report, probe, headline):
     return out
 
 
-def skipped_reason(report, probe):
+def skipped_reason(ctx, report, probe):
+    """Why the suite baseline holds no figure of `probe`: its row's skip, or what its folder declares."""
     for r in report["results"]:
         if r["probe"] == probe and r.get("status") != "ok":
             return f"{r.get('status')}: {r.get('reason', '')}".strip()
-    return "not in the suite baseline"
+    declared = declaration(os.path.join(ctx.root, "probes", probe))
+    return declared.get("no_baseline") or declared.get("awaiting_baseline") or "not in the suite baseline"
 
 
 def probe_table(ctx, probe):
@@ -143,8 +145,8 @@ def probe_table(ctx, probe):
     report = ctx.reports.get(SUITE)
     headline = declaration(folder).get("headline", [])
     if not ok_rows(report, probe):
-        return f"No H200 figures: {skipped_reason(report, probe)}.\n"
-    lines = ["| on the H200 | |", "|---|---|"]
+        return f"No H200 figures: {skipped_reason(ctx, report, probe)}.\n"
+    lines = ["| figure | H200 |", "|---|---|"]
     lines += [f"| {label} | {figure} |" for label, figure in headline_figures(report, probe, headline)]
     plot = f"{PLOTS}/{probe}.png"
     drawn = ""
@@ -163,7 +165,7 @@ def suite_table(ctx):
             label, figure = headline_figures(report, probe, headline)[0]
             shown = f"{figure} ({label})"
         else:
-            shown = "—" if ok_rows(report, probe) else skipped_reason(report, probe)
+            shown = "—" if ok_rows(report, probe) else skipped_reason(ctx, report, probe)
         lines.append(f"| {link(ctx, f'probes/{probe}/README.md', probe)} | {readme_title(folder)} | {shown} |")
     return "\n".join(lines) + "\n\n" + source_line(ctx, report, SUITE) + "\n"
 
