@@ -3,7 +3,8 @@
 reference-sized. Fails on: numbered or relative rounds of work ("the fifth session", "last session"),
 calls or minutes on a GPU machine, scripts kept outside the tree (.dev/), paths outside the repository
 (../shared), the removed journal (NOTES.md); a markdown file over MAX_MARKDOWN_FILE bytes, or all of it
-over MAX_MARKDOWN_TOTAL. Usage: test_tree_text.py ROOT"""
+over MAX_MARKDOWN_TOTAL; a markdown link, or a path of the tree in backticks, naming a file that is not
+there. Usage: test_tree_text.py ROOT"""
 import os
 import re
 import subprocess
@@ -27,11 +28,21 @@ DIARY = [
     (re.compile(r"\bNOTES\.md\b"), "the removed journal"),
 ]
 THIS_FILE = "tests/host/test_tree_text.py"
+LINK = re.compile(r"\]\(([^)\s#]+)(#[^)]*)?\)")
+TREE_PATH = re.compile(r"`((?:bench|cmake|docs|kernels|probes|python|results|scripts|src|tests)/[\w./-]+)`")
 
 
 def tracked_files():
     out = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], capture_output=True, text=True, check=True).stdout
     return [f for f in out.split("\0") if f and os.path.isfile(os.path.join(ROOT, f))]
+
+
+def missing_paths(path, text):
+    """The markdown links (relative to the file) and backticked tree paths (from the root) that name nothing."""
+    here = os.path.dirname(os.path.join(ROOT, path))
+    links = [m.group(1) for m in LINK.finditer(text) if "://" not in m.group(1)]
+    out = [link for link in links if not os.path.exists(os.path.normpath(os.path.join(here, link)))]
+    return out + [m.group(1) for m in TREE_PATH.finditer(text) if not os.path.exists(os.path.join(ROOT, m.group(1)))]
 
 
 def text_of(path):
@@ -54,6 +65,8 @@ for path in files:
         markdown_total += size
         checks.expect(size <= MAX_MARKDOWN_FILE, f"{path}: {size} bytes of markdown, over {MAX_MARKDOWN_FILE} "
                       "(reference in the README, design in a DESIGN.md beside it, history in git)")
+        missing = missing_paths(path, text)
+        checks.expect(not missing, f"{path}: names what is not in the tree: {', '.join(missing)}")
     if path == THIS_FILE:
         continue
     hits = [f"{path}:{line_no}: {what} ({m.group(0)!r} in {line.strip()[:100]!r})"
