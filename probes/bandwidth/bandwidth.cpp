@@ -14,9 +14,9 @@
 #include <algorithm>
 
 #include "probes/bandwidth/bulk_copy_kernels.hpp"
-#include "probes/common/bandwidth_kernels.hpp"
-#include "probes/common/l2_read.hpp"
-#include "probes/common/smem_banks_kernels.hpp"
+#include "probes/timed_kernels/bandwidth_kernels.hpp"
+#include "probes/timed_kernels/l2_read.hpp"
+#include "probes/timed_kernels/smem_banks_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

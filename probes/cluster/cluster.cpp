@@ -17,10 +17,10 @@
 #include <optional>
 
 #include "probes/cluster/cluster_kernels.hpp"
-#include "probes/common/bandwidth_kernels.hpp"
-#include "probes/common/chain.hpp"
-#include "probes/common/chase_slope.hpp"
-#include "probes/common/tma_kernels.hpp"
+#include "probes/measure/chain.hpp"
+#include "probes/measure/chase_slope.hpp"
+#include "probes/timed_kernels/bandwidth_kernels.hpp"
+#include "probes/timed_kernels/tma_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

@@ -12,8 +12,8 @@
 #include <optional>
 
 #include "kernels/gemm/gemm.hpp"
-#include "probes/common/cublaslt_gemm.hpp"
-#include "probes/common/tensor_types.hpp"
+#include "probes/measure/tensor_types.hpp"
+#include "probes/peers/cublaslt_gemm.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

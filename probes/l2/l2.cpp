@@ -15,11 +15,11 @@
 #include <map>
 #include <numeric>
 
-#include "probes/common/chain.hpp"
-#include "probes/common/global_chase.hpp"
-#include "probes/common/l2_read.hpp"
 #include "probes/l2/l2_kernels.hpp"
 #include "probes/l2/l2_split.hpp"
+#include "probes/measure/chain.hpp"
+#include "probes/timed_kernels/global_chase.hpp"
+#include "probes/timed_kernels/l2_read.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

@@ -7,8 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "probes/common/bandwidth_kernels.hpp"
-#include "probes/common/tensor_bench.hpp"
+#include "probes/measure/tensor_bench.hpp"
+#include "probes/timed_kernels/bandwidth_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

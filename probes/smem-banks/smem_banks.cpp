@@ -13,7 +13,7 @@
 #include <numeric>
 
 #include "probes/smem-banks/bank_model.hpp"
-#include "probes/common/smem_banks_kernels.hpp"
+#include "probes/timed_kernels/smem_banks_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/probe.hpp"
 
