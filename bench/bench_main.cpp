@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "kernels/attention/attention.hpp"
+#include "kernels/attention/reference.hpp"
 #include "kernels/gemm/gemm.hpp"
-#include "probes/common/attention_reference.hpp"
-#include "probes/common/cublaslt_gemm.hpp"
-#include "probes/common/tensor_types.hpp"
+#include "probes/measure/tensor_types.hpp"
+#include "probes/peers/cublaslt_gemm.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 

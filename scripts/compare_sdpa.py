@@ -443,7 +443,7 @@ BLOCKER_CYCLES = 1_000_000  # ~0.5 ms of GPU spin: longer than any host-side lau
 
 
 class SmClock:
-    """The SM clock bracket of libtk_clock_c (probes/common/clock_c_api.cpp) on PyTorch's current
+    """The SM clock bracket of libtk_clock_c (probes/clock_c/c_api.cpp) on PyTorch's current
     stream: `begin` before a launch's start event stamps every SM, `end` after its stop event closes
     the window on one, `mhz` (after the stop event's wait) reads it: cycles over nanoseconds across
     the launch, neither timed. NVML's clock, read from the host while a launch was queued, was not

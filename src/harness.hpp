@@ -38,7 +38,7 @@ struct Sample {
 // The SM clock of a kernel that cannot stamp a ClockWindow itself (its interface has no room for
 // one, or it is a library's): `begin` runs on the stream just before each sample's start event and
 // `end` just after its stop event, so neither is timed, and together they leave at `window` the
-// clock64 / %globaltimer window around the launch (probes/common/clock_bracket.hpp makes one).
+// clock64 / %globaltimer window around the launch (probes/measure/clock_bracket.hpp makes one).
 struct ClockBracket {
   std::function<void(cudaStream_t)> begin, end;
   const ClockWindow* window = nullptr;

@@ -6,11 +6,11 @@
 // per forward launch, attention::flops_backward = 2.5x that per backward launch), and its last output
 // compared with the reference. The backward (wgmma kernels only) takes the wgmma forward's O and LSE
 // and a fresh ~N(0, 1) dO; its reference is the fp32 backward on the same tensors. The SM clock is
-// measured around every timed launch (probes/common/clock_bracket.hpp: the kernels' interface has no
+// measured around every timed launch (probes/measure/clock_bracket.hpp: the kernels' interface has no
 // room for a clock window), so each sample's rate is also set against the clock peak at that clock.
 //
 // --dtype e4m3: the wgmma forward at D = 128 on e4m3 Q, K, V (attention::Fp8Forward): the same
-// fresh bf16 inputs quantized per tensor (probes/common/attention_fp8.hpp), the reference run on
+// fresh bf16 inputs quantized per tensor (kernels/attention/reference_fp8.hpp), the reference run on
 // the dequantized values, the error bounds fp8 implies, rates against the e4m3 peaks. Its rows
 // carry dtype e4m3 and appear only with the option: the suite (`tkprobe all`) runs bf16.
 #include <fmt/format.h>
@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "kernels/attention/attention.hpp"
+#include "kernels/attention/reference.hpp"
+#include "kernels/attention/reference_fp8.hpp"
 #include "probes/attention/metrics.hpp"
-#include "probes/common/attention_fp8.hpp"
-#include "probes/common/attention_reference.hpp"
-#include "probes/common/clock_bracket.hpp"
+#include "probes/measure/clock_bracket.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

@@ -6,7 +6,7 @@
 #include <string>
 #include <tuple>
 
-#include "probes/common/attention_fp8.hpp"
+#include "kernels/attention/reference_fp8.hpp"
 #include "tests/gpu/gpu_fixtures.hpp"
 #include "tests/gpu/kernel_bounds.hpp"
 

@@ -15,9 +15,9 @@
 
 #include "probes/bandwidth/bulk_copy_kernels.hpp"
 #include "probes/bandwidth/metrics.hpp"
-#include "probes/common/bandwidth_kernels.hpp"
-#include "probes/common/l2_read.hpp"
-#include "probes/common/smem_banks_kernels.hpp"
+#include "probes/timed_kernels/bandwidth_kernels.hpp"
+#include "probes/timed_kernels/l2_read.hpp"
+#include "probes/timed_kernels/smem_banks_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

@@ -5,7 +5,7 @@
 // (untimed), then the kernel on a poisoned output, timed with CUDA events (based::flops per
 // launch: the chunked form's tensor-core products over the 273 unfolded features), and its last
 // output compared with the reference. The SM clock is measured around every timed launch
-// (probes/common/clock_bracket.hpp), so each sample's rate is also set against the clock peak at
+// (probes/measure/clock_bracket.hpp), so each sample's rate is also set against the clock peak at
 // that clock.
 #include "kernels/based/based.hpp"
 
@@ -19,10 +19,10 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/attention/reference.hpp"
+#include "kernels/based/reference.hpp"
 #include "probes/based/metrics.hpp"
-#include "probes/common/attention_reference.hpp"
-#include "probes/common/based_reference.hpp"
-#include "probes/common/clock_bracket.hpp"
+#include "probes/measure/clock_bracket.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

@@ -14,10 +14,10 @@
 #include <map>
 #include <optional>
 
-#include "probes/common/bandwidth_kernels.hpp"
-#include "probes/common/tensor_types.hpp"
 #include "probes/copy-engines/copy_engines_kernels.hpp"
 #include "probes/copy-engines/metrics.hpp"
+#include "probes/measure/tensor_types.hpp"
+#include "probes/timed_kernels/bandwidth_kernels.hpp"
 #include "src/counters.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"

@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "kernels/tk/layout/swizzle.hpp"
-#include "probes/common/tma_kernels.hpp"
+#include "probes/timed_kernels/tma_kernels.hpp"
 #include "src/kernel_clock.cuh"
 
 namespace tkprobe::copy_engines {

@@ -12,9 +12,9 @@
 #include <optional>
 
 #include "kernels/gemm/gemm.hpp"
-#include "probes/common/cublaslt_gemm.hpp"
-#include "probes/common/tensor_types.hpp"
 #include "probes/gemm/metrics.hpp"
+#include "probes/measure/tensor_types.hpp"
+#include "probes/peers/cublaslt_gemm.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

@@ -15,9 +15,6 @@
 #include <map>
 #include <numeric>
 
-#include "probes/common/chain.hpp"
-#include "probes/common/global_chase.hpp"
-#include "probes/common/l2_read.hpp"
 #include "probes/l2/l2_kernels.hpp"
 #include "probes/l2/l2_split.hpp"
 #include "probes/l2/metrics.hpp"

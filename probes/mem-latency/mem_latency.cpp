@@ -10,9 +10,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "probes/common/chain.hpp"
-#include "probes/common/global_chase.hpp"
+#include "probes/measure/chain.hpp"
 #include "probes/mem-latency/metrics.hpp"
+#include "probes/timed_kernels/global_chase.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

@@ -7,8 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "probes/common/mma_sync_kernels.hpp"
-#include "probes/common/tensor_bench.hpp"
+#include "probes/measure/tensor_bench.hpp"
+#include "probes/timed_kernels/mma_sync_kernels.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
 

@@ -7,9 +7,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "probes/common/bandwidth_kernels.hpp"
-#include "probes/common/tensor_bench.hpp"
+#include "probes/measure/tensor_bench.hpp"
 #include "probes/occupancy/metrics.hpp"
+#include "probes/timed_kernels/bandwidth_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

@@ -14,7 +14,7 @@
 #include <map>
 #include <optional>
 
-#include "probes/common/tensor_bench.hpp"
+#include "probes/measure/tensor_bench.hpp"
 #include "probes/overlap/overlap_kernels.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

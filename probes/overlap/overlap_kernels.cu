@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "probes/common/wgmma_kernels.cuh"
+#include "probes/timed_kernels/wgmma_kernels.cuh"
 
 namespace tkprobe::overlap {
 namespace {

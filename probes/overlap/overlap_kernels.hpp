@@ -1,8 +1,8 @@
 #pragma once
-// The wgmma throughput kernel (probes/common/wgmma_kernels.cuh) for bf16 m64n256k16 with A from
+// The wgmma throughput kernel (probes/timed_kernels/wgmma_kernels.cuh) for bf16 m64n256k16 with A from
 // shared memory, built once per filler kind and count: after each wgmma every thread issues that
 // many FFMA or MUFU.EX2 on its own registers while the tensor cores work.
-#include "probes/common/wgmma_kernels.hpp"
+#include "probes/timed_kernels/wgmma_kernels.hpp"
 
 namespace tkprobe::overlap {
 

@@ -24,11 +24,11 @@
 #include <memory>
 #include <optional>
 
-#include "probes/common/bandwidth_kernels.hpp"
-#include "probes/common/chain.hpp"
-#include "probes/common/chase_slope.hpp"
-#include "probes/common/global_chase.hpp"
+#include "probes/measure/chain.hpp"
+#include "probes/measure/chase_slope.hpp"
 #include "probes/p2p/metrics.hpp"
+#include "probes/timed_kernels/bandwidth_kernels.hpp"
+#include "probes/timed_kernels/global_chase.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

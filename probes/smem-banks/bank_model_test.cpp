@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "probes/smem-banks/bank_model.hpp"
-#include "probes/common/smem_banks_kernels.hpp"
+#include "probes/timed_kernels/smem_banks_kernels.hpp"
 
 namespace banks = tkprobe::banks;
 using tk::layout::Swizzle;

@@ -12,9 +12,9 @@
 #include <map>
 #include <numeric>
 
-#include "probes/common/smem_banks_kernels.hpp"
 #include "probes/smem-banks/bank_model.hpp"
 #include "probes/smem-banks/metrics.hpp"
+#include "probes/timed_kernels/smem_banks_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/probe.hpp"
 

@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 
-#include "probes/common/chain.hpp"
+#include "probes/measure/chain.hpp"
 #include "probes/smem-latency/metrics.hpp"
 #include "probes/smem-latency/smem_latency_kernels.hpp"
 #include "src/device_buffer.hpp"

@@ -5,7 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "probes/common/tensor_bench.hpp"
+#include "probes/measure/tensor_bench.hpp"
 #include "probes/tensor-cores/metrics.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

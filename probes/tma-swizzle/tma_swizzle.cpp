@@ -12,8 +12,8 @@
 #include <map>
 
 #include "kernels/tk/layout/swizzle.hpp"
-#include "probes/common/tensor_types.hpp"
-#include "probes/common/tma_kernels.hpp"
+#include "probes/measure/tensor_types.hpp"
+#include "probes/timed_kernels/tma_kernels.hpp"
 #include "probes/tma-swizzle/metrics.hpp"
 #include "probes/tma-swizzle/swizzle_decode.hpp"
 #include "src/device_buffer.hpp"

@@ -16,9 +16,9 @@ from collections import namedtuple
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from sass_loops import functions  # noqa: E402  (the SASS reader scripts/sass_loops.py shares)
 
-UNROLL = 16  # kUnroll in probes/smem-latency/smem_latency_kernels.hpp, probes/common/smem_banks_kernels.hpp
-MEM_UNROLL = 8  # kUnroll in probes/common/global_chase.hpp
-PAIR_UNROLL = 4  # kPairUnroll in probes/common/wgmma_kernels.hpp: the first pass + 4 unrolled pairs of passes
+UNROLL = 16  # kUnroll in probes/smem-latency/smem_latency_kernels.hpp, probes/timed_kernels/smem_banks_kernels.hpp
+MEM_UNROLL = 8  # kUnroll in probes/timed_kernels/global_chase.hpp
+PAIR_UNROLL = 4  # kPairUnroll in probes/timed_kernels/wgmma_kernels.hpp: the first pass + 4 unrolled pairs of passes
 WGMMA_PER_PASS = 4  # kKSlices
 WARP_LOADS_IN_FLIGHT = 8  # kWarpLoadsInFlight in probes/copy-engines/copy_engines_kernels.hpp
 CP_ASYNC_UNROLL = 4  # kCpAsyncUnroll in probes/copy-engines/copy_engines_kernels.cu

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "probes/cluster/cluster_kernels.hpp"
-#include "probes/common/wgmma_kernels.hpp"
 #include "probes/overlap/overlap_kernels.hpp"
+#include "probes/timed_kernels/wgmma_kernels.hpp"
 #include "src/device.hpp"
 #include "src/device_buffer.hpp"
 #include "src/residency.hpp"

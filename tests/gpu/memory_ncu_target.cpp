@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "probes/common/bandwidth_kernels.hpp"
+#include "probes/timed_kernels/bandwidth_kernels.hpp"
 #include "probes/tma-reduce/tma_reduce_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "tests/gpu/skip_without_device.hpp"

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "probes/smem-banks/bank_model.hpp"
-#include "probes/common/smem_banks_kernels.hpp"
+#include "probes/timed_kernels/smem_banks_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "tests/gpu/skip_without_device.hpp"
 

@@ -4,8 +4,8 @@
 // mma.sync is two f16 HMMA (the SASS test shows the same).
 #include <cstdio>
 
-#include "probes/common/mma_sync_kernels.hpp"
-#include "probes/common/wgmma_kernels.hpp"
+#include "probes/timed_kernels/mma_sync_kernels.hpp"
+#include "probes/timed_kernels/wgmma_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/residency.hpp"
 #include "tests/gpu/skip_without_device.hpp"

@@ -1,5 +1,5 @@
 // The attention kernels (kernels/attention) and the tools the probe checks them with
-// (probes/common/attention_reference.hpp) on the GPU. Inputs are fresh ~N(0, 1) bf16 values; outputs
+// (kernels/attention/reference.hpp) on the GPU. Inputs are fresh ~N(0, 1) bf16 values; outputs
 // start poisoned (NaN), so a row a kernel never writes fails every check. Short sequences are
 // checked against a host reference in double, N = 16384 against the GPU fp32 reference, which
 // is itself checked against the host.
@@ -13,8 +13,8 @@
 #include <tuple>
 
 #include "kernels/attention/attention.hpp"
-#include "probes/common/attention_fp8.hpp"
-#include "probes/common/attention_reference.hpp"
+#include "kernels/attention/reference.hpp"
+#include "kernels/attention/reference_fp8.hpp"
 #include "src/device_buffer.hpp"
 #include "tests/gpu/bf16_host.hpp"
 #include "tests/gpu/kernel_bounds.hpp"
@@ -304,7 +304,7 @@ TEST(AttentionKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
 }
 
 // The e4m3 forward (attention::Fp8Forward, D = 128) against the fp32 reference on the dequantized
-// inputs, within the bounds P's e4m3 rounding implies (probes/common/attention_fp8.hpp: 4e-2 over
+// inputs, within the bounds P's e4m3 rounding implies (kernels/attention/reference_fp8.hpp: 4e-2 over
 // the tensor, 1e-1 for the worst row; LSE as bf16's). N = 1 (one key: P = 1, exact), 63 (one
 // partial tile), 1024 and 4096, causal and not, and grouped-query heads once. Quantization
 // itself is checked too: power-of-two scales, x replaced by exactly what the kernel reads.

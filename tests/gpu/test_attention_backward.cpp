@@ -1,5 +1,5 @@
 // The attention backward (attention::Backward, kernels/attention/hopper/backward_*.cuh) and the
-// fp32 GPU reference it is checked with (probes/common/attention_reference.hpp). Inputs are fresh
+// fp32 GPU reference it is checked with (kernels/attention/reference.hpp). Inputs are fresh
 // ~N(0, 1) bf16 values (queries optionally x10: large logits, near one-hot softmax rows); O and
 // LSE come from the `wgmma` forward; gradients start poisoned (NaN), so an element the kernels
 // never write fails every check. The GPU reference is checked against a host reference in double
@@ -13,7 +13,7 @@
 #include <random>
 
 #include "kernels/attention/attention.hpp"
-#include "probes/common/attention_reference.hpp"
+#include "kernels/attention/reference.hpp"
 #include "src/device_buffer.hpp"
 #include "tests/gpu/bf16_host.hpp"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/attention/attention.hpp"
-#include "probes/common/attention_reference.hpp"
+#include "kernels/attention/reference.hpp"
 #include "src/device_buffer.hpp"
 
 namespace check = tkprobe::attention_check;

@@ -1,5 +1,5 @@
 // The Based kernel (kernels/based) and the tools the probe checks it with
-// (probes/common/based_reference.hpp) on the GPU. Inputs are fresh ~N(0, 1) bf16 values (times a
+// (kernels/based/reference.hpp) on the GPU. Inputs are fresh ~N(0, 1) bf16 values (times a
 // factor for large feature values); outputs start poisoned (NaN), so a row the kernel never writes
 // fails every check. The GPU fp32 reference is checked against a host reference in double at short
 // sequences; the kernel against the GPU reference at every length.
@@ -11,9 +11,9 @@
 #include <cstring>
 #include <random>
 
+#include "kernels/attention/reference.hpp"
 #include "kernels/based/based.hpp"
-#include "probes/common/attention_reference.hpp"
-#include "probes/common/based_reference.hpp"
+#include "kernels/based/reference.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "tests/gpu/bf16_host.hpp"

@@ -2,7 +2,7 @@
 // tell the same story about a kernel of known length.
 #include <gtest/gtest.h>
 
-#include "probes/common/clock_bracket.hpp"
+#include "probes/measure/clock_bracket.hpp"
 #include "src/device_buffer.hpp"
 #include "src/harness.hpp"
 #include "tests/gpu/spin_kernel.hpp"
@@ -32,7 +32,7 @@ TEST(Harness, EventTimeAgreesWithTheInKernelClock) {
   EXPECT_TRUE(m.telemetry.contains("kernel_sm_clock_mhz"));
 }
 
-// A kernel that cannot stamp its own clock gets it from a bracket (probes/common/clock_bracket.hpp): the
+// A kernel that cannot stamp its own clock gets it from a bracket (probes/measure/clock_bracket.hpp): the
 // bracket must read the clock the spin kernel itself measures, and stay out of the timed events.
 TEST(Harness, AClockBracketReadsTheClockTheKernelSees) {
   const DeviceInfo device = query_device(0);

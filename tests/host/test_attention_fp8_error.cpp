@@ -1,4 +1,4 @@
-// The e4m3 forward's error bounds (probes/common/attention_fp8.hpp) against an emulation of what
+// The e4m3 forward's error bounds (kernels/attention/reference_fp8.hpp) against an emulation of what
 // the kernel does to P: fresh ~N(0, 1) inputs quantized per tensor as the probe does (power-of-two
 // scale, e4m3 round to nearest, saturating), S and the softmax in fp32, P rounded to e4m3 at scale
 // 256, O = sum P8 V / (256 l) rounded to bf16, against the exact (double) attention of the same
@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "probes/common/attention_fp8.hpp"
+#include "kernels/attention/reference_fp8.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "kernels/attention/attention.hpp"
-#include "probes/common/attention_reference.hpp"
+#include "kernels/attention/reference.hpp"
 
 using attention::Kernel;
 using attention::Shape;

@@ -3,7 +3,7 @@
 #include <random>
 #include <set>
 
-#include "probes/common/chain.hpp"
+#include "probes/measure/chain.hpp"
 
 namespace chain = tkprobe::chain;
 

@@ -5,7 +5,7 @@
 #include <bit>
 #include <cmath>
 
-#include "probes/common/tensor_types.hpp"
+#include "probes/measure/tensor_types.hpp"
 #include "src/errors.hpp"
 #include "tests/fixtures.hpp"
 
