@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The tree's text says what the project is, not how its work was carried out, and its markdown stays
-reference-sized. Fails on: numbered or relative rounds of work ("the fifth session", "last session"),
-calls or minutes on a GPU machine, scripts kept outside the tree (.dev/), paths outside the repository
-(../shared), the removed journal (NOTES.md); a markdown file over MAX_MARKDOWN_FILE bytes, or all of it
-over MAX_MARKDOWN_TOTAL; a markdown link, or a path of the tree in backticks, naming a file that is not
-there. Usage: test_tree_text.py ROOT"""
+reference-sized. Fails on: numbered or relative rounds of work (an ordinal or "this", "last" before
+the word for one), calls or minutes on a GPU machine, scripts kept outside the tree (a dot-dev
+folder), paths outside the repository (../shared), the removed journal (NOTES.md); a markdown file over
+MAX_MARKDOWN_FILE bytes, or all of it over MAX_MARKDOWN_TOTAL; a markdown link, or a path of the tree
+in backticks, naming a file that is not there. Usage: test_tree_text.py ROOT"""
 import os
 import re
 import subprocess
@@ -23,7 +23,7 @@ DIARY = [
     (re.compile(rf"\b{ORDINAL}(( and |-| or ){ORDINAL})?\s+{WORK}", re.I), "a numbered round of work"),
     (re.compile(rf"\b(this|last|next|previous|earlier|each|every|one|two|both) {WORK}", re.I), "a round of work"),
     (re.compile(r"\b(device|GPU)[- ](calls?|minutes?|seconds? left|time left)\b", re.I), "GPU-machine time"),
-    (re.compile(r"(^|[\s(`'\"])\.dev/"), "a script outside the tree"),
+    (re.compile(r"(^|[\s(`'\"])[.]dev[/]"), "a script outside the tree"),
     (re.compile(r"\.\./shared|shared/data"), "a path outside the repository"),
     (re.compile(r"\bNOTES\.md\b"), "the removed journal"),
 ]
