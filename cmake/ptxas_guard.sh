@@ -5,7 +5,7 @@
 # an info line, which no nvcc flag turns into an error, yet every wgmma of the kernel then waits
 # for the one before: the tensor-core overlap the kernel was written for is gone, and only a
 # timing would show it. Kernels named in ptxas_serialized_allowed.txt (a mangled-name prefix a
-# line, with the reason) pass. kernels/tk/README.md ("When ptxas serialises wgmma") says what
+# line, with the reason) pass. kernels/tk/DESIGN.md ("When ptxas serialises wgmma") says what
 # causes it.
 # Usage: ptxas_guard.sh COMPILER ARGS...
 set -uo pipefail

@@ -1,4 +1,4 @@
-"""A tkprobe report file as the document it holds (results/README.md, "Versions"): version 3 is
+"""A tkprobe report file as the document it holds (results/README.md, "The report"): version 3 is
 version 2 written in columns, decoded here as tkprobe itself decodes it (src/report_columns.cpp);
 versions 1 and 2 come back as they are. For the Python readers: plot.py, gate-selftest.sh,
 compare_sdpa.py --against. And the other way, for the Python writers (compare_sdpa.py,

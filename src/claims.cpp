@@ -7,6 +7,8 @@
 #include <functional>
 #include <optional>
 
+// The metric names of the probes the claims judge, as each declares them (the one place src/ names
+// probes: docs/decisions/026-a-probe-is-one-folder.md).
 #include "probes/bandwidth/metrics.hpp"
 #include "probes/copy-engines/metrics.hpp"
 #include "probes/l2/metrics.hpp"

@@ -2,7 +2,7 @@
 // Version 3 is version 2 written in columns: the same document, each row's param and metric names
 // said once per probe instead of once per row, and each statistic as an array. Only the file
 // changes; every command holds the version 2 form in memory (read_report decodes, report_text
-// encodes). results/README.md ("Version 3") describes the layout.
+// encodes). results/README.md ("The report") describes the layout.
 #include "src/json.hpp"
 
 namespace tkprobe {

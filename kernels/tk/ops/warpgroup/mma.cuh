@@ -147,7 +147,7 @@ __device__ __forceinline__ void pin_registers(Tile& t) {
 // reads and writes each of their registers, so the instructions that build them (bf16 packing)
 // cannot sink below the fence. A register written after the fence makes ptxas add its own
 // warpgroup.arrive before the product, and one that lands in a divergent branch serialises every
-// wgmma of the kernel (C7520: kernels/tk/README.md, "When ptxas serialises wgmma").
+// wgmma of the kernel (C7520: kernels/tk/DESIGN.md, "When ptxas serialises wgmma").
 template <class... RegisterOperands>
 __device__ __forceinline__ void mma_fence(RegisterOperands&... a) {
   (detail::pin_registers(a), ...);
