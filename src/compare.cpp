@@ -93,6 +93,59 @@ void judge(CompareRow& row, const Json& base, const Json& now, double threshold_
     row.per_second_loss_pct = per_second.loss_pct;
 }
 
+// A report's free-text field as written; any other value as JSON.
+std::string text_of(const Json& said) { return said.is_string() ? said.get<std::string>() : said.dump(); }
+
+// A row's own word on why it did not run ok: its reason, else the check it failed.
+std::string reason_of(const Json& row) {
+  if (row.contains("reason")) return text_of(row["reason"]);
+  if (row.contains("check") && row["check"].is_object() && row["check"].contains("what")) {
+    return "its check (" + text_of(row["check"]["what"]) + ")";
+  }
+  return "";
+}
+
+// "skipped in new: <its reason>"
+std::string status_note(const Json& row, const std::string& side) {
+  const std::string reason = reason_of(row);
+  return fmt::format("{} in {}{}", row["status"].get<std::string>(), side, reason.empty() ? "" : ": " + reason);
+}
+
+// Which report did not run the row ok, and why; said once where both say the same.
+std::string why_skipped(const Json& base, const Json& now) {
+  if (base["status"] == now["status"] && reason_of(base) == reason_of(now)) return status_note(base, "both");
+  if (base["status"] == "ok") return status_note(now, "new");
+  if (now["status"] == "ok") return status_note(base, "base");
+  return status_note(base, "base") + "; " + status_note(now, "new");
+}
+
+// Why the baseline's row gives no figure to measure a change from.
+std::string why_not_comparable(const Json& base, const std::string& metric) {
+  if (base["metrics"].contains("not_judged"))
+    return "not judged by its probe: " + text_of(base["metrics"]["not_judged"]);
+  if (metric.empty()) return "plain values, no judged metric";
+  if (!metric_stats(base, metric)) return fmt::format("'{}' is a plain value, not a measurement", metric);
+  return fmt::format("the baseline's '{}' is 0: no change to measure from it", metric);
+}
+
+// CompareRow::why of a row both reports hold.
+std::string why_unjudged(const CompareRow& row, const Json& base, const Json& now) {
+  switch (row.verdict) {
+    case Verdict::peer:
+      return "a peer's figure: reported, never judged";
+    case Verdict::not_comparable:
+      return why_not_comparable(base, row.metric);
+    case Verdict::skipped:
+      return why_skipped(base, now);
+    case Verdict::failed:
+      return status_note(now, "new");
+    case Verdict::no_figure:
+      return fmt::format("new has no '{}' to judge", row.metric);
+    default:
+      return "";
+  }
+}
+
 bool selected(const CompareOptions& o, const Json& r) {
   return o.probes.empty() || o.probes.count(r["probe"].get<std::string>());
 }
@@ -209,11 +262,14 @@ Comparison compare_parts(const ReportSet& base, const ReportSet& now, const Comp
     const auto it = now_by_key.find(row_key(b));
     if (it != now_by_key.end()) {
       judge(row, b, *it->second, options.threshold_pct);
+      row.why = why_unjudged(row, b, *it->second);
       now_by_key.erase(it);
     } else if (!now.probes_run.count(row.probe)) {
       row.verdict = Verdict::not_run;
+      row.why = "its probe did not run in new";
     } else {
       row.verdict = Verdict::missing;
+      row.why = "missing from new, though its probe ran";
       row.fails = true;
     }
     out.rows.push_back(std::move(row));
@@ -222,6 +278,7 @@ Comparison compare_parts(const ReportSet& base, const ReportSet& now, const Comp
     if (!now_by_key.count(row_key(r))) continue;
     CompareRow row = base_row(r);
     row.verdict = Verdict::added;
+    row.why = "not in the baseline";
     out.rows.push_back(std::move(row));
   }
   return out;

@@ -45,6 +45,9 @@ struct CompareRow {
   double band_pct = 0;   // the band inside which a difference is called `same`
   Verdict verdict = Verdict::same;
   bool fails = false;  // this row alone makes compare exit 1
+  // Why the row has no judged change of figures, in a few words (a report's own reason where it
+  // gives one): "not judged by its probe: ...", "skipped in new: ...". Empty on same, faster, slower.
+  std::string why;
   // Faster per clock yet slower per second by more than the threshold and its band: the SM clock fell
   // further than the row gained. A kernel change that draws the card into its power cap does this
   // (docs/decisions/002-changes-measured-in-turns.md), as can a card's drift between runs of

@@ -14,21 +14,36 @@ std::string figure(const CompareRow& r, double x) {
   return r.has_figures() ? fmt::format("{:.4g} {}", x, r.unit) : std::string("-");
 }
 
-// Rows of a report of several devices carry a device column; others read as they always have.
+// Free text from a report in a table cell, where a '|' would end the cell.
+std::string cell_text(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    if (ch == '|') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+std::string table_row(const CompareRow& r, bool devices, bool whys) {
+  const bool numbers = r.has_figures();
+  const std::string device = !devices ? "" : r.device >= 0 ? fmt::format(" {} |", r.device) : " - |";
+  return fmt::format(
+      "| {} |{} {} | {} | {} | {} | {} | {} | {}{} |{}\n", r.probe, device, r.params, r.metric.empty() ? "-" : r.metric,
+      figure(r, r.base), figure(r, r.now), numbers ? fmt::format("{:+.2f}%", r.delta_pct) : "-",
+      numbers && r.verdict != Verdict::peer ? fmt::format("±{:.2f}%", r.band_pct) : "-", to_string(r.verdict),
+      r.fails ? " **FAIL**" : "", whys ? fmt::format(" {} |", cell_text(r.why)) : "");
+}
+
+// Rows of a report of several devices carry a device column, and rows without a judged change a
+// why column; other tables read as they always have.
 std::string table(const std::vector<const CompareRow*>& rows) {
   const bool devices = std::any_of(rows.begin(), rows.end(), [](const CompareRow* r) { return r->device >= 0; });
-  std::string md = fmt::format("| probe |{} params | metric | base | new | change | band | verdict |\n"
-                               "|---|{}---|---|---:|---:|---:|---:|---|\n",
-                               devices ? " device |" : "", devices ? "---:|" : "");
-  for (const CompareRow* r : rows) {
-    const bool numbers = r->has_figures();
-    const std::string device = !devices ? "" : r->device >= 0 ? fmt::format(" {} |", r->device) : " - |";
-    md += fmt::format("| {} |{} {} | {} | {} | {} | {} | {} | {}{} |\n", r->probe, device, r->params,
-                      r->metric.empty() ? "-" : r->metric, figure(*r, r->base), figure(*r, r->now),
-                      numbers ? fmt::format("{:+.2f}%", r->delta_pct) : "-",
-                      numbers && r->verdict != Verdict::peer ? fmt::format("±{:.2f}%", r->band_pct) : "-",
-                      to_string(r->verdict), r->fails ? " **FAIL**" : "");
-  }
+  const bool whys = std::any_of(rows.begin(), rows.end(), [](const CompareRow* r) { return !r->why.empty(); });
+  std::string md = fmt::format(
+      "| probe |{} params | metric | base | new | change | band | verdict |{}\n"
+      "|---|{}---|---|---:|---:|---:|---:|---|{}\n",
+      devices ? " device |" : "", whys ? " why |" : "", devices ? "---:|" : "", whys ? "---|" : "");
+  for (const CompareRow* r : rows) md += table_row(*r, devices, whys);
   return md;
 }
 
@@ -66,20 +81,11 @@ std::string xml_escaped(const std::string& text) {
 }
 
 std::string failure_message(const CompareRow& r, double threshold_pct) {
-  switch (r.verdict) {
-    case Verdict::missing:
-      return "the row is missing from the new report, though its probe ran";
-    case Verdict::no_figure:
-      return fmt::format("the new row has no '{}' to judge", r.metric);
-    case Verdict::failed:
-      return "the new row failed its check";
-    case Verdict::skipped:
-      return "the row ran in the baseline and was skipped now";
-    default:
-      return fmt::format("{}: {:.4g} -> {:.4g} {} ({:+.2f}%), worse by {:.2f}% against a threshold of {:.1f}% "
-                         "(band ±{:.2f}%)",
-                         r.metric, r.base, r.now, r.unit, r.delta_pct, r.loss_pct, threshold_pct, r.band_pct);
-  }
+  if (!r.why.empty()) return r.why;  // missing, no figure, failed, skipped
+  return fmt::format(
+      "{}: {:.4g} -> {:.4g} {} ({:+.2f}%), worse by {:.2f}% against a threshold of {:.1f}% "
+      "(band ±{:.2f}%)",
+      r.metric, r.base, r.now, r.unit, r.delta_pct, r.loss_pct, threshold_pct, r.band_pct);
 }
 
 // Rows faster per clock and slower per second (CompareRow::per_second_loss_pct), or "".
@@ -168,6 +174,7 @@ Json to_json(const Comparison& c) {
                     {"judged", r.judged()},
                     {"fails", r.fails}});
     if (r.device >= 0) rows.back()["device"] = r.device;  // rows of a report of several devices
+    if (!r.why.empty()) rows.back()["why"] = r.why;
     if (r.per_second_loss_pct > 0) rows.back()["per_second_loss_pct"] = r.per_second_loss_pct;
   }
   Json out{{"threshold_pct", c.threshold_pct}, {"failed", c.failed()}, {"failing", c.failing()}, {"rows", rows}};

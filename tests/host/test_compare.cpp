@@ -1,6 +1,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "src/compare.hpp"
 #include "src/compare_output.hpp"
 #include "src/errors.hpp"
@@ -263,6 +266,92 @@ TEST(Compare, ARowItsProbeDoesNotJudgeIsReportedNeverFailedButOnlyTheBaselineSay
                                    report({unjudged(7.2)}));
   EXPECT_EQ(judged.rows[0].verdict, Verdict::slower);
   EXPECT_TRUE(judged.failed());
+}
+
+namespace {
+
+tkprobe::Result status_row(const std::string& probe, tkprobe::Json params, tkprobe::Status status,
+                           const std::string& reason) {
+  tkprobe::Result r(probe, params.is_null() ? Json::object() : std::move(params));
+  r.status = status;
+  r.reason = reason;
+  return r;
+}
+
+// The last line of `md` that starts with `start`: a row of the folded table of every row.
+std::string last_line(const std::string& md, const std::string& start) {
+  const auto at = md.rfind("\n" + start);
+  if (at == std::string::npos) return "";
+  return md.substr(at + 1, md.find('\n', at + 1) - at - 1);
+}
+
+}  // namespace
+
+// Each kind of row without a judged change, written by `compare --markdown`, with the reason it
+// has none in the why column; a judged row leaves the column empty.
+TEST(Compare, EveryRowWithoutAJudgedChangeSaysWhy) {
+  tkprobe::Result plain("decode", {{"n", 1}});
+  plain.value("bits", 32);
+  auto unjudged = timed_result("l2", {{"l2_share", 0.875}}, 7.9, 0.001, Better::higher);
+  unjudged.not_judged("moves between processes");
+  auto peer = timed_result("gemm", {{"kernel", "cublaslt"}}, 100, 0.001, Better::higher);
+  peer.peer = true;
+  const auto refused = status_row("cluster", {{"size", 16}}, tkprobe::Status::skipped, "the driver refuses 16");
+  auto failing = timed_result("p", {{"s", 1}}, 100, 0.001);
+  failing.checked({{"what", "XOR of every word read"}}, false);
+  const Json base = report({plain, unjudged, peer, refused, timed_result("bandwidth", {{"copy", "tma"}}, 100, 0.001),
+                            timed_result("zero", {}, 0, 0.001), timed_result("p", {{"s", 1}}, 100, 0.001),
+                            timed_result("p", {{"s", 2}}, 100, 0.001), timed_result("p", {{"s", 4}}, 100, 0.001),
+                            timed_result("p", {{"s", 5}}, 100, 0.001), timed_result("q", {}, 100, 0.001)});
+  Json now = report({plain, unjudged, peer, refused,
+                     status_row("bandwidth", {{"copy", "tma"}}, tkprobe::Status::skipped, "sm_90a only"),
+                     timed_result("zero", {}, 0, 0.001), failing, timed_result("p", {{"s", 3}}, 100, 0.001),
+                     timed_result("p", {{"s", 4}}, 100, 0.001), tkprobe::Result("p", {{"s", 5}})});
+  now["tool"]["probes"] = {"decode", "l2", "gemm", "cluster", "bandwidth", "zero", "p"};
+  const auto md_file = fixtures::temp_dir("compare-why") / "summary.md";
+  EXPECT_EQ(compare_files(base, now, {"--markdown", md_file.string()}).code, 1);
+  std::ifstream in(md_file);
+  const std::string md(std::istreambuf_iterator<char>(in), {});
+  EXPECT_TRUE(mentions(md, "| verdict | why |")) << md;
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"| decode | n=1 |", "| n/a | plain values, no judged metric |"},
+      {"| l2 | l2_share=0.875 |", "| n/a | not judged by its probe: moves between processes |"},
+      {"| gemm | kernel=cublaslt |", "| peer | a peer's figure: reported, never judged |"},
+      {"| cluster | size=16 |", "| skipped | skipped in both: the driver refuses 16 |"},
+      {"| bandwidth | copy=tma |", "| skipped **FAIL** | skipped in new: sm_90a only |"},
+      {"| zero |  |", "| n/a | the baseline's 'cycles' is 0: no change to measure from it |"},
+      {"| p | s=1 |", "| failed **FAIL** | failed in new: its check (XOR of every word read) |"},
+      {"| p | s=2 |", "| missing **FAIL** | missing from new, though its probe ran |"},
+      {"| p | s=5 |", "| no figure **FAIL** | new has no 'cycles' to judge |"},
+      {"| q |  |", "| not run | its probe did not run in new |"},
+      {"| p | s=3 |", "| new | not in the baseline |"},
+      {"| p | s=4 |", "| same |  |"},
+  };
+  for (const auto& [row, verdict_and_why] : rows) {
+    const std::string line = last_line(md, row);
+    EXPECT_TRUE(line.size() >= verdict_and_why.size() &&
+                line.compare(line.size() - verdict_and_why.size(), verdict_and_why.size(), verdict_and_why) == 0)
+        << row << " reads: " << line;
+  }
+}
+
+// Only a report read without its checks (compare_reports on a document) can name a plain value as
+// its primary metric: the reader refuses it on a row that ran.
+TEST(Compare, APlainPrimaryMetricSaysSo) {
+  tkprobe::Result plain("decode", {{"n", 1}});
+  plain.value("bits", 32);
+  plain.primary = "bits";
+  const auto c = compare_json(report({plain}), report({plain}));
+  EXPECT_EQ(c.rows[0].verdict, Verdict::not_comparable);
+  EXPECT_EQ(c.rows[0].why, "'bits' is a plain value, not a measurement");
+  EXPECT_EQ(tkprobe::to_json(c)["rows"][0]["why"], c.rows[0].why);
+}
+
+// A free-text reason cannot end its cell early.
+TEST(Compare, AReasonsBarIsEscapedInTheTable) {
+  const auto skipped = status_row("p", {}, tkprobe::Status::skipped, "a | b");
+  const std::string md = tkprobe::to_markdown(compare_json(report({skipped}), report({skipped})));
+  EXPECT_TRUE(mentions(md, "| skipped | skipped in both: a \\| b |")) << md;
 }
 
 TEST(Compare, JudgedRowWithoutItsMetricFails) {
