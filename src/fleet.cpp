@@ -8,6 +8,7 @@
 
 #include "src/compare.hpp"
 #include "src/errors.hpp"
+#include "src/report.hpp"
 #include "src/report_devices.hpp"
 #include "src/stats.hpp"
 
@@ -51,9 +52,13 @@ std::vector<Card> cards_of(const std::vector<ReportSet>& reports, const FleetOpt
   std::vector<Card> cards;
   for (const auto& r : reports) {
     if (r.report["schema"] != reports.front().report["schema"]) {
-      throw UsageError(fmt::format("{} is {} but {} is {}: make every report with tkprobe 0.1 or later (version 2 "
-                                   "or 3 files)", r.source, r.report["schema"].get<std::string>(),
-                                   reports.front().source, reports.front().report["schema"].get<std::string>()));
+      // Version 2 and 3 files read alike (as version 2): only version 1 can differ, so it is the one named.
+      const bool first_is_v1 = reports.front().report["schema"] == kReportSchemaV1;
+      throw UsageError(
+          fmt::format("{} is '{}' but {} is a later version: make every report with tkprobe 0.1 or "
+                      "later (version 2 or 3 files)",
+                      first_is_v1 ? reports.front().source : r.source, kReportSchemaV1,
+                      first_is_v1 ? r.source : reports.front().source));
     }
     for (auto& part : report_parts(r.report)) {
       if (part.device == kSpansDevices) continue;

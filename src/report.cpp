@@ -271,40 +271,55 @@ Json read_report(const std::filesystem::path& path) {
   return parse_report(std::string(std::istreambuf_iterator<char>(in), {}), path.string());
 }
 
-Json parse_report(std::string_view text, const std::string& source) {
+namespace {
+
+// Every version read, newest first, for the messages about a file that declares none of them.
+std::string valid_schemas() { return fmt::format("'{}', '{}', '{}'", kReportSchemaV3, kReportSchema, kReportSchemaV1); }
+
+// `text` as JSON with a "schema" it reads.
+Json declared_report(std::string_view text, const std::string& source) {
   Json j;
   try {
     j = Json::parse(text);
   } catch (const Json::parse_error& e) {
-    throw UsageError(fmt::format("{}: not JSON (byte {}), so not a tkprobe report (expected schema '{}')",
-                                 source, e.byte, kReportSchema));
+    throw UsageError(
+        fmt::format("{}: not JSON (byte {}), so not a tkprobe report (valid: {})", source, e.byte, valid_schemas()));
   } catch (const Json::exception&) {  // out_of_range: a number JSON cannot hold as a double (1e999)
     throw UsageError(fmt::format("{}: holds a number out of a double's range, so not a tkprobe report", source));
   }
   if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string()) {
-    throw UsageError(
-        fmt::format("{}: not a tkprobe report: no \"schema\" field (expected '{}')", source, kReportSchema));
+    throw UsageError(fmt::format("{}: not a tkprobe report: no \"schema\" field (valid: {})", source, valid_schemas()));
   }
   const auto schema = j["schema"].get<std::string>();
   if (schema != kReportSchemaV3 && schema != kReportSchema && schema != kReportSchemaV1) {
-    throw UsageError(fmt::format("{}: report schema '{}' is not supported (valid: '{}', '{}', '{}')", source,
-                                 schema, kReportSchemaV3, kReportSchema, kReportSchemaV1));
+    throw UsageError(
+        fmt::format("{}: report schema '{}' is not supported (valid: {})", source, schema, valid_schemas()));
   }
+  return j;
+}
+
+}  // namespace
+
+Json parse_report(std::string_view text, const std::string& source) {
+  Json j = declared_report(text, source);
+  const auto schema = j["schema"].get<std::string>();
+  // A version 3 file is checked as the version 2 document it encodes: messages name the file's version.
+  const std::string file = fmt::format("{} ({})", source, schema);
   if (schema == kReportSchemaV3) {
     try {
       j = from_columns(j);
     } catch (const std::invalid_argument& e) {
-      throw UsageError(fmt::format("{}: {}", source, e.what()));
+      throw UsageError(fmt::format("{}: {}", file, e.what()));
     } catch (const Json::exception& e) {  // a kind or value of the wrong JSON type
-      throw UsageError(fmt::format("{}: not a well-formed version 3 report ({})", source, e.what()));
+      throw UsageError(fmt::format("{}: not well-formed ({})", file, e.what()));
     }
   }
   if (schema != kReportSchemaV1) restore_check_texts(j);
   const auto problems = report_problems(j);
   if (!problems.empty()) {
-    throw UsageError(fmt::format("{}: {}{}", source, problems.front(),
-                                 problems.size() > 1 ? fmt::format(" (and {} more problems)", problems.size() - 1)
-                                                     : std::string()));
+    throw UsageError(
+        fmt::format("{}: {}{}", file, problems.front(),
+                    problems.size() > 1 ? fmt::format(" (and {} more problems)", problems.size() - 1) : std::string()));
   }
   return j;
 }

@@ -107,7 +107,8 @@ void require_writable_target(const std::filesystem::path& path, std::string_view
 
 // Reads a report (version 1, 2 or 3) as version 1 or 2 (a version 3 file decoded); throws
 // UsageError when the file is missing, is not JSON, is not a tkprobe report, or carries another
-// schema version (the message names the valid ones).
+// schema version (the message names the valid ones), or is not sound (the message names the version
+// the file declares, not the one it was decoded to).
 Json read_report(const std::filesystem::path& path);
 // The same for a report's text (`source` names it in messages): what `tkprobe <probe> --json -` writes.
 Json parse_report(std::string_view text, const std::string& source);

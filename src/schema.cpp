@@ -26,6 +26,15 @@ bool has_type(const Json& v, const std::string& type) {
   throw std::invalid_argument("schema: unknown type '" + type + "'");
 }
 
+// A value in a message: its text, cut short; the document itself by its keys, since its text says
+// little in 80 characters and may be a decoding, not the file read (a version 3 report's).
+std::string described(const Json& v, const std::string& at) {
+  if (!at.empty() || !v.is_object()) return v.dump().substr(0, 80);
+  std::string keys;
+  for (const auto& [key, _] : v.items()) keys += (keys.empty() ? "" : ", ") + key;
+  return "an object with keys [" + keys + "]";
+}
+
 class Validator {
  public:
   explicit Validator(const Json& root) : root_(root) {}
@@ -131,7 +140,7 @@ class Validator {
       trial.check(option, v, at);
       if (trial.errors.empty()) return;
     }
-    fail(at, fmt::format("{} matches none of the {} allowed forms", v.dump().substr(0, 80), options.size()));
+    fail(at, fmt::format("{} matches none of the allowed forms {}", described(v, at), options.dump()));
   }
 };
 

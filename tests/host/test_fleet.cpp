@@ -134,6 +134,11 @@ TEST(Fleet, BadInputsExitTwoSayingWhy) {
   const auto versions = fleet_files({card(0, {{"p", 100}}), v1});
   EXPECT_EQ(versions.code, 2);
   EXPECT_TRUE(mentions(versions.err, "tkprobe.report/1")) << versions.err;
+  // A version 3 file reads as version 2: the message names neither version for it.
+  const auto v3_first = fleet_files({Json::parse(tkprobe::report_text(card(0, {{"p", 100}}))), v1});
+  EXPECT_TRUE(mentions(v3_first.err, "card1.json is 'tkprobe.report/1' but ")) << v3_first.err;
+  EXPECT_TRUE(mentions(v3_first.err, "card0.json is a later version")) << v3_first.err;
+  EXPECT_FALSE(mentions(v3_first.err, "tkprobe.report/2")) << v3_first.err;
   EXPECT_EQ(fleet_files({card(0, {{"p", 100}}), card(1, {{"p", 100}})}, {"--threshold", "nan"}).code, 2);
   EXPECT_EQ(fleet_files({card(0, {{"p", 100}}), card(1, {{"p", 100}})}, {"--probes", "nope"}).code, 2);
   EXPECT_EQ(fleet_files({card(0, {{"p", 100}}), card(1, {{"p", 100}})}, {"--format", "pdf"}).code, 2);

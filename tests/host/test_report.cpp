@@ -252,3 +252,48 @@ TEST(ReportV3, ARowThatDoesNotMatchItsKindIsRefused) {
   refused([](Json& d) { d["results"][0].erase("kind"); }, "row 0: a version 3 row needs");
   refused([](Json& d) { d.erase("kinds"); }, "needs a \"kinds\" object");
 }
+
+namespace {
+
+// The message read_report refuses `text` with, written to a file; empty where it reads it.
+std::string refusal(const std::string& text) {
+  const auto path = fixtures::write(fixtures::temp_dir("report-refused") / "bad.json", text);
+  try {
+    tkprobe::read_report(path);
+  } catch (const tkprobe::UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// A version 3 file is checked as the version 2 document it encodes; what is wrong with it is told
+// of the version the file declares (a file without a device once read "{"schema":"tkprobe.report/2",...").
+TEST(ReportV3, EveryMessageNamesTheVersionTheFileDeclares) {
+  const Json v3 = tkprobe::to_columns(fixtures::report({fixtures::timed_result("p", {{"s", 1}}, 30, 0.01)}));
+  const std::vector<std::function<void(Json&)>> spoilers = {
+      [](Json& d) { d.erase("device"); },
+      [](Json& d) { d.erase("tool"); },
+      [](Json& d) { d["results"][0]["status"] = 7; },
+      [](Json& d) { d["extra"] = 1; },
+      [](Json& d) { d.erase("kinds"); },
+      [](Json& d) { d["results"][0]["kind"] = 5; },
+      [](Json& d) { d["kinds"]["p"] = "not a kind"; },  // a JSON type from_columns cannot index
+  };
+  for (std::size_t i = 0; i < spoilers.size(); ++i) {
+    Json bad = v3;
+    spoilers[i](bad);
+    const std::string what = refusal(bad.dump());
+    EXPECT_NE(what.find("bad.json (tkprobe.report/3): "), std::string::npos) << "case " << i << ": " << what;
+    EXPECT_EQ(what.find("tkprobe.report/2"), std::string::npos) << "case " << i << ": " << what;
+  }
+}
+
+TEST(Report, AFileThatDeclaresNoVersionIsToldTheValidOnes) {
+  for (const char* text : {"not json", R"({"results": []})", R"({"schema": 3})"}) {
+    const std::string what = refusal(text);
+    EXPECT_NE(what.find("(valid: 'tkprobe.report/3', 'tkprobe.report/2', 'tkprobe.report/1')"), std::string::npos)
+        << what;
+  }
+}
