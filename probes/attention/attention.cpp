@@ -12,7 +12,11 @@
 // --dtype e4m3: the wgmma forward at D = 128 on e4m3 Q, K, V (attention::Fp8Forward): the same
 // fresh bf16 inputs quantized per tensor (kernels/attention/reference_fp8.hpp), the reference run on
 // the dequantized values, the error bounds fp8 implies, rates against the e4m3 peaks. Its rows
-// carry dtype e4m3 and appear only with the option: the suite (`tkprobe all`) runs bf16.
+// carry dtype e4m3.
+//
+// The suite (`tkprobe all`, and so the regression baseline) runs every kernel a caller can reach:
+// bf16 forward and backward with the dQ path a caller gets by default, the deterministic dQ path's
+// backward, and the e4m3 forward on the D = 128 shapes.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -220,22 +224,16 @@ class AttentionProbe final : public Probe {
     }
   }
 
-  // The suite (and so the baseline) holds both passes, so a slower backward fails the gate too.
+  // The suite (and so the baseline) holds every pass and path, so a slower one fails the gate too.
   void use_suite_settings() override {
     pass_ = "all";
     dq_ = "fastest";  // what a caller gets by default
+    suite_ = true;
   }
 
   void run(ProbeContext& ctx) override {
-    std::vector<Run> runs;
-    if (e4m3()) {
-      for (const Shape& s : shapes(ctx.options.quick)) runs.push_back(measure_e4m3(ctx, s));
-      summarise(ctx, Kernel::wgmma, Pass::fwd, runs);
-      return;
-    }
-    for (const Shape& s : shapes(ctx.options.quick)) measure_shape(ctx, s, runs);
-    for (Pass p : kPasses.at(pass_))
-      for (Kernel k : kernels()) summarise(ctx, k, p, runs);
+    if (!e4m3()) run_bf16(ctx);
+    if (e4m3() || suite_) run_e4m3(ctx);
   }
 
  private:
@@ -246,8 +244,23 @@ class AttentionProbe final : public Probe {
   std::string dq_ = "fastest";
   bool sweep_ = false;
   std::string dtype_ = "bf16";
+  bool suite_ = false;  // also the deterministic backward and the e4m3 forward (use_suite_settings)
 
   bool e4m3() const { return dtype_ == "e4m3"; }
+
+  void run_bf16(ProbeContext& ctx) {
+    Runs runs;
+    for (const Shape& s : shapes(ctx.options.quick, attention::Dtype::bf16)) measure_shape(ctx, s, runs);
+    for (Pass p : kPasses.at(pass_))
+      for (Kernel k : kernels()) summarise(ctx, k, pass_name(p), runs.by_pass(p));
+    if (!runs.deterministic.empty()) summarise(ctx, Kernel::wgmma, "bwd, deterministic dQ", runs.deterministic);
+  }
+
+  void run_e4m3(ProbeContext& ctx) {
+    std::vector<Run> runs;
+    for (const Shape& s : shapes(ctx.options.quick, attention::Dtype::e4m3)) runs.push_back(measure_e4m3(ctx, s));
+    summarise(ctx, Kernel::wgmma, "fwd e4m3", runs, "e4m3");
+  }
 
   bool has(Pass p) const {
     const auto& passes = kPasses.at(pass_);
@@ -258,29 +271,39 @@ class AttentionProbe final : public Probe {
   Shape given_shape() const { return {*batch_, *heads_, kv_heads_.value_or(*heads_), *seq_, *head_dim_, causal_}; }
 
   std::vector<Kernel> kernels() const {
-    if (e4m3()) return {Kernel::wgmma};
     if (!kernel_.empty()) return {kKernels.at(kernel_)};
     return {Kernel::wgmma, Kernel::mma_sync};
   }
 
   // A given shape; else --quick's (over --sweep too: CI-sized means small); else the sweep. With
   // e4m3, their head-dim-128 shapes.
-  std::vector<Shape> shapes(bool quick) const {
+  std::vector<Shape> shapes(bool quick, attention::Dtype dtype) const {
     if (batch_) return {given_shape()};
+    const bool e4m3 = dtype == attention::Dtype::e4m3;
     std::vector<Shape> out;
     if (!quick) {
       for (const Shape& s : attention_check::sweep())
-        if (!e4m3() || s.head_dim == kE4m3HeadDim) out.push_back(s);
+        if (!e4m3 || s.head_dim == kE4m3HeadDim) out.push_back(s);
       return out;
     }
     for (int d : kHeadDims)
       for (bool causal : {false, true})
-        if (!e4m3() || d == kE4m3HeadDim) out.push_back({kQuickBatch, kQuickHeads, kQuickHeads, kQuickSeq, d, causal});
+        if (!e4m3 || d == kE4m3HeadDim) out.push_back({kQuickBatch, kQuickHeads, kQuickHeads, kQuickSeq, d, causal});
     return out;
   }
 
+  // The bf16 runs: by kernel and pass, and the deterministic dQ path's backward apart.
+  struct Runs {
+    std::vector<Run> all, deterministic;
+    std::vector<Run> by_pass(Pass p) const {
+      std::vector<Run> out;
+      std::copy_if(all.begin(), all.end(), std::back_inserter(out), [p](const Run& r) { return r.pass == p; });
+      return out;
+    }
+  };
+
   // Fresh inputs and the reference for `s`, then every kernel and pass on them.
-  void measure_shape(ProbeContext& ctx, const Shape& s, std::vector<Run>& runs) {
+  void measure_shape(ProbeContext& ctx, const Shape& s, Runs& runs) {
     Buffers b(s);
     const cudaStream_t stream = ctx.harness.stream();
     attention_check::fill_normal(b.q.get(), b.q.size(), ctx.rng(), stream);
@@ -298,8 +321,14 @@ class AttentionProbe final : public Probe {
         }
         continue;
       }
-      if (has(Pass::fwd)) runs.push_back(measure_forward(ctx, k, s, b));
-      if (k == Kernel::wgmma && any_backward()) measure_backward(ctx, s, b, runs);
+      if (has(Pass::fwd)) runs.all.push_back(measure_forward(ctx, k, s, b));
+      if (k != Kernel::wgmma || !any_backward()) continue;
+      const attention::BackwardOptions chosen{.dq = kDqPaths.at(dq_)};
+      measure_backward(ctx, s, b, chosen, kPasses.at(pass_), runs.all);
+      // The suite also guards the deterministic path where the default is another: its backward alone.
+      const attention::BackwardOptions deterministic{.dq = attention::DqPath::deterministic};
+      if (suite_ && attention::dq_path(s, chosen) != attention::DqPath::deterministic)
+        measure_backward(ctx, s, b, deterministic, {Pass::bwd}, runs.deterministic);
     }
   }
 
@@ -414,9 +443,10 @@ class AttentionProbe final : public Probe {
     return {Kernel::wgmma, Pass::fwd, s, m.stats.median, pct_clock, e.worst_row_error, e.lse_error, passed};
   }
 
-  // The wgmma backward, alone and after the forward in each launch, on one dO: O and LSE come from
-  // the wgmma forward, and the fp32 reference backward takes the same O, LSE and dO.
-  void measure_backward(ProbeContext& ctx, const Shape& s, Buffers& b, std::vector<Run>& runs) {
+  // The wgmma backward, alone and after the forward in each launch (of `passes`), on one dO: O and LSE
+  // come from the wgmma forward, and the fp32 reference backward takes the same O, LSE and dO.
+  void measure_backward(ProbeContext& ctx, const Shape& s, Buffers& b, attention::BackwardOptions options,
+                        const std::vector<Pass>& passes, std::vector<Run>& runs) {
     const cudaStream_t stream = ctx.harness.stream();
     const attention::Forward forward(b.tensors(), s, Kernel::wgmma);
     Gradients g(b);
@@ -425,10 +455,10 @@ class AttentionProbe final : public Probe {
     attention_check::reference_backward(b.q.get(), b.k.get(), b.v.get(), b.o.get(), g.d_o.get(), b.lse.get(),
                                         g.dq_ref.get(), g.dk_ref.get(), g.dv_ref.get(), g.delta.get(), s, stream);
     TK_CUDA(cudaStreamSynchronize(stream));
-    const bool reducing = attention::dq_path(s, backward_options()) == attention::DqPath::reducing;
-    const attention::Backward backward(g.tensors(b), s, {}, backward_options());
+    const bool reducing = attention::dq_path(s, options) == attention::DqPath::reducing;
+    const attention::Backward backward(g.tensors(b), s, {}, options);
     for (Pass p : {Pass::bwd, Pass::fwd_bwd}) {
-      if (!has(p)) continue;
+      if (std::find(passes.begin(), passes.end(), p) == passes.end()) continue;
       g.poison();
       if (p == Pass::fwd_bwd) {
         b.o.poison();
@@ -448,8 +478,6 @@ class AttentionProbe final : public Probe {
   // against the reference.
   // Rows the reducing path made (--dq reduce, or fastest where attention::dq_path picks it) carry
   // "dq": "reduce"; the deterministic path's carry no such key, so its rows keep their names.
-  attention::BackwardOptions backward_options() const { return {.dq = kDqPaths.at(dq_)}; }
-
   Run backward_row(ProbeContext& ctx, const Shape& s, Buffers& b, Gradients& g, Pass p, const Measurement& m,
                    bool reducing) {
     Json params = params_json(Kernel::wgmma, s, p);
@@ -486,11 +514,12 @@ class AttentionProbe final : public Probe {
     return {Kernel::wgmma, p, s, m.stats.median, pct_clock, worst_row, lse_error, passed};
   }
 
-  // One line per kernel and pass: its range over the shapes, the best shape, the worst errors.
-  void summarise(ProbeContext& ctx, Kernel k, Pass p, const std::vector<Run>& runs) const {
+  // One line per kernel and pass (`what`): its range over the shapes, the best shape, the worst errors.
+  void summarise(ProbeContext& ctx, Kernel k, const std::string& what, const std::vector<Run>& runs,
+                 const std::string& dtype = "bf16") const {
     std::vector<const Run*> mine;
     for (const Run& r : runs)
-      if (r.kernel == k && r.pass == p) mine.push_back(&r);
+      if (r.kernel == k) mine.push_back(&r);
     if (mine.empty()) return;
     const auto by_rate = [](const Run* a, const Run* b) { return a->tflops < b->tflops; };
     const Run& best = **std::max_element(mine.begin(), mine.end(), by_rate);
@@ -508,10 +537,11 @@ class AttentionProbe final : public Probe {
     ctx.finding(name(),
                 fmt::format("{} {}: {:.1f}..{:.1f} TFLOP/s over {} shapes; best {} = {:.1f} TFLOP/s ({}{}); slowest "
                             "{}; largest errors: worst row relative {:.2e}{}; {} of {} failed the check",
-                            kernel_name(k), e4m3() ? pass_name(p) + " e4m3" : pass_name(p), worst.tflops, best.tflops, mine.size(), describe(best.shape),
+                            kernel_name(k), what, worst.tflops, best.tflops, mine.size(), describe(best.shape),
                             best.tflops,
                             peaks ? fmt::format("{:.1f}% of the {}datasheet peak", 100 * best.tflops /
-                                                (e4m3() ? peaks->fp8 : peaks->bf16), e4m3() ? "e4m3 " : "")
+                                                (dtype == "e4m3" ? peaks->fp8 : peaks->bf16),
+                                                dtype == "e4m3" ? "e4m3 " : "")
                                   : std::string("no datasheet peak for this GPU"),
                             best.pct_clock_peak ? fmt::format(", {:.1f}% of the clock peak", *best.pct_clock_peak)
                                                 : std::string(),
