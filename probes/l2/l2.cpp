@@ -11,6 +11,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -32,7 +34,12 @@ namespace tkprobe {
 namespace {
 
 constexpr int kLines = 2048, kQuickLines = 512;  // lines timed (256 KiB, 64 KiB: far inside the L2)
-constexpr int kMapRuns = 3;                       // each line's latency: the least of three maps
+// A map's cycles move with the SM clock: the L2 answers in a clock of its own, so a map run while
+// the SM clock is still low (just after a heavy probe) reads fewer SM cycles per hit. Maps repeat
+// until the last kMapRuns ran at one SM clock, and each line's latency is the least of those.
+constexpr int kMapRuns = 3;
+constexpr double kSteadyClockSpread = 0.005;  // the kept maps' SM clocks lie within 0.5% of each other
+constexpr double kSettleSeconds = 2.0;         // maps stop here, steady or not (the check says which)
 constexpr int kPasses = 64, kQuickPasses = 8;     // reads of each block's whole list per stream launch
 constexpr double kLoadsTimed = l2::kLongChase - l2::kShortChase;
 // The ladder's footprints, as shares of the L2: finest around a half, where a footprint outgrows one
@@ -55,7 +62,25 @@ struct LatencyMap {
   std::vector<std::uint32_t> smids;
   std::vector<std::vector<double>> cycles;  // [sm][line]
   bool one_block_per_sm = true;
+  std::vector<double> sm_clock_mhz;  // every map's, in the order they ran; the last kMapRuns are kept
+  bool steady_clock = false;         // the kept maps ran at one SM clock
+  double kept_sm_clock_mhz() const {
+    return summarize(std::span(sm_clock_mhz).last(std::min<std::size_t>(kMapRuns, sm_clock_mhz.size()))).median;
+  }
 };
+
+// One map: per block, its SM, its cycles per line and its SM clock.
+struct OneMap {
+  std::vector<std::uint32_t> smids, cycles;  // [block], [block][line]
+  double sm_clock_mhz = 0;                   // the median over the blocks
+};
+
+bool one_clock(const std::deque<OneMap>& maps) {
+  const auto [least, most] = std::minmax_element(maps.begin(), maps.end(), [](const OneMap& a, const OneMap& b) {
+    return a.sm_clock_mhz < b.sm_clock_mhz;
+  });
+  return most->sm_clock_mhz <= least->sm_clock_mhz * (1 + kSteadyClockSpread);
+}
 
 // "0-3,8,10-11" for sorted ids.
 std::string id_ranges(const std::vector<std::uint32_t>& ids) {
@@ -117,19 +142,40 @@ class L2 final : public Probe {
     // More than half an SM's shared memory a block, so that no SM takes two of them.
     const int smem = int(std::min(ctx.device.smem_per_block_optin, ctx.device.smem_per_sm / 2 + 1024));
     DeviceBuffer<std::uint32_t> cycles(std::size_t(blocks) * lines), smid(blocks);
-    std::map<std::uint32_t, std::vector<std::uint32_t>> least;  // by SM id: a block may land elsewhere each run
-    LatencyMap map;
+    DeviceBuffer<ClockWindow> clock(blocks);
     l2::prepare_map(smem);
-    for (int run = 0; run < kMapRuns; ++run) {
+    LatencyMap map;
+    std::deque<OneMap> kept;
+    const auto start = std::chrono::steady_clock::now();
+    const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    do {
       cycles.poison();
-      l2::launch_map(buffer, lines, blocks, smem, {cycles.get(), smid.get()}, ctx.harness.stream());
+      l2::launch_map(buffer, lines, blocks, smem, {cycles.get(), smid.get(), clock.get()}, ctx.harness.stream());
       TK_CUDA(cudaStreamSynchronize(ctx.harness.stream()));
-      const auto got = cycles.download();
-      auto ids = smid.download();
-      for (int b = 0; b < blocks; ++b) {
-        auto& row = least.try_emplace(ids[b], std::vector<std::uint32_t>(lines, UINT32_MAX)).first->second;
-        for (int l = 0; l < lines; ++l) row[l] = std::min(row[l], got[std::size_t(b) * lines + l]);
+      kept.push_back(OneMap{smid.download(), cycles.download(), block_clock_mhz(clock.download())});
+      map.sm_clock_mhz.push_back(kept.back().sm_clock_mhz);
+      if (kept.size() > kMapRuns) kept.pop_front();
+      map.steady_clock = kept.size() == kMapRuns && one_clock(kept);
+    } while (!map.steady_clock && seconds() < kSettleSeconds);
+    least_per_line(kept, lines, map);
+    return map;
+  }
+
+  static double block_clock_mhz(const std::vector<ClockWindow>& windows) {
+    std::vector<double> mhz;
+    for (const ClockWindow& w : windows) mhz.push_back(window_mhz(w));
+    return summarize(mhz).median;
+  }
+
+  // Each (SM, line)'s least cycles over the kept maps, by SM id: a block may land elsewhere each map.
+  static void least_per_line(const std::deque<OneMap>& maps, int lines, LatencyMap& map) {
+    std::map<std::uint32_t, std::vector<std::uint32_t>> least;
+    for (const OneMap& m : maps) {
+      for (std::size_t b = 0; b < m.smids.size(); ++b) {
+        auto& row = least.try_emplace(m.smids[b], std::vector<std::uint32_t>(lines, UINT32_MAX)).first->second;
+        for (int l = 0; l < lines; ++l) row[l] = std::min(row[l], m.cycles[b * lines + l]);
       }
+      auto ids = m.smids;
       std::sort(ids.begin(), ids.end());
       map.one_block_per_sm &= std::adjacent_find(ids.begin(), ids.end()) == ids.end();
     }
@@ -139,7 +185,6 @@ class L2 final : public Probe {
       for (std::uint32_t c : row) per_load.push_back(c / kLoadsTimed);
       map.cycles.push_back(std::move(per_load));
     }
-    return map;
   }
 
   void add_summary(ProbeContext& ctx, const LatencyMap& map, const l2::Partitions& parts, int lines) {
@@ -154,9 +199,16 @@ class L2 final : public Probe {
     const Stats spread = summarize(sm_medians);
     r.value(metric::sm_median_least_cycles, spread.min);
     r.value(metric::sm_median_most_cycles, spread.max);
-    r.checked({{"what", "every block of the map ran on an SM of its own (its shared memory keeps a second off)"}},
-              map.one_block_per_sm);
+    r.value(metric::sm_clock_mhz, map.kept_sm_clock_mhz());
+    r.value(metric::first_map_sm_clock_mhz, map.sm_clock_mhz.front());
+    r.value(metric::maps, int(map.sm_clock_mhz.size()));
+    r.checked({{"what", "every block of the map ran on an SM of its own (its shared memory keeps a second off), and "
+                        "the kept maps at one SM clock (within 0.5%)"}},
+              map.one_block_per_sm && map.steady_clock);
     ctx.add(std::move(r));
+    ctx.finding(name(), fmt::format("the SM clock inside the maps, MHz: {:.0f}; the last {} kept ({})",
+                                    fmt::join(map.sm_clock_mhz, ", "), kMapRuns,
+                                    map.steady_clock ? "one clock" : "the clock never held still"));
     const std::string pattern =
         fmt::format("the part of each latency that depends on the pair of SM and line is {:.0f}% one pattern, whose "
                     "sides lie at {:.0f} and {:.0f} cycles; each SM's median {:.0f}-{:.0f}",
@@ -185,6 +237,8 @@ class L2 final : public Probe {
     Result r(name(), {{"test", "partition"}, {"group", index}});
     r.metric(metric::near_cycles, near_stats, "cycles", Better::lower);
     r.metric(metric::far_cycles, far_stats, "cycles", Better::lower);
+    r.value(metric::near_ns, near_stats.median / map.kept_sm_clock_mhz() * 1e3);
+    r.value(metric::far_ns, far_stats.median / map.kept_sm_clock_mhz() * 1e3);
     r.value(metric::sms, int(g.members.size()));
     r.value(metric::near_share_pct, near_share_pct);
     r.value(metric::smids, id_ranges(ids));

@@ -30,6 +30,7 @@ __device__ __forceinline__ std::uint32_t chase_line(const std::uint32_t* line, s
 __global__ void map_kernel(const std::uint32_t* buffer, int lines, MapOut out) {
   if (threadIdx.x != 0) return;
   out.smid[blockIdx.x] = sm_id();
+  const ClockStamp begin = clock_stamp();
   std::uint32_t v = 0;
   for (int l = 0; l < lines; ++l) {
     const std::uint32_t* line = buffer + std::size_t(l) * kLineWords;
@@ -42,6 +43,7 @@ __global__ void map_kernel(const std::uint32_t* buffer, int lines, MapOut out) {
     const long long extra = (t2 - t1) - (t1 - t0);
     out.cycles[std::size_t(blockIdx.x) * lines + l] = std::uint32_t(extra > 0 ? extra : 0) + v;  // v is 0
   }
+  out.clock[blockIdx.x] = ClockWindow{begin, clock_stamp()};
 }
 
 __global__ void stream_kernel(StreamArgs a) {

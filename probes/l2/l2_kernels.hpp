@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "src/kernel_clock.cuh"
+
 namespace tkprobe::l2 {
 
 inline constexpr int kLineBytes = 128;   // an L2 line: each line of the buffer is timed on its own
@@ -18,6 +20,7 @@ inline constexpr int kLinesPerWarpLoad = 32 * 16 / kLineBytes;  // a warp's 16-b
 struct MapOut {
   std::uint32_t* cycles;  // [block][line]: the long chase's cycles minus the short one's
   std::uint32_t* smid;    // [block]: the SM the block ran on
+  ClockWindow* clock;     // [block]: clock64 / %globaltimer around the block's whole map
 };
 
 // Lets the map kernel take `smem_bytes` of dynamic shared memory: once, before its launches.
