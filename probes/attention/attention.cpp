@@ -324,13 +324,20 @@ class AttentionProbe final : public Probe {
       if (has(Pass::fwd)) runs.all.push_back(measure_forward(ctx, k, s, b));
       if (k != Kernel::wgmma || !any_backward()) continue;
       const attention::BackwardOptions chosen{.dq = kDqPaths.at(dq_)};
-      measure_backward(ctx, s, b, chosen, kPasses.at(pass_), runs.all);
+      std::vector<BackwardPlan> plans{{chosen, kPasses.at(pass_), &runs.all}};
       // The suite also guards the deterministic path where the default is another: its backward alone.
-      const attention::BackwardOptions deterministic{.dq = attention::DqPath::deterministic};
       if (suite_ && attention::dq_path(s, chosen) != attention::DqPath::deterministic)
-        measure_backward(ctx, s, b, deterministic, {Pass::bwd}, runs.deterministic);
+        plans.push_back({{.dq = attention::DqPath::deterministic}, {Pass::bwd}, &runs.deterministic});
+      measure_backward(ctx, s, b, plans);
     }
   }
+
+  // One dQ path's backward: the passes it runs and where its runs go.
+  struct BackwardPlan {
+    attention::BackwardOptions options;
+    std::vector<Pass> passes;
+    std::vector<Run>* runs;
+  };
 
   // The passes a kernel runs: the backward exists for the wgmma kernel alone.
   std::vector<Pass> passes_of(Kernel k) const {
@@ -443,10 +450,10 @@ class AttentionProbe final : public Probe {
     return {Kernel::wgmma, Pass::fwd, s, m.stats.median, pct_clock, e.worst_row_error, e.lse_error, passed};
   }
 
-  // The wgmma backward, alone and after the forward in each launch (of `passes`), on one dO: O and LSE
-  // come from the wgmma forward, and the fp32 reference backward takes the same O, LSE and dO.
-  void measure_backward(ProbeContext& ctx, const Shape& s, Buffers& b, attention::BackwardOptions options,
-                        const std::vector<Pass>& passes, std::vector<Run>& runs) {
+  // The wgmma backward on each plan's dQ path, alone and after the forward in each launch (the plan's
+  // passes), on one dO: O and LSE come from the wgmma forward, and the fp32 reference backward, run
+  // once for every plan, takes the same O, LSE and dO.
+  void measure_backward(ProbeContext& ctx, const Shape& s, Buffers& b, const std::vector<BackwardPlan>& plans) {
     const cudaStream_t stream = ctx.harness.stream();
     const attention::Forward forward(b.tensors(), s, Kernel::wgmma);
     Gradients g(b);
@@ -455,10 +462,15 @@ class AttentionProbe final : public Probe {
     attention_check::reference_backward(b.q.get(), b.k.get(), b.v.get(), b.o.get(), g.d_o.get(), b.lse.get(),
                                         g.dq_ref.get(), g.dk_ref.get(), g.dv_ref.get(), g.delta.get(), s, stream);
     TK_CUDA(cudaStreamSynchronize(stream));
-    const bool reducing = attention::dq_path(s, options) == attention::DqPath::reducing;
-    const attention::Backward backward(g.tensors(b), s, {}, options);
+    for (const BackwardPlan& plan : plans) measure_backward_plan(ctx, s, b, g, forward, plan);
+  }
+
+  void measure_backward_plan(ProbeContext& ctx, const Shape& s, Buffers& b, Gradients& g,
+                             const attention::Forward& forward, const BackwardPlan& plan) {
+    const bool reducing = attention::dq_path(s, plan.options) == attention::DqPath::reducing;
+    const attention::Backward backward(g.tensors(b), s, {}, plan.options);
     for (Pass p : {Pass::bwd, Pass::fwd_bwd}) {
-      if (std::find(passes.begin(), passes.end(), p) == passes.end()) continue;
+      if (std::find(plan.passes.begin(), plan.passes.end(), p) == plan.passes.end()) continue;
       g.poison();
       if (p == Pass::fwd_bwd) {
         b.o.poison();
@@ -470,7 +482,7 @@ class AttentionProbe final : public Probe {
             if (p == Pass::fwd_bwd) forward(st);
             backward(st);
           });
-      runs.push_back(backward_row(ctx, s, b, g, p, m, reducing));
+      plan.runs->push_back(backward_row(ctx, s, b, g, p, m, reducing));
     }
   }
 

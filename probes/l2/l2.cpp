@@ -65,11 +65,9 @@ struct LatencyMap {
   std::vector<std::uint32_t> smids;
   std::vector<std::vector<double>> cycles;  // [sm][line]
   bool one_block_per_sm = true;
-  std::vector<double> sm_clock_mhz;  // every map's, in the order they ran; the last kMapRuns are kept
+  std::vector<double> sm_clock_mhz;  // every map's, in the order they ran
+  double kept_sm_clock_mhz = 0;      // the median of the kept maps' clocks
   bool steady_clock = false;         // the kept maps ran at one SM clock near the top
-  double kept_sm_clock_mhz() const {
-    return summarize(std::span(sm_clock_mhz).last(std::min<std::size_t>(kMapRuns, sm_clock_mhz.size()))).median;
-  }
 };
 
 // One map: per block, its SM, its cycles per line and its SM clock.
@@ -189,6 +187,9 @@ class L2 final : public Probe {
       for (std::uint32_t c : row) per_load.push_back(c / kLoadsTimed);
       map.cycles.push_back(std::move(per_load));
     }
+    std::vector<double> clocks;
+    for (const OneMap& m : maps) clocks.push_back(m.sm_clock_mhz);
+    map.kept_sm_clock_mhz = summarize(clocks).median;
   }
 
   void add_summary(ProbeContext& ctx, const LatencyMap& map, const l2::Partitions& parts, int lines) {
@@ -203,7 +204,7 @@ class L2 final : public Probe {
     const Stats spread = summarize(sm_medians);
     r.value(metric::sm_median_least_cycles, spread.min);
     r.value(metric::sm_median_most_cycles, spread.max);
-    r.value(metric::sm_clock_mhz, map.kept_sm_clock_mhz());
+    r.value(metric::sm_clock_mhz, map.kept_sm_clock_mhz);
     r.value(metric::first_map_sm_clock_mhz, map.sm_clock_mhz.front());
     r.value(metric::maps, int(map.sm_clock_mhz.size()));
     r.checked({{"what", "every block of the map ran on an SM of its own (its shared memory keeps a second off), and "
@@ -241,8 +242,8 @@ class L2 final : public Probe {
     Result r(name(), {{"test", "partition"}, {"group", index}});
     r.metric(metric::near_cycles, near_stats, "cycles", Better::lower);
     r.metric(metric::far_cycles, far_stats, "cycles", Better::lower);
-    r.value(metric::near_ns, near_stats.median / map.kept_sm_clock_mhz() * 1e3);
-    r.value(metric::far_ns, far_stats.median / map.kept_sm_clock_mhz() * 1e3);
+    r.value(metric::near_ns, near_stats.median / map.kept_sm_clock_mhz * 1e3);
+    r.value(metric::far_ns, far_stats.median / map.kept_sm_clock_mhz * 1e3);
     r.value(metric::sms, int(g.members.size()));
     r.value(metric::near_share_pct, near_share_pct);
     r.value(metric::smids, id_ranges(ids));
