@@ -28,8 +28,9 @@ def main():
     expected = [json.loads(line) for line in plain.stdout.splitlines() if line.startswith("{")]
     names = sorted({e["value"] for e in expected} | {e["per"] for e in expected if "per" in e}
                    | {m for e in expected for m in e.get("show", [])})
-    prof = subprocess.run(["ncu", "--clock-control", "none", "--csv", "--page", "raw", "--metrics", ",".join(names),
-                           target], capture_output=True, text=True)
+    # base units: a rate in bytes per second, a count unscaled, whatever its size
+    prof = subprocess.run(["ncu", "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
+                           "--metrics", ",".join(names), target], capture_output=True, text=True)
     if prof.returncode != 0:
         print(prof.stdout[-3000:], prof.stderr[-3000:])
         return 1

@@ -1,10 +1,13 @@
 // Launches the tma-reduce probe's kernels and the L2 read the l2 probe's ladder streams with, small,
 // for ncu to count what the L2 sees (tests/gpu/check_ncu.py). Prints per launch, in order, what the
 // probes' accounts imply: the reduced bytes as L2 reduction sectors exactly; L2 hits and traffic
-// between the L2's two partitions as bounds, as their exact values depend on replacement policy.
+// between the L2's two partitions as bounds, as their exact values depend on replacement policy; the
+// L2 read rate as the slices' own throughput, and what sharing lines across SMs does to it.
 #include <cstdio>
 #include <utility>
+#include <vector>
 
+#include "probes/l2/l2_kernels.hpp"
 #include "probes/timed_kernels/bandwidth_kernels.hpp"
 #include "probes/tma-reduce/tma_reduce_kernels.hpp"
 #include "src/device_buffer.hpp"
@@ -28,6 +31,14 @@ constexpr double kLookupsPerReduction = 1.5;
 constexpr const char* kHitRate = "lts__t_sector_hit_rate.pct";
 constexpr const char* kSectors = "lts__t_sectors.sum";
 constexpr const char* kFabricSectors = "lts__t_sectors_srcunit_ltcfabric.sum";
+// Bytes the slices served, and bytes the SMs received from the L2 over the crossbar: equal where
+// each line goes to one SM; where many SMs read the same line at once, one lookup can answer
+// several of them, and the SMs receive more than the slices served.
+constexpr const char* kSliceBytes = "lts__t_bytes.sum";
+constexpr const char* kSliceRate = "lts__t_bytes.sum.per_second";
+constexpr const char* kReceivedBytes = "l1tex__m_xbar2l1tex_read_bytes.sum";
+// ncu's clock and cache control differ from a plain launch's, and a single launch is timed: 5%.
+constexpr double kRateTolerance = 0.05;
 
 constexpr int kSectorBytes = 32;
 // ncu empties the caches before each replay pass (--cache-control all, its default), so a launch's
@@ -65,6 +76,60 @@ void l2_read(const cudaDeviceProp& p, double share, const char* value, const cha
   std::printf(", %s}\n", bounds);
 }
 
+// Every SM reads `share` of the L2 twice over, each line by one SM a pass (the bandwidth probe's L2
+// read and the l2 ladder's stream): the first launch warms the clocks and must show the SMs
+// received what the slices served; the second, timed here by events, must show the slices served
+// at the rate the probes report.
+void l2_slice_rate(const cudaDeviceProp& p, double share) {
+  const std::size_t count = std::size_t(share * p.l2CacheSize) / sizeof(uint4);
+  DeviceBuffer<uint4> src(count);
+  DeviceBuffer<std::uint32_t> sink(1);
+  src.poison(0);
+  const int blocks = p.multiProcessorCount * bandwidth::kBlocksPerSm;
+  const double mib = double(count * sizeof(uint4)) / (1 << 20);
+  bandwidth::launch_l2_read(src.get(), count, kL2Passes, sink.get(), blocks, nullptr);
+  TK_CUDA(cudaDeviceSynchronize());
+  std::printf("{\"case\": \"L2 read %.1f MiB, distinct lines: received over served\", \"value\": \"%s\", "
+              "\"per\": \"%s\", \"min\": 0.95, \"max\": 1.05, \"show\": [\"%s\"]}\n",
+              mib, kReceivedBytes, kSliceBytes, kSliceRate);
+  cudaEvent_t start, stop;
+  TK_CUDA(cudaEventCreate(&start));
+  TK_CUDA(cudaEventCreate(&stop));
+  TK_CUDA(cudaEventRecord(start));
+  bandwidth::launch_l2_read(src.get(), count, kL2Passes, sink.get(), blocks, nullptr);
+  TK_CUDA(cudaEventRecord(stop));
+  TK_CUDA(cudaEventSynchronize(stop));
+  float ms = 0;
+  TK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  const double rate = double(count * sizeof(uint4)) * kL2Passes / (ms * 1e-3);  // bytes per second
+  std::printf("{\"case\": \"L2 read %.1f MiB, distinct lines: %.2f TB/s by events\", \"value\": \"%s\", "
+              "\"min\": %.6g, \"max\": %.6g, \"show\": [\"%s\"]}\n",
+              mib, rate / 1e12, kSliceRate, rate * (1 - kRateTolerance), rate * (1 + kRateTolerance), kReceivedBytes);
+  TK_CUDA(cudaEventDestroy(start));
+  TK_CUDA(cudaEventDestroy(stop));
+}
+
+// The l2 probe's `bandwidth` row with source `all`: every block reads the same 2048 lines. The SMs
+// receive more than the slices serve (1.93x on an H100 with 512 KiB shared regions): that row's
+// rate is the crossbar's delivery, not the slices'. At least 1.2x.
+void l2_shared_lines(const cudaDeviceProp& p) {
+  constexpr int kLines = 2048;
+  DeviceBuffer<std::uint32_t> buffer(std::size_t(kLines) * l2::kLineWords);
+  DeviceBuffer<std::uint32_t> list(kLines);
+  DeviceBuffer<std::uint32_t> sink(l2::kStreamThreads);
+  std::vector<std::uint32_t> lines(kLines);
+  for (int i = 0; i < kLines; ++i) lines[i] = std::uint32_t(i);
+  buffer.poison(0);
+  list.upload(lines);
+  const l2::StreamArgs a{buffer.get(), list.get(), kLines, nullptr, 0, kL2Passes, sink.get()};
+  l2::launch_stream(a, p.multiProcessorCount, nullptr);
+  TK_CUDA(cudaGetLastError());
+  TK_CUDA(cudaDeviceSynchronize());
+  std::printf("{\"case\": \"L2 read, every SM the same 256 KiB: received over served\", \"value\": \"%s\", "
+              "\"per\": \"%s\", \"min\": 1.2, \"show\": [\"%s\", \"%s\"]}\n",
+              kReceivedBytes, kSliceBytes, kSliceRate, "l1tex__m_xbar2l1tex_read_bytes.sum.per_second");
+}
+
 }  // namespace
 
 int main() {
@@ -88,5 +153,8 @@ int main() {
   // above any share the 25% case may reach.
   l2_read(p, 0.25, kFabricSectors, kSectors, R"("max": 0.02, "show": ["lts__t_sector_hit_rate.pct"])");
   l2_read(p, 0.75, kFabricSectors, kSectors, R"("min": 0.03, "show": ["lts__t_sector_hit_rate.pct"])");
+  // The L2 read bandwidth the probes report, over footprints from an eighth of the L2 to five eighths.
+  for (double share : {0.125, 0.375, 0.625}) l2_slice_rate(p, share);
+  l2_shared_lines(p);
   return 0;
 }
