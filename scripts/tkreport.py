@@ -128,6 +128,8 @@ def _fold_row_telemetry(row, summary):
         kept["kernel_sm_clock_mhz"] = t["kernel_sm_clock_mhz"]
     if not t.get("samples_converged", True):
         kept["samples_converged"] = False
+    if not t.get("clock_settled", True):
+        kept["clock_settled"] = False
     for name in NVML_RANGES:
         if name in t:
             low, high = float(t[name][0]), float(t[name][1])

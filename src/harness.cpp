@@ -18,6 +18,20 @@ bool sampling_done(const TimingConfig& c, std::size_t n, double cv, double measu
   return *converged || out_of_budget;
 }
 
+bool ClockSettle::add(double sm_clock_mhz, double seconds) {
+  spent_s_ += seconds;
+  window_s_ += seconds;
+  window_.push_back(sm_clock_mhz);
+  if (window_s_ >= kWindowSeconds) {
+    const double mhz = summarize(window_).median;
+    settled_ = previous_mhz_ > 0 && std::abs(mhz - previous_mhz_) <= kSpread * previous_mhz_;
+    previous_mhz_ = mhz;
+    window_.clear();
+    window_s_ = 0;
+  }
+  return settled_ || spent_s_ >= kBudgetSeconds;
+}
+
 void Harness::warn_unconverged(std::string_view label, const Stats& s, double counted_s) const {
   std::string why;
   if (s.cv > config_.max_noise)
@@ -61,7 +75,11 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
     flush_l2_if_asked();
     return take();
   };
-  for (int i = 0; i < config_.warmup; ++i) take_sample();
+  Sample last{};
+  for (int i = 0; i < config_.warmup; ++i) last = take_sample();
+  ClockSettle settle;
+  const bool clocked = !std::isnan(last.sm_clock_mhz) && last.seconds > 0;
+  while (clocked && !settle.add(last.sm_clock_mhz, last.seconds)) last = take_sample();
 
   const auto& nvml = Nvml::instance();
   const NvmlSample before = nvml.sample(device_.pci_bus_id);
@@ -93,6 +111,7 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
   }
   m.telemetry = telemetry_json(before, after, m.sm_clock_mhz);
   m.telemetry["samples_converged"] = m.converged;
+  if (clocked) m.telemetry["clock_settled"] = settle.settled();
   progress_.clear();
   if (!m.converged) warn_unconverged(label, m.stats, counted_s);
   if (m.telemetry.value("throttled", false)) {

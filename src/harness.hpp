@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "src/device.hpp"
 #include "src/json.hpp"
@@ -52,6 +53,26 @@ struct Measurement {
   std::optional<Stats> per_mhz;
   bool converged = false;
   Json telemetry;  // NVML before/after, in-kernel clock, throttle flag, convergence
+};
+
+// Warm-up's second half, for samples that carry the SM clock: a heavy kernel pulls the clock down
+// over tens of milliseconds as power builds, so samples taken at once land on a different point of
+// that descent in each process. Warm-up goes on until two successive windows of at least
+// kWindowSeconds of kernel time ran at median clocks within kSpread of each other, or until
+// kBudgetSeconds of kernel time have passed (then `settled` stays false and the row says so).
+class ClockSettle {
+ public:
+  static constexpr double kWindowSeconds = 0.02;
+  static constexpr double kSpread = 0.005;
+  static constexpr double kBudgetSeconds = 1.0;
+  // Takes one warm-up sample; true once warm-up may end (settled, or out of budget).
+  bool add(double sm_clock_mhz, double seconds);
+  bool settled() const { return settled_; }
+
+ private:
+  std::vector<double> window_;  // clocks of the window being filled
+  double window_s_ = 0, spent_s_ = 0, previous_mhz_ = 0;
+  bool settled_ = false;
 };
 
 // Whether sampling may stop: enough samples, enough measured time and quiet enough (converged);

@@ -115,6 +115,7 @@ void fold_row_telemetry(Json& row, Json& summary) {
   Json kept = Json::object();
   if (t.contains("kernel_sm_clock_mhz")) kept["kernel_sm_clock_mhz"] = t["kernel_sm_clock_mhz"];
   if (!t.value("samples_converged", true)) kept["samples_converged"] = false;
+  if (!t.value("clock_settled", true)) kept["clock_settled"] = false;
   for (const char* name : kNvmlRanges) {
     if (t.contains(name)) widen(summary[name], t[name]);
   }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -68,6 +69,35 @@ TEST(Sampling, StopsWhenQuietAndLongEnough) {
   EXPECT_FALSE(converged);
   c.max_samples = 10;
   EXPECT_TRUE(tkprobe::sampling_done(c, 10, 0.05, 1.0, 1.0, &converged));  // at the sample cap
+}
+
+// Warm-up samples of 10 ms each: a window is two of them.
+TEST(ClockSettle, EndsWhenTwoWindowsRunAtOneClock) {
+  tkprobe::ClockSettle settle;
+  EXPECT_FALSE(settle.add(1500, 0.01));
+  EXPECT_FALSE(settle.add(1500, 0.01));  // the first window: nothing to hold it against
+  EXPECT_FALSE(settle.add(1503, 0.01));
+  EXPECT_TRUE(settle.add(1503, 0.01));  // 0.2% from the first: within 0.5%
+  EXPECT_TRUE(settle.settled());
+}
+
+TEST(ClockSettle, GoesOnWhileTheClockFalls) {
+  tkprobe::ClockSettle settle;
+  double mhz = 1980;
+  int samples = 0;
+  for (; !settle.add(mhz, 0.01); ++samples) mhz = std::max(1500.0, mhz - 10);  // 1% a window until 1500
+  EXPECT_TRUE(settle.settled());
+  EXPECT_EQ(mhz, 1500);
+  EXPECT_GT(samples, 48);  // 48 samples to fall 480 MHz, then two windows at 1500
+}
+
+TEST(ClockSettle, StopsAtItsBudgetUnsettled) {
+  tkprobe::ClockSettle settle;
+  int samples = 0;
+  for (; !settle.add(samples % 4 < 2 ? 1500 : 1600, 0.01); ++samples) {
+  }
+  EXPECT_FALSE(settle.settled());
+  EXPECT_EQ(samples + 1, 100);  // 1 s of 10 ms samples
 }
 
 TEST(Stats, ScaledChangesTheUnitNotTheSpread) {
