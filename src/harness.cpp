@@ -78,8 +78,9 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
   Sample last{};
   for (int i = 0; i < config_.warmup; ++i) last = take_sample();
   ClockSettle settle;
-  const bool clocked = !std::isnan(last.sm_clock_mhz) && last.seconds > 0;
-  while (clocked && !settle.add(last.sm_clock_mhz, last.seconds)) last = take_sample();
+  const bool settling = !std::isnan(last.sm_clock_mhz) && last.seconds > 0 &&
+                        ClockSettle::needed(last.sm_clock_mhz, device_.sm_clock_max_mhz);
+  while (settling && !settle.add(last.sm_clock_mhz, last.seconds)) last = take_sample();
 
   const auto& nvml = Nvml::instance();
   const NvmlSample before = nvml.sample(device_.pci_bus_id);
@@ -111,7 +112,7 @@ Measurement Harness::measure(std::string_view label, const std::function<Sample(
   }
   m.telemetry = telemetry_json(before, after, m.sm_clock_mhz);
   m.telemetry["samples_converged"] = m.converged;
-  if (clocked) m.telemetry["clock_settled"] = settle.settled();
+  if (settling) m.telemetry["clock_settled"] = settle.settled();
   progress_.clear();
   if (!m.converged) warn_unconverged(label, m.stats, counted_s);
   if (m.telemetry.value("throttled", false)) {

@@ -59,12 +59,15 @@ struct Measurement {
 // over tens of milliseconds as power builds, so samples taken at once land on a different point of
 // that descent in each process. Warm-up goes on until two successive windows of at least
 // kWindowSeconds of kernel time ran at median clocks within kSpread of each other, or until
-// kBudgetSeconds of kernel time have passed (then `settled` stays false and the row says so).
+// kBudgetSeconds of kernel time have passed (then `settled` stays false and the row says so). A
+// kernel still at kNearTop of the top clock after the first warm-up pulls no clock down: it skips this.
 class ClockSettle {
  public:
   static constexpr double kWindowSeconds = 0.02;
   static constexpr double kSpread = 0.005;
   static constexpr double kBudgetSeconds = 1.0;
+  static constexpr double kNearTop = 0.98;
+  static bool needed(double sm_clock_mhz, double top_mhz) { return sm_clock_mhz < kNearTop * top_mhz; }
   // Takes one warm-up sample; true once warm-up may end (settled, or out of budget).
   bool add(double sm_clock_mhz, double seconds);
   bool settled() const { return settled_; }

@@ -91,6 +91,13 @@ TEST(ClockSettle, GoesOnWhileTheClockFalls) {
   EXPECT_GT(samples, 48);  // 48 samples to fall 480 MHz, then two windows at 1500
 }
 
+TEST(ClockSettle, OnlyAKernelBelowTheTopClockSettles) {
+  EXPECT_FALSE(tkprobe::ClockSettle::needed(1980, 1980));
+  EXPECT_FALSE(tkprobe::ClockSettle::needed(1945, 1980));  // 98.2%: at the top but for NVML's steps
+  EXPECT_TRUE(tkprobe::ClockSettle::needed(1935, 1980));
+  EXPECT_TRUE(tkprobe::ClockSettle::needed(1500, 1980));
+}
+
 TEST(ClockSettle, StopsAtItsBudgetUnsettled) {
   tkprobe::ClockSettle settle;
   int samples = 0;
