@@ -8,7 +8,8 @@ DIR/<probe>.png for each probe present (DIR/<probe>-<report name>.png when sever
 same probe). Only `ok` rows are drawn; each figure's footnote counts the skipped and failed rows it
 leaves out. Every figure's title names the GPU and the commit the report was made by.
 
-Each probe's figure lives in its folder, probes/<name>/plot.py: SUBJECT (the figure's title) and
+Each probe's figure lives in its folder, probes/<name>/plot.py (a command's rows' in
+scripts/plots/<name>.py): SUBJECT (the figure's title) and
 draw(p, report), which returns the figure of the Plot `p`'s rows; or NOT_DRAWN, why the probe has no
 figure (a note on stdout when a report holds it). Its metric names come from the probe's
 metrics.json (declared_metrics). A probe with no plot.py gets the same note, so a newer report
@@ -51,6 +52,7 @@ except ImportError as e:  # the machine, not the input, needs changing: exit 2 a
 
 SCHEMAS = tkreport.SCHEMAS
 PROBES = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "probes")
+COMMAND_PLOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plots")
 DPI = 100
 PEER_HATCH = "//"
 UMASK = os.umask(0o022)  # reading the umask means setting it: put it back at once
@@ -231,10 +233,13 @@ def declared_metrics(plot_file):
 
 @functools.cache
 def probe_plots():
-    """probe -> its folder's plot module (probes/<name>/plot.py), for every probe folder that has one."""
+    """probe -> its figure's module: probes/<name>/plot.py for a probe, scripts/plots/<name>.py for the
+    rows a command makes (roofline)."""
+    paths = {name: os.path.join(PROBES, name, "plot.py") for name in os.listdir(PROBES)}
+    paths.update({name[:-3]: os.path.join(COMMAND_PLOTS, name) for name in os.listdir(COMMAND_PLOTS)
+                  if name.endswith(".py")})
     plots = {}
-    for name in sorted(os.listdir(PROBES)):
-        path = os.path.join(PROBES, name, "plot.py")
+    for name, path in sorted(paths.items()):
         if os.path.isfile(path):
             spec = importlib.util.spec_from_file_location(f"probe_plot_{name.replace('-', '_')}", path)
             module = importlib.util.module_from_spec(spec)

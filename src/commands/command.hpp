@@ -1,5 +1,5 @@
 #pragma once
-// The commands of `tkprobe` besides the probes (all, claims, list, compare, baseline, fleet). A command
+// The commands of `tkprobe` besides the probes (all, claims, list, compare, baseline, fleet, roofline). A command
 // is a class deriving Command in src/commands/<name>.cpp with a factory declared below, one line in
 // make_commands() (src/commands/registry.cpp) and its file in tkprobe_core's sources;
 // tests/host/test_commands.cpp fails where a command file is missing from make_commands().
@@ -48,6 +48,7 @@ std::unique_ptr<Command> list_command();
 std::unique_ptr<Command> compare_command();
 std::unique_ptr<Command> baseline_command();
 std::unique_ptr<Command> fleet_command();
+std::unique_ptr<Command> roofline_command();
 
 // Every command, made fresh, in the order the usage error and `tkprobe list` name them.
 std::vector<std::unique_ptr<Command>> make_commands();

@@ -13,6 +13,7 @@ std::vector<std::unique_ptr<Command>> make_commands() {
   commands.push_back(compare_command());
   commands.push_back(baseline_command());
   commands.push_back(fleet_command());
+  commands.push_back(roofline_command());
   return commands;
 }
 

@@ -1,0 +1,295 @@
+// `tkprobe roofline`: a program's kernels, profiled by ncu (or read from an ncu report), each held
+// against the ceilings a tkprobe report measured on the same GPU model (src/roofline.hpp).
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+#include "src/cli.hpp"
+#include "src/commands/command.hpp"
+#include "src/commands/options.hpp"
+#include "src/commands/probe_runner.hpp"
+#include "src/errors.hpp"
+#include "src/roofline.hpp"
+
+extern char** environ;
+
+namespace tkprobe {
+namespace {
+
+namespace fs = std::filesystem;
+namespace rl = roofline;
+
+// The probes whose rows are the ceilings, for --measure-ceilings (their quick runs).
+constexpr const char* kCeilingProbes = "bandwidth,l2,tensor-cores,overlap";
+// ncu's message when the driver withholds the GPU's counters from this user.
+constexpr const char* kNoPermission = "ERR_NVGPUCTRPERM";
+
+struct ChildRun {
+  int code = 0;
+  std::string err;  // what it wrote to stderr (its log file)
+};
+
+// Runs `argv` (found on PATH), stdout to `out_path`, stderr kept; throws when it cannot start.
+ChildRun run_child(const std::vector<std::string>& argv, const fs::path& out_path, const fs::path& err_path) {
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&files, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int status = posix_spawnp(&pid, argv.front().c_str(), &files, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  if (status != 0) throw NoDeviceError(fmt::format("cannot start {}: {}", argv.front(), std::strerror(status)));
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error(fmt::format("waitpid: {}", std::strerror(errno)));
+  }
+  std::ifstream err(err_path);
+  std::stringstream text;
+  text << err.rdbuf();
+  return {WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus), text.str()};
+}
+
+std::string read_text(const fs::path& path, const std::string& option) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(fmt::format("{} {}: cannot read it (no such file, or no permission)", option, path.string()));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (!dir.empty() && access((fs::path(dir) / program).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+// A scratch folder removed when it goes out of scope.
+struct ScratchDir {
+  fs::path path;
+  ScratchDir() {
+    std::string templ = (fs::temp_directory_path() / "tkprobe-roofline-XXXXXX").string();
+    if (!mkdtemp(templ.data())) throw std::runtime_error(fmt::format("mkdtemp: {}", std::strerror(errno)));
+    path = templ;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// ncu's error, cut to its last lines (its log can run long).
+std::string tail(const std::string& text, std::size_t lines = 8) {
+  std::size_t at = text.size();
+  for (std::size_t n = 0; n <= lines && at != std::string::npos && at > 0; ++n) at = text.rfind('\n', at - 1);
+  return at == std::string::npos ? text : text.substr(at + 1);
+}
+
+class RooflineCommand final : public Command {
+ public:
+  std::string name() const override { return "roofline"; }
+  std::string help() const override {
+    return "A program's kernels (profiled by ncu) against the ceilings this GPU was measured to have";
+  }
+
+  void add_options(CLI::App& cmd, CommonOptions& common) override {
+    cmd.add_option("program", program_, "The program to profile, after --: tkprobe roofline -- python3 model.py");
+    cmd.add_option("--import", import_,
+                   "Read an ncu report instead: REPORT.ncu-rep (read through ncu) or the CSV of `ncu --csv --page raw "
+                   "--print-units base`");
+    auto* export_option = cmd.add_option("--export", export_,
+                                         "Keep ncu's report of the profile as FILE.ncu-rep, to read again with --import");
+    cmd.add_option("--kernel", kernel_, "Only kernels whose name matches this regular expression (ncu's -k regex:)");
+    cmd.add_option("--launch-skip", skip_, "Skip this many matching launches first (ncu's --launch-skip)")
+        ->check(CLI::NonNegativeNumber);
+    cmd.add_option("--launch-count", count_, "Profile at most this many matching launches (ncu's --launch-count)")
+        ->check(CLI::PositiveNumber);
+    cmd.add_flag("--profiler-range", range_,
+                 "Profile only the launches between the program's cudaProfilerStart and cudaProfilerStop "
+                 "(torch.cuda.profiler.start/stop; ncu's --profile-from-start off)")
+        ->excludes(cmd.get_option("--import"));
+    export_option->excludes(cmd.get_option("--import"));
+    auto* ceilings = cmd.add_option("--ceilings", ceilings_,
+                                    "A tkprobe report of this GPU model whose rows are the ceilings (default: the "
+                                    "suite baseline for the GPU under results/)");
+    cmd.add_flag("--measure-ceilings", measure_, "Measure the ceilings now: the bandwidth, l2, tensor-cores and "
+                                                 "overlap probes, quick")
+        ->excludes(ceilings);
+    add_device_option(cmd, common);
+    add_output_options(cmd, common);
+  }
+
+  int run(const CLI::App&, Invocation& in) override {
+    CommonOptions& o = in.common;
+    if (program_.empty() == import_.empty()) {
+      throw UsageError("give a program to profile (tkprobe roofline -- COMMAND ARGS) or --import REPORT, one of them");
+    }
+    if (!o.json_path.empty() && o.json_path != "-") require_writable_target(o.json_path);
+    if (!export_.empty()) {
+      if (fs::path(export_).extension() != ".ncu-rep") {
+        throw UsageError(fmt::format("--export {}: name the file FILE.ncu-rep, as ncu does", export_));
+      }
+      require_writable_target(export_, "--export");
+    }
+    const std::optional<std::regex> pattern = kernel_regex();
+    std::vector<rl::Kernel> kernels = import_.empty() ? profile(in.err) : imported();
+    if (import_.size() && (pattern || skip_ || count_)) kernels = chosen(kernels, pattern);
+    if (kernels.empty()) throw UsageError("no kernel was profiled: check --kernel, --launch-skip and the program");
+    const rl::Ceilings ceilings = load_ceilings(o, in);
+    for (const rl::Kernel& k : kernels) {
+      if (!k.gpu.empty() && k.gpu != ceilings.gpu) {
+        throw UsageError(fmt::format("the kernels ran on {}, the ceilings ({}) were measured on {}: give --ceilings a "
+                                     "report of {}, or --measure-ceilings", k.gpu, ceilings.source, ceilings.gpu, k.gpu));
+      }
+    }
+
+    Report report;
+    report.tool = tool_section(in.args);
+    report.tool["ceilings"] = ceilings.source;
+    report.tool["seed"] = ceilings.seed;
+    report.host = ceilings.host;
+    report.device = ceilings.device;
+    for (const rl::Kernel& k : kernels) {
+      const rl::Work w = rl::work_of(k);
+      const std::vector<rl::Bound> b = rl::bounds(w, ceilings);
+      report.results.push_back(rl::row_of(k, w, b, ceilings));
+      if (!b.empty()) report.findings.push_back({"roofline", finding(k, b)});
+    }
+    emit(to_json(report), o, in.out);
+    return int(Exit::ok);
+  }
+
+ private:
+  std::optional<std::regex> kernel_regex() const {
+    if (kernel_.empty()) return std::nullopt;
+    try {
+      return std::regex(kernel_, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      throw UsageError(fmt::format("--kernel '{}': not a regular expression ({})", kernel_, e.what()));
+    }
+  }
+
+  // The launches --kernel, --launch-skip and --launch-count pick from an imported report.
+  std::vector<rl::Kernel> chosen(const std::vector<rl::Kernel>& all, const std::optional<std::regex>& pattern) const {
+    std::vector<rl::Kernel> out;
+    int matched = 0;
+    for (const rl::Kernel& k : all) {
+      if (pattern && !std::regex_search(k.name, *pattern)) continue;
+      if (matched++ < skip_) continue;
+      if (count_ && int(out.size()) >= count_) break;
+      out.push_back(k);
+    }
+    return out;
+  }
+
+  void require_ncu() const {
+    if (!on_path("ncu")) {
+      throw NoDeviceError("ncu (Nsight Compute) is not on PATH: the roofline needs it to profile, and to read a "
+                          ".ncu-rep; give --import a CSV of `ncu --csv --page raw --print-units base` instead");
+    }
+  }
+
+  // The CSV of an .ncu-rep, by ncu.
+  std::string export_csv(const fs::path& rep, const ScratchDir& dir) const {
+    const ChildRun r = run_child({"ncu", "--import", rep.string(), "--csv", "--page", "raw", "--print-units", "base"},
+                                 dir.path / "raw.csv", dir.path / "import.err");
+    if (r.code != 0) throw UsageError(fmt::format("ncu cannot read {}: {}", rep.string(), tail(r.err)));
+    return read_text(dir.path / "raw.csv", "ncu's export of");
+  }
+
+  std::vector<rl::Kernel> imported() const {
+    if (fs::path(import_).extension() != ".ncu-rep") return rl::parse_ncu_csv(read_text(import_, "--import"), import_);
+    require_ncu();
+    if (!fs::exists(import_)) throw UsageError(fmt::format("--import {}: no such file", import_));
+    ScratchDir dir;
+    return rl::parse_ncu_csv(export_csv(import_, dir), import_);
+  }
+
+  std::vector<rl::Kernel> profile(std::ostream& err) const {
+    require_ncu();
+    ScratchDir dir;
+    std::vector<std::string> argv{"ncu", "--clock-control", "none", "--metrics", rl::ncu_metric_list(),
+                                  "--export", (dir.path / "profile").string(), "--force-overwrite"};
+    if (!kernel_.empty()) argv.insert(argv.end(), {"-k", "regex:" + kernel_});
+    if (skip_) argv.insert(argv.end(), {"--launch-skip", std::to_string(skip_)});
+    if (count_) argv.insert(argv.end(), {"--launch-count", std::to_string(count_)});
+    if (range_) argv.insert(argv.end(), {"--profile-from-start", "off"});
+    argv.insert(argv.end(), program_.begin(), program_.end());
+    err << fmt::format("roofline: profiling {} with ncu...\n", program_.front());
+    const ChildRun r = run_child(argv, dir.path / "program.out", dir.path / "ncu.err");
+    if (r.err.find(kNoPermission) != std::string::npos) {
+      throw NoDeviceError("ncu may not read this GPU's counters (ERR_NVGPUCTRPERM): run as root, or load the driver "
+                          "with NVreg_RestrictProfilingToAdminUsers=0");
+    }
+    if (r.code != 0) throw UsageError(fmt::format("ncu or the program exited {}: {}", r.code, tail(r.err)));
+    const fs::path rep = dir.path / "profile.ncu-rep";
+    if (!export_.empty()) fs::copy_file(rep, export_, fs::copy_options::overwrite_existing);
+    return rl::parse_ncu_csv(export_csv(rep, dir), "ncu's profile");
+  }
+
+  rl::Ceilings load_ceilings(const CommonOptions& o, Invocation& in) const {
+    if (measure_) {
+      const std::vector<std::string> args{"tkprobe", "all", "--quick", "--probes", kCeilingProbes, "--json", "-",
+                                          "--device", std::to_string(o.device)};
+      std::vector<const char*> argv;
+      for (const auto& a : args) argv.push_back(a.c_str());
+      std::ostringstream out, err;
+      in.err << "roofline: measuring the ceilings (" << kCeilingProbes << ", quick)...\n";
+      const int code = run_cli(int(argv.size()), argv.data(), out, err);
+      if (code != int(Exit::ok)) {
+        in.err << err.str();
+        throw NoDeviceError(fmt::format("measuring the ceilings exited {}", code));
+      }
+      return rl::ceilings_from_report(parse_report(out.str(), "the ceilings' run"), "measured now");
+    }
+    const std::string path = ceilings_.empty() ? default_ceilings() : ceilings_;
+    return rl::ceilings_from_report(read_report(path), path);
+  }
+
+  // The suite baseline beside the binary's tree: build/tkprobe -> results/h200/suite.json. Only the
+  // H200's is committed.
+  static std::string default_ceilings() {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    const fs::path suite = exe.parent_path().parent_path() / "results" / "h200" / "suite.json";
+    if (ec || !fs::exists(suite)) {
+      throw UsageError("no suite baseline found beside this binary (results/h200/suite.json): give --ceilings "
+                       "REPORT (a `tkprobe all` report of this GPU model) or --measure-ceilings");
+    }
+    return suite.string();
+  }
+
+  static std::string finding(const rl::Kernel& k, const std::vector<rl::Bound>& b) {
+    std::string text = fmt::format("{} (id {}): {:.0f}% of {} ({})", k.name, k.id, b[0].pct, b[0].ceiling.name,
+                                   b[0].ceiling.source);
+    if (b.size() > 1) text += fmt::format("; next {} at {:.0f}%", b[1].ceiling.name, b[1].pct);
+    return text;
+  }
+
+  std::vector<std::string> program_;
+  std::string import_, export_, kernel_, ceilings_;
+  int skip_ = 0, count_ = 0;
+  bool measure_ = false, range_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> roofline_command() { return std::make_unique<RooflineCommand>(); }
+
+}  // namespace tkprobe
