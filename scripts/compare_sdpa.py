@@ -44,6 +44,7 @@ import contextlib
 import ctypes
 import datetime
 import functools
+import importlib.util
 import json
 import math
 import os
@@ -53,9 +54,20 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-import tk_attention  # noqa: E402 (the C interface's declarations; the drop-in itself is not used here)
 import tkreport  # noqa: E402 (--against: a tkprobe report of any version; the report, written as tkprobe does)
+
+
+def c_interface():
+    """The C interface's ctypes declarations, the file the tk_attention package declares them in,
+    read from this checkout: --tk-lib is this checkout's build, not an installed package's library."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "tk_attention", "library.py")
+    spec = importlib.util.spec_from_file_location("tk_attention_library", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tk_library = c_interface()
 
 PROBE = "attention"
 BACKENDS = {"torch-flash": "FLASH_ATTENTION", "torch-cudnn": "CUDNN_ATTENTION"}
@@ -526,14 +538,14 @@ class TkAttention:
     launch attributes), so a timed launch is the kernel alone."""
 
     def __init__(self, path, dq="fastest"):
-        self.dq_path = tk_attention.DQ_PATHS[dq]  # the backward's dQ path (tkprobe attention --dq)
-        self.lib = tk_attention.load(path)  # declared as the drop-in declares them
+        self.dq_path = tk_library.DQ_PATHS[dq]  # the backward's dQ path (tkprobe attention --dq)
+        self.lib = tk_library.load(path)  # declared as the package declares them
 
     def reduces_dq(self, q, k, causal):
         """Whether the backward of this shape takes the reducing path (--dq fastest resolves per shape)."""
         b, h, n, d = q.shape
         path = self.lib.tk_attention_backward_dq_path(b, h, k.shape[1], n, d, int(causal), self.dq_path)
-        return path == tk_attention.DQ_PATHS["reduce"]
+        return path == tk_library.DQ_PATHS["reduce"]
 
     def prepare(self, torch, kernel, q, k, v, causal):
         """(run, o, lse, release), or None when the kernel refuses the shape (it says why on stderr)."""
@@ -799,7 +811,7 @@ def main():
     parser.add_argument("--tk-lib", help="the DSL's attention library (build/kernels/libtk_attention_c.so): time "
                                          "its kernels too, in the same run (and with libtk_clock_c.so beside it, "
                                          "read every kernel's SM clock)")
-    parser.add_argument("--dq", default="fastest", choices=list(tk_attention.DQ_PATHS),
+    parser.add_argument("--dq", default="fastest", choices=list(tk_library.DQ_PATHS),
                         help="the DSL backward's dQ path (as tkprobe attention --dq; needs --tk-lib)")
     parser.add_argument("--seed", type=int, help="seed for the inputs (default: drawn fresh, recorded)")
     parser.add_argument("--against", help="a `tkprobe attention --json` report to print side by side")

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One batch on a GPU machine, in steps (all of them when none is named):
-#   build     configure and build (TKPROBE_GIT_SHA stamps SHA: a GPU machine's copy has a stale .git)
+#   build     configure and build (TKPROBE_GIT_SHA stamps SHA: a GPU machine's copy has a stale .git);
+#             with build/wheels (python/README.md's offline install), the tk_attention package
+#             pip-installed into build/venv over the system's torch, the python of its GPU tests
 #   quick     `tkprobe all --quick` (quick.json): the figures the GPU tests see
 #   fp8       the e4m3 attention forward first: its GPU tests (the DSL's P V, the kernel against the
 #             reference, the probe), the SASS check, then `tkprobe attention --dtype e4m3` quick and
@@ -47,8 +49,16 @@ left() { echo $(( deadline > SECONDS ? deadline - SECONDS : 1 )); }  # seconds a
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv > "$OUT/run.log" 2>&1
 if want build; then
-  { cmake --preset default -DTKPROBE_GIT_SHA="$sha" > /dev/null && cmake --build build; } > "$OUT/build.log" 2>&1 \
-    || { tail -50 "$OUT/build.log"; exit 1; }
+  torch_python=()
+  if [ -d build/wheels ]; then
+    { python3 -m venv --system-site-packages build/venv &&
+      build/venv/bin/python -m pip install --no-index --find-links build/wheels .; } > "$OUT/package.log" 2>&1
+    rc=$?
+    echo "tk_attention package install rc=$rc (package.log)" >> "$OUT/run.log"
+    (( rc == 0 )) && torch_python=(-DTORCH_PYTHON="$PWD/build/venv/bin/python")
+  fi
+  { cmake --preset default -DTKPROBE_GIT_SHA="$sha" "${torch_python[@]}" > /dev/null && cmake --build build; } \
+    > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
 fi
 if want quick; then
   timeout "$(left)" build/tkprobe all --quick --json "$OUT/quick.json" > "$OUT/quick.txt" 2>&1

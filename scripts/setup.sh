@@ -4,7 +4,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build"
 PACKAGES=(cmake ninja-build g++ python3 libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev
-          python3-matplotlib)  # matplotlib: scripts/plot.py and its test
+          python3-matplotlib python3-venv)  # matplotlib: scripts/plot.py; venv: the package's install test
 
 log() { echo "[tkprobe setup] $*" >&2; }
 
@@ -24,6 +24,7 @@ install_missing_packages() {
       g++) command -v g++ >/dev/null || wanted+=("$p") ;;
       python3) command -v python3 >/dev/null || wanted+=("$p") ;;
       python3-matplotlib) python3 -c "import matplotlib" 2>/dev/null || wanted+=("$p") ;;
+      python3-venv) python3 -c "import ensurepip" 2>/dev/null || wanted+=("$p") ;;
       *) wanted+=("$p") ;;
     esac
   done

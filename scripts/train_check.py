@@ -4,8 +4,9 @@
 The model: a few pre-norm transformer blocks (fused QKV projection viewed (B, N, H, D) and
 transposed, so the attention reads the projection in place; causal attention; an MLP) learning a
 copy task on random tokens (predict the token `LAG` places back), fp32 weights, attention in bf16.
-The runs differ only in the attention: python/tk_attention.py (the DSL's kernels), PyTorch's SDPA
-(its default backend: flash or cuDNN), and SDPA's math backend (a third bf16 implementation).
+The runs differ only in the attention: the tk_attention package (the DSL's kernels), PyTorch's SDPA
+(its default backend: flash or cuDNN), and SDPA's math backend (a third bf16 implementation). With
+--compile every run's model is torch.compile(fullgraph=True)'d: no graph break allowed.
 
 The rule. Two correct bf16 implementations round differently, so their curves drift apart by
 "bf16 noise"; the two SDPA backends measure how far in this very run. Losses are averaged over
@@ -13,9 +14,10 @@ windows of --window steps; in every window the drop-in's mean must lie within
     max(REL_FLOOR x SDPA's mean, NOISE_FACTOR x the largest |math - SDPA| gap over all windows)
 of SDPA's, and the last window must be below the first (the model learned, so the agreement means
 something). A wrong gradient (a missing scale, a dropped tile) fails the first and an unstable one
-the second. Exit 0 when both hold, 1 when not, 77 without torch or an sm_90 GPU, 2 on bad options.
+the second. Exit 0 when both hold, 1 when not, 77 without torch, an sm_90 GPU or the installed
+package, 2 on bad options.
 
-    scripts/train_check.py [--steps 300] [--tk-lib build/kernels/libtk_attention_c.so]
+    scripts/train_check.py [--steps 300] [--compile] [--tk-lib build/kernels/libtk_attention_c.so]
 """
 import argparse
 import os
@@ -94,6 +96,8 @@ def train(torch, attend, args):
     torch.manual_seed(args.seed)
     model = build_model(torch, attend, args.vocab, args.width, args.heads, args.layers).cuda()
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    if args.compile:
+        model = torch.compile(model, fullgraph=True)
     data = torch.Generator(device="cuda").manual_seed(args.seed + 1)
     losses = []
     for _ in range(args.steps):
@@ -111,7 +115,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=300, help="training steps per run (the ctest runs 60)")
     parser.add_argument("--window", type=int, default=20, help="steps per averaged window")
-    parser.add_argument("--tk-lib", help="libtk_attention_c.so (default: $TK_ATTENTION_LIB, else build/kernels/)")
+    parser.add_argument("--tk-lib", help="a built libtk_attention_c.so (default: the one the package carries)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile(fullgraph=True) every run's model")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=512)
@@ -127,6 +132,8 @@ def main():
         parser.error(f"--width {args.width} --heads {args.heads}: the head dim width / heads must be 64 or 128")
     if args.seq <= LAG or args.seq > 4096:
         parser.error(f"--seq {args.seq}: give {LAG + 1}..4096")
+    if args.tk_lib and not os.path.isfile(args.tk_lib):
+        parser.error(f"--tk-lib {args.tk_lib}: no such file (give a built libtk_attention_c.so, or leave it out)")
     try:
         import torch
         import torch.nn.functional as F
@@ -137,13 +144,13 @@ def main():
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         print("train_check.py: skipped: needs a CUDA device of compute capability 9.0 (the kernels are sm_90a)")
         return 77
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-    import tk_attention
     try:
-        tk_attention.load(args.tk_lib)
-    except FileNotFoundError as e:
-        print(f"train_check.py: skipped: {e}")
+        import tk_attention
+    except ImportError:
+        print(f"train_check.py: skipped: tk_attention is not installed for {sys.executable}: pip install . in a "
+              "checkout (python/README.md)")
         return 77
+    tk_attention.load(args.tk_lib)
 
     def math_sdpa(*a, **kw):
         with sdpa_kernel(SDPBackend.MATH):

@@ -1,6 +1,6 @@
 // A C interface to the attention passes, so that Python (ctypes) can call the same kernels
 // tkprobe times: scripts/compare_sdpa.py times them beside PyTorch's SDPA backends in one process,
-// on the same tensors, and python/tk_attention.py wraps them as a drop-in for PyTorch's
+// on the same tensors, and the tk_attention package (python/) wraps them as a drop-in for PyTorch's
 // scaled_dot_product_attention. A pass is prepared once (tensor maps, launch attributes, the
 // backward's scratch) and then launched, so a timed launch holds no host-side setup. Every create
 // returns null when the shape or a tensor's layout is refused, or preparing failed, with the

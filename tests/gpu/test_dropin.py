@@ -1,21 +1,22 @@
 #!/usr/bin/env python3
-"""python/tk_attention.py on the GPU, against PyTorch's SDPA (ctest gpu.dropin).
+"""The installed tk_attention package on the GPU, against PyTorch's SDPA (ctest gpu.dropin).
 
 Gradients and outputs against SDPA's math backend in fp32 (relative error <= 1e-2, and at most
 1.5x the flash backend's error against the same reference, both printed), the layouts PyTorch hands
 over read in place with the same bits as contiguous inputs, PyTorch's current stream, the incoming
 gradient of out.sum() (stride 0), a bit-for-bit repeatable backward when asked for one, and every
 refusal. Exits 77
-(ctest: skipped) without torch, a CUDA device of compute capability 9.0, or the library.
+(ctest: skipped) without torch, a CUDA device of compute capability 9.0, or the package.
 
-usage: test_dropin.py [LIBRARY]   (default: $TK_ATTENTION_LIB, else build/kernels/libtk_attention_c.so)
+usage: test_dropin.py [LIBRARY]   (default: the library the package carries; ctest gives the build's)
 """
 import contextlib
-import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import tk_attention  # noqa: E402
+try:
+    import tk_attention
+except ImportError:
+    tk_attention = None
 
 MAX_REL_ERROR = 1e-2
 # "No worse than PyTorch's flash backward on the same inputs" (issue 15), up to the rounding noise two
@@ -29,11 +30,6 @@ MAX_ZERO_GRADIENT = 1e-3
 # GQA 4:1 and one key/value head, batch and heads not powers of two.
 SHAPES = [(2, 8, 8, 1000, 64, True), (1, 4, 4, 4097, 128, False), (3, 8, 2, 100, 128, True),
           (2, 3, 1, 1, 64, False), (1, 6, 6, 2048, 128, True)]
-
-
-def skip(why):
-    print(f"test_dropin.py: skipped: {why}")
-    sys.exit(77)
 
 
 def error(x, ref):
@@ -176,30 +172,44 @@ def test_refusals_name_what_is_supported(torch, F):
         raise AssertionError(f"{what}: accepted")
 
 
-def main():
+def ready(script):
+    """torch, where there are torch, a device of compute capability 9.0 and the installed package;
+    else `script` exits 77 (ctest: skipped) saying which is missing."""
+    def skip(why):
+        print(f"{script}: skipped: {why}")
+        sys.exit(77)
     try:
         import torch
-        import torch.nn.functional as F
     except ImportError:
         skip("no torch")
     if not torch.cuda.is_available():
         skip("no CUDA device")
     if torch.cuda.get_device_capability() != (9, 0):
         skip(f"the kernels need sm_90a; this is compute capability {torch.cuda.get_device_capability()}")
-    try:
-        tk_attention.load(sys.argv[1] if len(sys.argv) > 1 else None)
-    except FileNotFoundError as e:
-        skip(str(e))
-    torch.backends.cuda.matmul.allow_tf32 = False  # the reference is fp32, not TF32
+    if tk_attention is None:
+        skip(f"tk_attention is not installed for {sys.executable}: pip install . in a checkout (python/README.md)")
+    return torch
+
+
+def run_tests(tests, torch):
+    """Runs every test_* of `tests` (a module's globals), each failure (an exception) printed; the exit code."""
+    import torch.nn.functional as F
     failed = 0
-    for name, test in [(n, t) for n, t in globals().items() if n.startswith("test_")]:
+    for name, test in [(n, t) for n, t in tests.items() if n.startswith("test_")]:
         try:
             test(torch, F)
             print(f"PASSED {name}")
-        except AssertionError as e:
+        except Exception as e:  # noqa: BLE001 (every test runs; each failure is reported)
             failed += 1
-            print(f"FAILED {name}: {e}")
+            print(f"FAILED {name}: {type(e).__name__}: {e}")
     return 1 if failed else 0
+
+
+def main():
+    torch = ready("test_dropin.py")
+    tk_attention.load(sys.argv[1] if len(sys.argv) > 1 else None)
+    torch.backends.cuda.matmul.allow_tf32 = False  # the reference is fp32, not TF32
+    return run_tests(globals(), torch)
 
 
 if __name__ == "__main__":

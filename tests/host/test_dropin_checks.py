@@ -1,43 +1,62 @@
 #!/usr/bin/env python3
-"""python/tk_attention.py's checks, without torch or a GPU: every call SDPA could make that the
+"""The tk_attention package's checks, with torch hidden and no GPU: every call SDPA could make that the
 drop-in does not support raises Unsupported naming what is wrong and what is supported, the layouts
 PyTorch hands over (contiguous, transposed projections, slices of a fused QKV) pass, and the rules
 agree with the C++ library's (tests/host/test_attention_strides.cpp checks the same cases there).
-Given the built library, also its C interface as the module declares it: the backward's scratch
-size and dQ path per shape, and refusals answered with null and the reason on stderr (no GPU is reached before them).
+Given the library, also its C interface as the package declares it: the backward's scratch size and
+dQ path per shape, and refusals answered with null and the reason on stderr (no GPU is reached
+before them).
 
-usage: test_dropin_checks.py SOURCE_DIR [LIBRARY]
+usage: test_dropin_checks.py SOURCE_DIR [LIBRARY]   the package's source (python/tk_attention) and a built library
+       test_dropin_checks.py --installed            the package this python has installed, and the library it carries
 """
+import ctypes
 import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
 
-# Run in a child, whose stderr (the library's fprintf) the test reads.
-LIBRARY_CALLS = """
-import ctypes, sys
-sys.path.insert(0, sys.argv[1])
-import tk_attention
-lib = tk_attention.load(sys.argv[2])
-print("scratch", lib.tk_attention_backward_scratch_bytes_opts(2, 8, 2, 1000, 128, 1, 1))
-strides = (ctypes.c_int64 * 16)(*([8 * 1000 * 128, 1000 * 128, 128, 2] * 4))
-print("forward", lib.tk_attention_create_strided(*[1 << 20] * 5, 2, 8, 8, 1000, 128, 1, 0, strides))
-print("backward", lib.tk_attention_backward_create(*[1 << 20] * 9, 2, 8, 8, 1000, 96, 1, None, None))
-print("scratch reducing", lib.tk_attention_backward_scratch_bytes_opts(2, 8, 2, 1000, 128, 1, 2))
-print("backward reducing", lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 2, 8, 8, 1000, 96, 1, None, None, 2))
-print("paths", *(lib.tk_attention_backward_dq_path(1, 8, 2, n, d, causal, 0)
-                 for n, d, causal in ((2048, 128, 0), (4096, 128, 1), (2048, 128, 1), (1024, 128, 0), (16384, 64, 0))))
-print("forced", lib.tk_attention_backward_dq_path(1, 8, 2, 64, 64, 0, 2), lib.tk_attention_backward_dq_path(1, 8, 2, 16384, 128, 0, 1))
-print("scratch fastest", lib.tk_attention_backward_scratch_bytes(1, 8, 2, 4096, 128, 0))
-print("bad path", lib.tk_attention_backward_dq_path(1, 8, 2, 64, 64, 0, 3), lib.tk_attention_backward_scratch_bytes_opts(1, 8, 2, 64, 64, 0, -1),
-      lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 1, 8, 8, 64, 64, 0, None, None, 7))
-"""
+
+def load_package(source_dir):
+    """tk_attention with torch hidden (its checks must run without it): the source package under
+    SOURCE_DIR/python, loaded from its files, or (source_dir None) the one installed."""
+    sys.modules["torch"] = None  # `import torch` raises ImportError
+    if source_dir is None:
+        import tk_attention
+        return tk_attention
+    folder = os.path.join(source_dir, "python", "tk_attention")
+    spec = importlib.util.spec_from_file_location("tk_attention", os.path.join(folder, "__init__.py"),
+                                                  submodule_search_locations=[folder])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["tk_attention"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
-def check_library(source_dir, library, failures):
-    r = subprocess.run([sys.executable, "-c", LIBRARY_CALLS, os.path.join(source_dir, "python"), library],
-                       capture_output=True, text=True)
+def library_calls(source_dir, library):
+    """Prints what the library answers (run in a child, whose stderr, the library's fprintf, the test reads)."""
+    lib = load_package(source_dir).load(library)
+    print("scratch", lib.tk_attention_backward_scratch_bytes_opts(2, 8, 2, 1000, 128, 1, 1))
+    strides = (ctypes.c_int64 * 16)(*([8 * 1000 * 128, 1000 * 128, 128, 2] * 4))
+    print("forward", lib.tk_attention_create_strided(*[1 << 20] * 5, 2, 8, 8, 1000, 128, 1, 0, strides))
+    print("backward", lib.tk_attention_backward_create(*[1 << 20] * 9, 2, 8, 8, 1000, 96, 1, None, None))
+    print("scratch reducing", lib.tk_attention_backward_scratch_bytes_opts(2, 8, 2, 1000, 128, 1, 2))
+    print("backward reducing",
+          lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 2, 8, 8, 1000, 96, 1, None, None, 2))
+    print("paths", *(lib.tk_attention_backward_dq_path(1, 8, 2, n, d, causal, 0) for n, d, causal in
+                     ((2048, 128, 0), (4096, 128, 1), (2048, 128, 1), (1024, 128, 0), (16384, 64, 0))))
+    print("forced", lib.tk_attention_backward_dq_path(1, 8, 2, 64, 64, 0, 2),
+          lib.tk_attention_backward_dq_path(1, 8, 2, 16384, 128, 0, 1))
+    print("scratch fastest", lib.tk_attention_backward_scratch_bytes(1, 8, 2, 4096, 128, 0))
+    print("bad path", lib.tk_attention_backward_dq_path(1, 8, 2, 64, 64, 0, 3),
+          lib.tk_attention_backward_scratch_bytes_opts(1, 8, 2, 64, 64, 0, -1),
+          lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 1, 8, 8, 64, 64, 0, None, None, 7))
+
+
+def check_library(where, failures):
+    """`where`: this script's arguments (SOURCE_DIR LIBRARY, or --installed)."""
+    r = subprocess.run([sys.executable, __file__, "--library-calls", *where], capture_output=True, text=True)
     # Two vectors (lse2, D) of B x H x padded(N) floats: padded(1000) = 1024; the reducing path adds
     # the fp32 dQ accumulator, B x H x padded(N) x D floats.
     # The default (fastest) path reduces on every shape (attention::dq_path): 1 deterministic,
@@ -56,13 +75,6 @@ def check_library(source_dir, library, failures):
             failures.append(f"library: stderr lacks '{reason}': {r.stderr}")
 
 
-def load_module(source_dir):
-    spec = importlib.util.spec_from_file_location("tk_attention", os.path.join(source_dir, "python", "tk_attention.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def contiguous(shape):
     b, h, n, d = shape
     return (h * n * d, n * d, d, 1)
@@ -77,7 +89,12 @@ def transposed(shape, pad=0):
 
 
 def main():
-    m = load_module(sys.argv[1])
+    args = sys.argv[1:]
+    if args[:1] == ["--library-calls"]:
+        installed = args[1:] == ["--installed"]
+        return library_calls(None if installed else args[1], None if installed else args[2])
+    installed = args == ["--installed"]
+    m = load_package(None if installed else args[0])
     failures = []
     address = iter(range(1 << 20, 1 << 30, 1 << 16))
 
@@ -119,6 +136,7 @@ def main():
     accepts("slices of a fused QKV", *qkv(q=tensor("q", shape, transposed(shape, 2 * 8 * 128)),
                                           k=tensor("k", shape, transposed(shape, 2 * 8 * 128), offset=8 * 128 * 2)))
     accepts("scale 1/sqrt(D) given", *qkv(), scale=128 ** -0.5)
+    accepts("no address while torch.compile traces", *qkv(q=tensor("q", shape)._replace(address=None)))
     accepts("an axis of extent 1 takes any stride", *qkv((1, 1, 1, 64), q=tensor("q", (1, 1, 1, 64), (3, 5, 7, 1))))
 
     # SDPA's options the kernels do not take.
@@ -149,17 +167,17 @@ def main():
             *qkv(v=tensor("v", shape, (1000 * 128, 0, 128, 1))))
     refuses("misaligned", "q: its address is not 16-byte aligned", *qkv(q=tensor("q", shape, offset=2)))
 
-    # No library: the error says how to build or point at one.
+    # No library: the error says how to install the package or point at one.
     with tempfile.TemporaryDirectory() as tmp:
         try:
             m.library_path(os.path.join(tmp, "none.so"))
             failures.append("a missing library was accepted")
         except FileNotFoundError as e:
-            if "cmake --build build --target tk_attention_c" not in str(e):
+            if "install the package (pip install . in a checkout" not in str(e):
                 failures.append(f"missing library: {e}")
 
-    if len(sys.argv) > 2:
-        check_library(sys.argv[1], sys.argv[2], failures)
+    if installed or len(args) > 1:
+        check_library(args, failures)
 
     for f in failures:
         print("FAILED:", f)

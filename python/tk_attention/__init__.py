@@ -1,0 +1,43 @@
+"""A drop-in for torch.nn.functional.scaled_dot_product_attention on tkprobe's attention kernels.
+
+    import tk_attention
+    out = tk_attention.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    out.sum().backward()  # dq, dk, dv from the DSL's backward kernels
+
+Forward and backward are the `wgmma` kernels (sm_90a) of kernels/attention, reached through the C
+library the package carries (library.py), registered as the PyTorch operators tk_attention::forward
+and tk_attention::backward (ops.py): torch.compile and CUDA graphs take them. What a call may be is
+in checks.py; anything else raises Unsupported naming what is supported, never a silent fallback to
+another implementation. Without torch the checks still import and run.
+"""
+from .checks import Problem, Tensor, Unsupported, check_call
+from .library import DQ_PATHS, library_path, load
+
+__all__ = ["DQ_PATHS", "Problem", "Tensor", "Unsupported", "check_call", "deterministic_backward", "library_path",
+           "load", "scaled_dot_product_attention"]
+
+try:
+    import torch
+except ImportError:  # the checks and the library need no torch; the attention does
+    torch = None
+else:
+    from . import ops
+
+# The backward's dQ path (attention::DqPath): False (the default) runs whichever path measured
+# faster for the shape (attention::dq_path: today everywhere the one where the dK/dV kernel reduces
+# dQ in fp32 with the TMA; dQ's bits may differ from run to run). True, or
+# torch.use_deterministic_algorithms(True), runs the deterministic kernels (the same inputs give the
+# same bits). Read at each call, so a compiled model is traced again when it changes.
+deterministic_backward = False
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """torch.nn.functional.scaled_dot_product_attention for what the kernels support (checks.py);
+    raises Unsupported for the rest."""
+    if torch is None:
+        raise ImportError("tk_attention.scaled_dot_product_attention needs PyTorch: install torch")
+    check_call(ops.describe("q", query), ops.describe("k", key), ops.describe("v", value), attn_mask, dropout_p,
+               is_causal, scale, enable_gqa)
+    deterministic = deterministic_backward or torch.are_deterministic_algorithms_enabled()
+    return ops.attention(query, key, value, bool(is_causal), deterministic)

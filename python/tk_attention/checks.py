@@ -1,0 +1,97 @@
+"""What the kernels take, checked in plain Python over shapes, dtypes, strides and addresses, so that
+an unsupported call raises Unsupported before any library is reached, and
+tests/host/test_dropin_checks.py runs the checks without torch or a GPU.
+
+SDPA's semantics: bf16 CUDA tensors (B, H, N, D) of one device, head dim 64 or 128, queries and keys
+of one length N, is_causal, enable_gqa (H a multiple of the key/value heads), scale None or
+1/sqrt(D), no attn_mask, no dropout; strides as PyTorch hands them (the (B, N, H, D) layout of
+x.view(B, N, H, D).transpose(1, 2) is read in place) wherever the TMA can describe them: the head
+dim contiguous, the other strides multiples of 8 elements (16 bytes), the base 16-byte aligned.
+"""
+import collections
+import math
+
+HEAD_DIMS = (64, 128)
+ELEMENT_BYTES = 2  # bf16
+MAX_STRIDE_BYTES = 1 << 40  # cuTensorMapEncodeTiled's bound
+SUPPORTED = ("supported: bf16 CUDA tensors (B, H, N, D) with D 64 or 128, one length N for queries and keys, "
+             "is_causal, enable_gqa, scale None or 1/sqrt(D)")
+
+
+class Unsupported(ValueError):
+    """What the drop-in does not do, and what it does."""
+
+
+# What the checks need of a tensor: torch.Tensor's shape, stride(), dtype, device and data_ptr();
+# address None while torch.compile traces (no data yet: the operator checks it when it runs).
+Tensor = collections.namedtuple("Tensor", "name shape stride dtype device address")
+Problem = collections.namedtuple("Problem", "batch heads kv_heads seq head_dim causal")
+
+
+def refuse(why):
+    raise Unsupported(f"tk_attention: {why} ({SUPPORTED})")
+
+
+def tma_refusal(t):
+    """Why the TMA cannot read or write tensor t where it lies ("" when it can): the rules
+    attention::refusal applies (kernels/attention/attention.cpp), here so the error comes before
+    the library is reached. An axis of extent 1 is never stepped over: its stride does not count."""
+    if t.stride[3] != 1:
+        return f"{t.name}: head-dim stride {t.stride[3]}: the head dim must be contiguous (stride 1)"
+    if t.address is not None and t.address % 16:
+        return f"{t.name}: its address is not 16-byte aligned: the TMA needs a 16-byte aligned base"
+    for axis, extent, stride in zip(("batch", "head", "seq"), t.shape[:3], t.stride[:3]):
+        if extent == 1:
+            continue
+        which = f"{t.name}: {axis} stride {stride}"
+        if stride <= 0:
+            return f"{which}: give a positive stride"
+        if stride * ELEMENT_BYTES % 16:
+            return (f"{which} ({stride * ELEMENT_BYTES} bytes): the TMA needs strides that are multiples of 16 "
+                    f"bytes (8 bf16 elements)")
+        if stride * ELEMENT_BYTES >= MAX_STRIDE_BYTES:
+            return f"{which}: the TMA needs strides below 2^40 bytes"
+    return ""
+
+
+def check_tensor(t):
+    if t.device.split(":")[0] != "cuda":
+        refuse(f"{t.name} is on {t.device}: give CUDA tensors")
+    if t.dtype != "bfloat16":
+        refuse(f"{t.name} is {t.dtype}: give bfloat16")
+    if len(t.shape) != 4:
+        refuse(f"{t.name} has {len(t.shape)} dims {tuple(t.shape)}: give (B, H, N, D)")
+    if t.shape[3] not in HEAD_DIMS:
+        refuse(f"{t.name} has head dim {t.shape[3]}: give 64 or 128")
+    if 0 in t.shape:
+        refuse(f"{t.name} is empty {tuple(t.shape)}: give at least one batch, head and row")
+    why = tma_refusal(t)
+    if why:
+        refuse(why)
+
+
+def check_call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """The Problem an SDPA call describes, or Unsupported. q, k, v are Tensor descriptions."""
+    if attn_mask is not None:
+        refuse("attn_mask is not supported: give is_causal=True for the causal mask, or no mask")
+    if dropout_p != 0.0:
+        refuse(f"dropout_p = {dropout_p}: only 0.0 is supported")
+    for t in (q, k, v):
+        check_tensor(t)
+    if len({q.device, k.device, v.device}) != 1:
+        refuse(f"q, k, v are on {q.device}, {k.device}, {v.device}: give tensors of one device")
+    (b, h, n, d), (kb, kh, kn, kd) = q.shape, k.shape
+    if tuple(v.shape) != tuple(k.shape):
+        refuse(f"k is {tuple(k.shape)} and v {tuple(v.shape)}: give k and v of one shape")
+    if kb != b or kd != d:
+        refuse(f"q is {tuple(q.shape)} and k {tuple(k.shape)}: give q and k of one batch and head dim")
+    if kn != n:
+        refuse(f"queries have length {n} and keys {kn}: give one length")
+    if kh != h and not enable_gqa:
+        refuse(f"q has {h} heads and k {kh}: give equal heads, or enable_gqa=True for grouped-query attention")
+    if h % kh:
+        refuse(f"q has {h} heads and k {kh}: grouped-query attention needs the query heads to be a multiple of "
+               f"the key/value heads")
+    if scale is not None and not math.isclose(scale, 1 / math.sqrt(d), rel_tol=1e-6):
+        refuse(f"scale = {scale}: only the default 1/sqrt(D) = {1 / math.sqrt(d):.6g} is supported")
+    return Problem(b, h, kh, n, d, bool(is_causal))

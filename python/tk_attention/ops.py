@@ -1,0 +1,119 @@
+"""The forward and backward as PyTorch custom operators, tk_attention::forward and
+tk_attention::backward (torch.library), with fake implementations and autograd registered, so that
+torch.compile(fullgraph=True) traces them as single nodes and a CUDA graph captures them: the
+outputs and the backward's scratch come from PyTorch's allocator, launches go on PyTorch's current
+stream, and nothing waits for the GPU. A fake implementation makes its outputs as the real one does
+(empty_like keeps q's layout where q is dense), so both agree in strides.
+"""
+import ctypes
+
+import torch
+
+from . import library
+from .checks import Unsupported, check_call, tma_refusal, Tensor
+
+
+def describe(name, tensor, address=False):
+    """The Tensor description of a torch.Tensor; its address only where asked (a traced tensor has none)."""
+    return Tensor(name, tuple(tensor.shape), tuple(tensor.stride()), str(tensor.dtype).replace("torch.", ""),
+                  str(tensor.device), tensor.data_ptr() if address else None)
+
+
+def _problem(q, k, v, causal, address=False):
+    return check_call(describe("q", q, address), describe("k", k, address), describe("v", v, address),
+                      is_causal=causal, enable_gqa=True)
+
+
+def _shape_args(p):
+    return p.batch, p.heads, p.kv_heads, p.seq, p.head_dim, int(p.causal)
+
+
+def _strides(tensors):
+    flat = [s for t in tensors for s in t.stride()]
+    return (ctypes.c_int64 * len(flat))(*flat)
+
+
+def _run(create, launch, destroy, entry, device, *args):
+    """Prepares a pass on `device`, launches it on PyTorch's current stream and frees the host-side
+    object (the launch holds copies of everything it needs)."""
+    with torch.cuda.device(device):
+        handle = create(*args)
+        if not handle:
+            raise Unsupported(f"tk_attention: {entry} refused the call (its reason is on stderr)")
+        try:
+            if launch(handle, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)) != 0:
+                raise RuntimeError(f"tk_attention: {entry}: the launch failed")
+        finally:
+            destroy(handle)
+
+
+def _forward_outputs(q, p):
+    return torch.empty_like(q), q.new_empty((p.batch, p.heads, p.seq), dtype=torch.float32)
+
+
+@torch.library.custom_op("tk_attention::forward", mutates_args=())
+def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+            deterministic_backward: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """O (laid out as q where q is dense, else contiguous) and the row logsumexp, float (B, H, N).
+    deterministic_backward is the backward's: an argument of the forward, so that a compiled graph
+    holds the choice made when it was traced (and torch.compile guards on it)."""
+    p = _problem(q, k, v, causal, address=True)
+    o, lse = _forward_outputs(q, p)
+    lib = library.loaded()
+    _run(lib.tk_attention_create_strided, lib.tk_attention_launch, lib.tk_attention_destroy, "tk_attention_create",
+         q.device, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), *_shape_args(p), 0,
+         _strides((q, k, v, o)))
+    return o, lse
+
+
+@forward.register_fake
+def _(q, k, v, causal, deterministic_backward):
+    return _forward_outputs(q, _problem(q, k, v, causal))
+
+
+@torch.library.custom_op("tk_attention::backward", mutates_args=())
+def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor,
+             d_o: torch.Tensor, causal: bool, deterministic: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dq, dk, dv, each laid out as its input where that is dense. The backward takes the dQ path
+    attention::dq_path picks for the shape, or with `deterministic` the deterministic one (the same
+    bits every run). The one copy: an incoming gradient the TMA cannot read (out.sum()'s, stride 0)."""
+    p = _problem(q, k, v, causal, address=True)
+    if tma_refusal(describe("grad", d_o, address=True)):
+        d_o = d_o.contiguous()
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    lib = library.loaded()
+    dq_path = library.DQ_PATHS["deterministic" if deterministic else "fastest"]
+    # The scratch from PyTorch's allocator, ordered on this stream: no cudaMalloc/cudaFree per step.
+    scratch = torch.empty(lib.tk_attention_backward_scratch_bytes_opts(*_shape_args(p), dq_path), dtype=torch.uint8,
+                          device=q.device)
+    _run(lib.tk_attention_backward_create_opts, lib.tk_attention_backward_launch, lib.tk_attention_backward_destroy,
+         "tk_attention_backward_create", q.device, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+         d_o.data_ptr(), lse.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), *_shape_args(p),
+         _strides((q, k, v, o, d_o, dq, dk, dv)), scratch.data_ptr(), dq_path)
+    return dq, dk, dv
+
+
+@backward.register_fake
+def _(q, k, v, o, lse, d_o, causal, deterministic):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _save_for_backward(ctx, inputs, output):
+    q, k, v, causal, deterministic = inputs
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse)
+    ctx.causal, ctx.deterministic = causal, deterministic
+    ctx.mark_non_differentiable(lse)
+
+
+def _gradients(ctx, d_o, _):
+    q, k, v, o, lse = ctx.saved_tensors
+    return (*backward(q, k, v, o, lse, d_o, ctx.causal, ctx.deterministic), None, None)
+
+
+forward.register_autograd(_gradients, setup_context=_save_for_backward)
+
+
+def attention(q, k, v, causal, deterministic_backward):
+    """O of the forward operator: what the drop-in returns."""
+    return forward(q, k, v, causal, deterministic_backward)[0]
