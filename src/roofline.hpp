@@ -19,6 +19,7 @@ namespace tkprobe::roofline {
 struct NcuMetric {
   const char* name;
   const char* counts;
+  bool optional = false;  // a chip whose ncu lacks it leaves it out of the profile: counted as none
 };
 // Every metric a profile must hold, in the order ncu is asked for them.
 const std::vector<NcuMetric>& ncu_metrics();
@@ -31,6 +32,7 @@ struct Kernel {
   std::string name;
   std::string gpu;  // ncu's device__attribute_display_name, where the profile holds it
   std::map<std::string, double> counters;
+  std::vector<std::string> lacking;  // optional metrics the profile does not hold
 };
 
 // The kernels of `ncu --csv --page raw --print-units base` output (lines that are not CSV, such as

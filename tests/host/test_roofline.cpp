@@ -1,9 +1,12 @@
-// `tkprobe roofline` without a GPU: ncu's raw CSV read (tests/host/data/ncu/roofline_raw.csv, three
-// launches laid out as `ncu --csv --page raw --print-units base` prints them), the ceilings read from
-// the committed H200 baseline, and each kernel's binding ceiling.
+// `tkprobe roofline` without a GPU: ncu's raw CSV read, the ceilings read from a report, and each
+// kernel's binding ceiling. Two profiles: roofline_raw.csv, three launches made up in ncu's layout to
+// sit at chosen shares of the H200 baseline's ceilings; h100_*.{csv,json}, recorded by gpu.roofline
+// on an H100 (roofline_target's launches and the ceilings measured in the same run).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 
 #include "src/errors.hpp"
@@ -18,6 +21,8 @@ namespace {
 const std::string kSource = TKPROBE_SOURCE_DIR;
 const std::string kCsv = kSource + "/tests/host/data/ncu/roofline_raw.csv";
 const std::string kSuite = kSource + "/results/h200/suite.json";
+const std::string kH100Csv = kSource + "/tests/host/data/ncu/h100_target_raw.csv";
+const std::string kH100Ceilings = kSource + "/tests/host/data/ncu/h100_ceilings.json";
 
 std::string text_of(const std::string& path) {
   std::ifstream in(path);
@@ -32,6 +37,27 @@ const rl::Bound& bound(const std::vector<rl::Bound>& b, const std::string& name)
   for (const rl::Bound& x : b)
     if (x.ceiling.name == name) return x;
   throw std::runtime_error("no bound " + name);
+}
+
+// The CSV without one metric's column, as ncu prints it for a chip that lacks the metric (every
+// cell is quoted, so `","` separates cells).
+std::string drop_column(const std::string& text, const std::string& metric) {
+  std::istringstream in(text);
+  std::string line, out;
+  std::size_t at = std::string::npos;
+  const std::string sep = "\",\"";
+  for (std::size_t n = 0; std::getline(in, line); ++n) {
+    std::vector<std::string> cells;
+    for (std::size_t from = 0, to; from != std::string::npos; from = to == std::string::npos ? to : to + sep.size()) {
+      to = line.find(sep, from);
+      cells.push_back(line.substr(from, to == std::string::npos ? to : to - from));
+    }
+    if (line.rfind("\"ID\"", 0) == 0) at = std::find(cells.begin(), cells.end(), metric) - cells.begin();
+    if (line.front() == '"' && at < cells.size()) cells.erase(cells.begin() + at);
+    for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? sep : "") + cells[i];
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -49,6 +75,17 @@ TEST(Roofline, ReadsNcusRawCsv) {
   EXPECT_DOUBLE_EQ(w.smem_bytes, 1e7 * 128);       // wavefronts x 128 bytes
   EXPECT_DOUBLE_EQ(rl::work_of(kernels[0]).fp32_flops, 2e9);  // an FFMA is 2 FLOP
   EXPECT_DOUBLE_EQ(rl::work_of(kernels[1]).dram_bytes(), 2e9);  // read and written
+}
+
+// ncu leaves out a metric the chip does not have (gh100 has no fp16 tensor paths): an optional one
+// counts as none and is named; a required one is still an error.
+TEST(Roofline, AnOptionalMetricTheChipLacksCountsAsNone) {
+  const std::string text = text_of(kCsv);
+  const auto kernels = rl::parse_ncu_csv(drop_column(text, "sm__ops_path_tensor_src_fp16_dst_fp16.sum"), "fixture");
+  EXPECT_EQ(kernels[0].lacking, std::vector<std::string>{"sm__ops_path_tensor_src_fp16_dst_fp16.sum"});
+  EXPECT_EQ(kernels[0].counters.at("sm__ops_path_tensor_src_fp16_dst_fp16.sum"), 0);
+  EXPECT_THROW(rl::parse_ncu_csv(drop_column(text, "sm__ops_path_tensor_src_bf16_dst_fp32.sum"), "fixture"),
+               tkprobe::UsageError);
 }
 
 TEST(Roofline, ABadProfileIsToldWhatIsMissing) {
@@ -168,4 +205,29 @@ TEST(Roofline, BadInputExitsTwoAndNoNcuExitsThree) {
   setenv("PATH", saved.c_str(), 1);
   EXPECT_EQ(no_ncu.code, 3) << no_ncu.err;
   EXPECT_NE(no_ncu.err.find("ncu"), std::string::npos) << no_ncu.err;
+}
+
+// The recording: ncu 2025.3 on gh100 has no fp16 tensor paths; the DSL GEMM's 2 x 8192^3 FLOPs come
+// out of ops_path exactly and bind at the tensor ceiling; the HBM copy and the strided shared loads sit
+// on theirs, each stride's conflict degree its own. The read's 110% is against the quick run's
+// 256 MiB read (2.89 TB/s), which --measure-ceilings no longer uses for HBM.
+TEST(Roofline, ARecordedProfileLandsWhereTheProbesSay) {
+  const auto kernels = rl::parse_ncu_csv(text_of(kH100Csv), kH100Csv);
+  const rl::Ceilings c = rl::ceilings_from_report(tkprobe::read_report(kH100Ceilings), kH100Ceilings);
+  ASSERT_EQ(kernels.size(), 6u);
+  EXPECT_EQ(kernels[0].gpu, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(kernels[0].lacking.size(), 2u);
+  const rl::Work gemm = rl::work_of(kernels[0]);
+  EXPECT_NEAR(gemm.tensor_flops.at("bf16"), 2.0 * 8192 * 8192 * 8192, 1e-6 * 2.0 * 8192 * 8192 * 8192);
+  const auto on = [&](int i) { return rl::bounds(rl::work_of(kernels[i]), c).front(); };
+  EXPECT_EQ(on(0).ceiling.name, "tensor bf16") << "no overlap ceiling for an epilogue's few instructions";
+  EXPECT_NEAR(on(0).pct, 98.8, 0.1);
+  EXPECT_EQ(on(2).ceiling.name, "hbm");
+  EXPECT_NEAR(on(2).pct, 98.9, 0.1);
+  for (int i = 3; i < 6; ++i) {
+    EXPECT_EQ(on(i).ceiling.name, "smem");
+    EXPECT_NEAR(on(i).pct, 100.4, 0.3);
+    const rl::Work w = rl::work_of(kernels[i]);
+    EXPECT_NEAR(w.smem_bytes / w.smem_requested_bytes, 1 << (i - 3), 0.01) << "strides 1, 2, 4: 1-, 2-, 4-way";
+  }
 }
