@@ -19,6 +19,12 @@ def ceiling(rows, name):
     return statistics.median(values) if values else None
 
 
+def short(kernel):
+    """A kernel's name without its return type and arguments, at most 32 characters."""
+    name = kernel.removeprefix("void ").split("(")[0]
+    return name if len(name) <= 32 else name[:31] + "…"
+
+
 def draw(p, report):
     rows = [r for r in p.rows if (metric(r, "tflops") or 0) > 0 and metric(r, "intensity_dram")]
     for r in p.rows:
@@ -41,15 +47,18 @@ def draw(p, report):
             ax.plot([lo, hi], [lo * rate, hi * rate], color="0.2", lw=1.2)
             ax.text(lo * 1.1, lo * 1.1 * rate, f"{label} {rate:.2f} TB/s", fontsize=7, rotation=30, va="bottom",
                     clip_on=True)
-    datasheet = rows[0]
-    if (tensor := metric(datasheet, "datasheet_tensor_tflops")):
+    tensor = next((metric(r, "datasheet_tensor_tflops") for r in rows if metric(r, "datasheet_tensor_tflops")), None)
+    if tensor:
         ax.plot([lo, hi], [tensor, tensor], color="0.5", ls="--", lw=1)
         ax.text(lo * 1.1, tensor, f"datasheet tensor {tensor:.0f}", fontsize=7, va="bottom", color="0.4")
         rates.append(tensor)
-    if (hbm := metric(datasheet, "datasheet_hbm_tbps")):
+    if (hbm := metric(rows[0], "datasheet_hbm_tbps")):
         ax.plot([lo, hi], [lo * hbm, hi * hbm], color="0.5", ls="--", lw=1)
-    for i, r in enumerate(rows):
-        color = f"C{i % 10}"
+    names = list(dict.fromkeys(r["params"]["kernel"] for r in rows))  # a kernel launched again: one colour, one label
+    labelled = set()
+    for r in rows:
+        name = r["params"]["kernel"]
+        color = f"C{names.index(name) % 10}"
         level_x = [(metric(r, key), marker, fill) for key, marker, fill in LEVELS if metric(r, key)]
         y = metric(r, "tflops")
         ax.plot([x for x, _, _ in level_x], [y] * len(level_x), color=color, lw=0.6)
@@ -57,8 +66,11 @@ def draw(p, report):
             ax.plot([level_x[0][0] / 2, level_x[0][0] * 2], [overlap, overlap], color=color, ls=":", lw=1.2)
         for x, marker, fill in level_x:
             ax.plot(x, y, marker=marker, fillstyle=fill, color=color, ms=7)
-        ax.annotate(f"{r['params']['kernel'][:40]}: {metric(r, 'pct_of_binding'):.0f}% of {metric(r, 'binding')}",
-                    (level_x[0][0], y), xytext=(4, -10), textcoords="offset points", fontsize=7, color=color)
+        if name not in labelled:
+            labelled.add(name)
+            ax.annotate(f"{short(name)}: {metric(r, 'pct_of_binding'):.0f}% of {metric(r, 'binding')}",
+                        (level_x[0][0], y), xytext=(4, -10 - 8 * (len(labelled) % 3)), textcoords="offset points",
+                        fontsize=6, color=color, annotation_clip=True)
     clocks = [metric(r, "sm_clock_mhz") for r in rows]
     p.note(f"clock-bound ceilings at the kernels' median SM clock, {statistics.median(clocks):.0f} MHz "
            f"({min(clocks):.0f}-{max(clocks):.0f}); markers: HBM filled, L2 square, shared memory triangle; "
