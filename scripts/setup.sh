@@ -4,7 +4,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build"
 PACKAGES=(cmake ninja-build g++ python3 libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev
-          python3-matplotlib python3-venv)  # matplotlib: scripts/plot.py; venv: the package's install test
+          python3-matplotlib python3-venv  # matplotlib: scripts/plot.py; venv: the package's install test
+          munge slurmctld slurmd slurm-client)  # host.slurm_fleet starts a Slurm
 
 log() { echo "[tkprobe setup] $*" >&2; }
 
