@@ -45,6 +45,7 @@ void add_commands(CLI::App& app, HelpPlace place, Invocation& in, Subcommands& s
 void add_probes(CLI::App& app, Invocation& in, Subcommands& subs) {
   for (auto& p : in.probes) {
     CLI::App* cmd = app.add_subcommand(p->name(), p->summary());
+    cmd->footer("Needs: " + needs_text(*p) + ". A GPU without it gets `skipped` rows saying why.");
     add_common_options(*cmd, in.common);
     p->add_options(*cmd);
     subs.probes[cmd] = p.get();

@@ -67,6 +67,23 @@ DeviceInfo query_device(int index) {
   return d;
 }
 
+// The datasheet row of a GPU for its report: null where the tool has none (`tkprobe info` then
+// gives the clock peak on Hopper); a type the part lacks is left out.
+static Json datasheet_json(std::string_view name) {
+  const std::optional<DatasheetPeaks> p = datasheet_peaks(name);
+  if (!p) return nullptr;
+  Json j{{"part", p->part}};
+  const std::pair<const char*, double> peaks[] = {{"bf16_tflops", p->bf16},
+                                                  {"fp16_tflops", p->fp16},
+                                                  {"tf32_tflops", p->tf32},
+                                                  {"fp8_tflops", p->fp8},
+                                                  {"int8_tops", p->int8}};
+  for (const auto& [key, value] : peaks) {
+    if (value > 0) j[key] = value;
+  }
+  return j;
+}
+
 Json to_json(const DeviceInfo& d) {
   Json power = std::isnan(d.power_limit_w) ? Json(nullptr) : Json(d.power_limit_w);
   return {{"index", d.index},
@@ -81,22 +98,8 @@ Json to_json(const DeviceInfo& d) {
           {"mem_bus_bits", d.mem_bus_bits},
           {"power_limit_w", power},
           {"pci_bus_id", d.pci_bus_id},
-          {"uuid", d.uuid}};
-}
-
-std::optional<DatasheetPeaks> datasheet_peaks(std::string_view name) {
-  // NVIDIA H100/H200 datasheets, dense (no sparsity). H100 SXM and H200 share the SM array
-  // and its 1830 MHz boost clock: 132 SMs x 4096 FLOP/clk x 1.83 GHz = 989.4 TFLOP/s bf16.
-  // The NVL parts (their datasheets: 1671 TFLOP/s bf16 with sparsity, so 835.5 dense) come first:
-  // "H200 NVL" also holds "H200".
-  const auto has = [&](std::string_view s) { return name.find(s) != std::string_view::npos; };
-  if (has("H100 NVL")) return DatasheetPeaks{"H100 NVL", 835.5, 835.5, 417.5, 1671.0, 1671.0};
-  if (has("H200 NVL")) return DatasheetPeaks{"H200 NVL", 835.5, 835.5, 417.5, 1670.5, 1670.5};
-  if (has("H200") || (has("H100") && (has("SXM") || has("HBM3")))) {
-    return DatasheetPeaks{"H100/H200 SXM", 989.4, 989.4, 494.7, 1978.9, 1978.9};
-  }
-  if (has("H100") && has("PCIe")) return DatasheetPeaks{"H100 PCIe", 756.5, 756.5, 378.0, 1513.0, 1513.0};
-  return std::nullopt;
+          {"uuid", d.uuid},
+          {"datasheet", datasheet_json(d.name)}};
 }
 
 int hopper_flop_per_clock_per_sm(std::string_view dtype) {

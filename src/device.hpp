@@ -41,13 +41,13 @@ DeviceInfo query_device(int index);
 
 Json to_json(const DeviceInfo& d);
 
-// Datasheet dense tensor-core peaks in TFLOP/s (TOP/s for int8).
+// Datasheet dense tensor-core peaks in TFLOP/s (TOP/s for int8); 0: the part has no such type.
 struct DatasheetPeaks {
   std::string part;  // which datasheet row matched
   double bf16 = 0, fp16 = 0, tf32 = 0, fp8 = 0, int8 = 0;
 };
-// The datasheet row for a GPU name; empty when the tool has no row for it (the % of datasheet
-// figures then read null; the clock peak needs no datasheet).
+// The datasheet row for a GPU name (src/datasheets.cpp: which GPUs, and whose figures); empty when
+// the tool has no row for it (the % of datasheet figures then read null; the clock peak needs no datasheet).
 std::optional<DatasheetPeaks> datasheet_peaks(std::string_view device_name);
 
 // Dense tensor-core FLOP per clock per SM on Hopper, by input type.

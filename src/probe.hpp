@@ -12,6 +12,7 @@
 #include "src/device.hpp"
 #include "src/harness.hpp"
 #include "src/report.hpp"
+#include "src/requirements.hpp"
 
 namespace CLI {
 class App;
@@ -56,16 +57,24 @@ struct ProbeContext {
   void finding(const std::string& probe, std::string text) { report.findings.push_back({probe, std::move(text)}); }
 };
 
+// A kind of row that needs more than the rest of its probe, e.g. bandwidth's TMA copy.
+struct RowNeeds {
+  std::string rows;  // which rows, as `tkprobe list` and --help name them
+  Requirements needs;
+};
+
 class Probe {
  public:
   virtual ~Probe() = default;
   virtual std::string name() const = 0;
   virtual std::string summary() const = 0;  // one line, for `tkprobe list`
   virtual void add_options(CLI::App&) {}
-  virtual void validate() const {}          // throws UsageError naming what is valid
-  virtual void use_suite_settings() {}      // what `tkprobe all` runs, where it differs from the defaults
-  virtual int min_cc() const { return 0; }     // e.g. 90: the probe needs Hopper
-  virtual int max_cc() const { return 1000; }  // 90 for sm_90a code, which runs on 9.0 only
+  virtual void validate() const {}      // throws UsageError naming what is valid
+  virtual void use_suite_settings() {}  // what `tkprobe all` runs, where it differs from the defaults
+  // What its code needs of the GPU (src/requirements.hpp); rows of other kinds check their own.
+  virtual Requirements needs() const { return {}; }
+  // Kinds of its rows that need more than the probe: each skipped, with the reason, where it cannot run.
+  virtual std::vector<RowNeeds> row_needs() const { return {}; }
   // Whether the probe measures between devices (p2p): it then runs once, over every device --devices
   // selects (two or more: with fewer its row is `skipped`), in this process after the runs of each
   // device, and `tkprobe all` includes it only where --devices selects two or more, so that a run of
@@ -74,8 +83,12 @@ class Probe {
   virtual void run(ProbeContext& context) = 0;
 };
 
+// What `p` and each kind of its rows need, for list and --help: "sm_80 or newer; TMA copy rows: sm_90a (TMA)".
+std::string needs_text(const Probe& p);
+
 // Whether `tkprobe all` without --probes runs `p` on a run of `devices` devices: every probe, less
 // those that span devices where fewer than two are selected.
+
 inline bool in_suite(const Probe& p, std::size_t devices) { return !p.spans_devices() || devices >= 2; }
 
 using ProbeFactory = std::function<std::unique_ptr<Probe>()>;

@@ -9,6 +9,12 @@ static std::vector<ProbeFactory>& factories() {
   return all;
 }
 
+std::string needs_text(const Probe& p) {
+  std::string text = describe(p.needs());
+  for (const RowNeeds& r : p.row_needs()) text += "; " + r.rows + ": " + describe(r.needs);
+  return text;
+}
+
 RegisterProbe::RegisterProbe(ProbeFactory factory) { factories().push_back(std::move(factory)); }
 
 std::vector<std::unique_ptr<Probe>> make_probes() {

@@ -151,8 +151,9 @@ class AttentionProbe final : public Probe {
   }
   // The wgmma kernel needs sm_90a, whose code runs on 9.0 alone. The mma.sync kernel runs on
   // sm_80 and newer, but one probe with one device rule is simpler than a per-kernel one.
-  int min_cc() const override { return 90; }
-  int max_cc() const override { return 90; }
+  Requirements needs() const override {
+    return {.sm90a = {Sm90aFeature::wgmma, Sm90aFeature::tma, Sm90aFeature::setmaxnreg}};
+  }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--batch", batch_, "Batch size (with --heads, --seq and --head-dim; default: the sweep)");
     cmd.add_option("--heads", heads_, "Query heads");

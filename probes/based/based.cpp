@@ -91,8 +91,7 @@ class BasedProbe final : public Probe {
     return "Based linear attention forward (the DSL's chunked wgmma kernel): ms, TFLOP/s, % of the clock peak, "
            "error vs fp32";
   }
-  int min_cc() const override { return 90; }  // wgmma and the TMA: sm_90a code, which runs on 9.0 alone
-  int max_cc() const override { return 90; }
+  Requirements needs() const override { return {.sm90a = {Sm90aFeature::wgmma, Sm90aFeature::tma}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--batch", batch_, "Batch size (with --heads and --seq; default: the sweep)");
     cmd.add_option("--heads", heads_, "Heads");

@@ -78,8 +78,7 @@ class Cluster final : public Probe {
   std::string summary() const override {
     return "Thread-block clusters: how many fit, distributed shared memory latency and bandwidth against local";
   }
-  int min_cc() const override { return 90; }
-  int max_cc() const override { return 90; }
+  Requirements needs() const override { return {.sm90a = {Sm90aFeature::clusters, Sm90aFeature::tma}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--sizes", sizes_, "Cluster sizes, 2..16 (comma-separated; default 2,4,8,16; --quick 2,8)")
         ->delimiter(',')

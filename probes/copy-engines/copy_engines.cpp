@@ -98,8 +98,7 @@ class CopyEngines final : public Probe {
   std::string summary() const override {
     return "Global->shared by TMA, cp.async or warp loads: TB/s vs HBM, registers, instructions per KiB";
   }
-  int min_cc() const override { return 90; }
-  int max_cc() const override { return 90; }
+  Requirements needs() const override { return {.sm90a = {Sm90aFeature::tma}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--box", boxes_,
                    "Boxes ROWSxCOLS of bf16: COLS = 64 (the 128B swizzle span), ROWS a multiple of 8 (default "

@@ -65,8 +65,7 @@ class Gemm final : public Probe {
   std::string summary() const override {
     return "The DSL's bf16 GEMM vs cuBLASLt on the same inputs: TFLOP/s, ratio, relative error";
   }
-  int min_cc() const override { return 90; }
-  int max_cc() const override { return 90; }
+  Requirements needs() const override { return {.sm90a = {Sm90aFeature::wgmma, Sm90aFeature::tma}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--m", m_, "Rows of A and C (with --n and --k; default: 4096^3 and 8192^3, --quick 2048^3)");
     cmd.add_option("--n", n_, "Rows of B, columns of C");

@@ -51,7 +51,9 @@ class Info final : public Probe {
     r.value(metric::datasheet, peaks ? Json(peaks->part) : Json("no datasheet row for this GPU"));
     if (peaks) {
       const double values[] = {peaks->bf16, peaks->fp16, peaks->tf32, peaks->fp8, peaks->int8};
-      for (int i = 0; i < 5; ++i) r.value(fmt::format("peak_{}_tflops", kDtypes[i]), values[i]);
+      for (int i = 0; i < 5; ++i) {
+        if (values[i] > 0) r.value(fmt::format("peak_{}_tflops", kDtypes[i]), values[i]);  // 0: no such type
+      }
     }
     if (d.cc_major != 9) return;  // FLOP/clk/SM below are Hopper's
     for (const char* dtype : kDtypes) {

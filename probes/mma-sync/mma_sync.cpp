@@ -23,8 +23,7 @@ class MmaSyncProbe final : public Probe {
   std::string summary() const override {
     return "mma.sync throughput over independent accumulators (ILP) and warps per SM, against the same peaks";
   }
-  int min_cc() const override { return 90; }
-  int max_cc() const override { return 90; }
+  Requirements needs() const override { return {.sm90a = {Sm90aFeature::sm90a_kernels}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--dtype", dtypes_, "Input types: bf16 fp16 tf32 e4m3 s8 (default bf16)")->delimiter(',');
     cmd.add_option("--ilp", ilps_, "Independent accumulators per warp, 1..8 (default all)")

@@ -35,8 +35,7 @@ class Occupancy final : public Probe {
   std::string summary() const override {
     return "Throughput against resident warps per SM (blocks limited by shared-memory padding) for mma.sync and wgmma";
   }
-  int min_cc() const override { return 90; }
-  int max_cc() const override { return 90; }
+  Requirements needs() const override { return {.sm90a = {Sm90aFeature::wgmma}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--kernel", kernels_, "Kernels to sweep: mma-sync, wgmma, stream (default all)")
         ->check(CLI::IsMember({"mma-sync", "wgmma", "stream"}))

@@ -36,8 +36,7 @@ class Overlap final : public Probe {
   std::string summary() const override {
     return "Tensor throughput against non-tensor instructions (FFMA, MUFU.EX2) issued per wgmma";
   }
-  int min_cc() const override { return 90; }
-  int max_cc() const override { return 90; }
+  Requirements needs() const override { return {.sm90a = {Sm90aFeature::wgmma, Sm90aFeature::tma}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--filler", fillers_, "Non-tensor instructions: fma, ex2 (comma-separated; default both)")
         ->delimiter(',')

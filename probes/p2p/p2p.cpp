@@ -119,7 +119,6 @@ class P2p final : public Probe {
   std::string summary() const override {
     return "Between GPUs, every ordered pair: copy-engine, SM store and SM load GB/s, and load latency (--devices)";
   }
-  int min_cc() const override { return 80; }  // bandwidth's and the chase's kernels are built for sm_80 and sm_90a
   bool spans_devices() const override { return true; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--size-mib", size_mib_,

@@ -56,8 +56,7 @@ class TensorCores final : public Probe {
   std::string summary() const override {
     return "Per input type: best wgmma vs best mma.sync, TFLOP/s and % of peak, side by side";
   }
-  int min_cc() const override { return 90; }
-  int max_cc() const override { return 90; }
+  Requirements needs() const override { return {.sm90a = {Sm90aFeature::wgmma}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--dtype", dtypes_, "Input types (default all: bf16 fp16 tf32 e4m3 e5m2 s8)")->delimiter(',');
   }

@@ -131,8 +131,7 @@ class TmaReduce final : public Probe {
   std::string summary() const override {
     return "Reducing tiles into global memory (add f32/bf16, min/max bf16): TMA bulk reduction vs atomics";
   }
-  int min_cc() const override { return 90; }
-  int max_cc() const override { return 90; }
+  Requirements needs() const override { return {.sm90a = {Sm90aFeature::tma}}; }
 
   void run(ProbeContext& ctx) override {
     const int blocks = kBlocksPerSm * ctx.device.sms;

@@ -50,8 +50,7 @@ class TmaSwizzle final : public Probe {
   std::string summary() const override {
     return "TMA swizzle modes decoded from the hardware: the XOR rule, mismatches vs the model (must be 0), limits";
   }
-  int min_cc() const override { return 90; }
-  int max_cc() const override { return 90; }
+  Requirements needs() const override { return {.sm90a = {Sm90aFeature::tma}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--mode", mode_, "none, 32B, 64B, 128B or all (default all)");
     cmd.add_option("--dtype", dtype_, "Element type: bf16, fp32 or fp8 (default bf16)");

@@ -159,8 +159,7 @@ class WgmmaLayout final : public Probe {
   std::string summary() const override {
     return "What wgmma reads from shared memory (descriptor, LBO/SBO, swizzle) and where accumulators land, vs the model";
   }
-  int min_cc() const override { return 90; }
-  int max_cc() const override { return 90; }
+  Requirements needs() const override { return {.sm90a = {Sm90aFeature::wgmma}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--swizzle", swizzle_, "none, 32B, 64B, 128B or all (default all)");
     cmd.add_option("--major", major_, "k, mn or all (default all): K-major or MN-major (transposed) operands");

@@ -24,8 +24,7 @@ class WgmmaProbe final : public Probe {
   std::string summary() const override {
     return "wgmma.mma_async throughput by shape, type and A source: TFLOP/s, % of datasheet and clock peak";
   }
-  int min_cc() const override { return 90; }
-  int max_cc() const override { return 90; }
+  Requirements needs() const override { return {.sm90a = {Sm90aFeature::wgmma}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--shape", shape_, "MxN: M is 64, N a multiple of 8 up to 256 (s8: 8, 16, 24, then x16)");
     cmd.add_option("--dtype", dtypes_, "Input types: bf16 fp16 tf32 e4m3 e5m2 s8 (default bf16)")->delimiter(',');

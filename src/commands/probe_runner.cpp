@@ -46,16 +46,6 @@ Result without_figures(const Probe& p, Status status, std::string reason) {
   return r;
 }
 
-std::string unsupported_device(const Probe& p, const DeviceInfo& device) {
-  const std::string cc = fmt::format("{}.{}", p.min_cc() / 10, p.min_cc() % 10);
-  const std::string needs =
-      p.max_cc() == p.min_cc()
-          ? fmt::format("compute capability {} exactly (its sm_{}a code runs nowhere else)", cc, p.min_cc())
-          : fmt::format("compute capability {} or newer", cc);
-  return fmt::format("needs {}; device {} ({}) is {}.{}", needs, device.index, device.name, device.cc_major,
-                     device.cc_minor);
-}
-
 Report new_report(const std::vector<std::string>& args, std::uint64_t seed, const DeviceInfo& device) {
   Report report;
   report.tool = tool_section(args);
@@ -88,7 +78,7 @@ struct Outcome {
 };
 
 // Why `p` cannot run in `ctx`, or "": one that spans devices needs two or more, and every device
-// it runs on needs the compute capability its code is built for.
+// it runs on needs what its code needs (src/requirements.hpp).
 std::string why_not(const Probe& p, const ProbeContext& ctx) {
   if (p.spans_devices() && ctx.across.size() < 2) {
     return ctx.across.empty()
@@ -100,7 +90,7 @@ std::string why_not(const Probe& p, const ProbeContext& ctx) {
   std::vector<const DeviceInfo*> devices{&ctx.device};
   for (const DeviceSlot& slot : ctx.across) devices.push_back(&slot.info);
   for (const DeviceInfo* d : devices) {
-    if (d->cc() < p.min_cc() || d->cc() > p.max_cc()) return unsupported_device(p, *d);
+    if (std::string why = why_not_runnable(p.needs(), *d); !why.empty()) return why;
   }
   return "";
 }

@@ -11,11 +11,53 @@ TEST(Peaks, DatasheetRowsByName) {
   EXPECT_DOUBLE_EQ(h200->fp8, 1978.9);
   EXPECT_TRUE(tkprobe::datasheet_peaks("NVIDIA H100 80GB HBM3"));
   EXPECT_DOUBLE_EQ(tkprobe::datasheet_peaks("NVIDIA H100 PCIe")->bf16, 756.5);
-  EXPECT_FALSE(tkprobe::datasheet_peaks("NVIDIA GeForce RTX 4090"));
   // The NVL parts are not the SXM part, though their names hold "H200" and "H100".
   EXPECT_DOUBLE_EQ(tkprobe::datasheet_peaks("NVIDIA H200 NVL")->bf16, 835.5);
   EXPECT_EQ(tkprobe::datasheet_peaks("NVIDIA H200 NVL")->part, "H200 NVL");
   EXPECT_DOUBLE_EQ(tkprobe::datasheet_peaks("NVIDIA H100 NVL")->bf16, 835.5);
+}
+
+TEST(Peaks, EachCommonGpuFindsItsOwnRow) {
+  // The names the CUDA runtime reports, and the datasheet row each must find.
+  const std::pair<const char*, const char*> parts[] = {
+      {"NVIDIA H100 80GB HBM3", "H100/H200 SXM"},
+      {"NVIDIA H100 PCIe", "H100 PCIe"},
+      {"NVIDIA H100 NVL", "H100 NVL"},
+      {"NVIDIA H200", "H100/H200 SXM"},
+      {"NVIDIA GH200 480GB", "H100/H200 SXM"},
+      {"NVIDIA H20", "H20"},
+      {"NVIDIA B200", "B200"},
+      {"NVIDIA A100-SXM4-80GB", "A100"},
+      {"NVIDIA A100-PCIE-40GB", "A100"},
+      {"NVIDIA A100 80GB PCIe", "A100"},
+      {"NVIDIA A10", "A10"},
+      {"NVIDIA A30", "A30"},
+      {"NVIDIA A40", "A40"},
+      {"NVIDIA L4", "L4"},
+      {"NVIDIA L40S", "L40S"},
+      {"NVIDIA GeForce RTX 4090", "GeForce RTX 4090"},
+      {"NVIDIA GeForce RTX 5090", "GeForce RTX 5090"}};
+  for (const auto& [name, part] : parts) {
+    const auto peaks = tkprobe::datasheet_peaks(name);
+    ASSERT_TRUE(peaks) << name;
+    EXPECT_EQ(peaks->part, part) << name;
+  }
+  EXPECT_DOUBLE_EQ(tkprobe::datasheet_peaks("NVIDIA H20")->bf16, 148.0);
+  EXPECT_DOUBLE_EQ(tkprobe::datasheet_peaks("NVIDIA A100-SXM4-40GB")->fp8, 0);  // Ampere has no fp8
+  // A name that only holds a known one is another GPU: the clock peak, not a wrong datasheet row.
+  for (const char* other : {"NVIDIA A10G", "NVIDIA L40", "NVIDIA GeForce RTX 4080", "NVIDIA H800", "NVIDIA H100"}) {
+    EXPECT_FALSE(tkprobe::datasheet_peaks(other)) << other;
+  }
+}
+
+TEST(Peaks, EveryReportCarriesTheDatasheetRow) {
+  tkprobe::DeviceInfo d;
+  d.name = "NVIDIA H200";
+  EXPECT_DOUBLE_EQ(tkprobe::to_json(d)["datasheet"]["bf16_tflops"].get<double>(), 989.4);
+  d.name = "NVIDIA A100-SXM4-80GB";
+  EXPECT_FALSE(tkprobe::to_json(d)["datasheet"].contains("fp8_tflops"));
+  d.name = "NVIDIA A10G";
+  EXPECT_TRUE(tkprobe::to_json(d)["datasheet"].is_null());
 }
 
 TEST(Peaks, ClockPeakIsSmsTimesFlopPerClockTimesClock) {
