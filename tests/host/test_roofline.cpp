@@ -207,7 +207,7 @@ TEST(Roofline, BadInputExitsTwoAndNoNcuExitsThree) {
   EXPECT_NE(no_ncu.err.find("ncu"), std::string::npos) << no_ncu.err;
 }
 
-// The recording: ncu 2025.3 on gh100 has no fp16 tensor paths; the DSL GEMM's 2 x 8192^3 FLOPs come
+// The recording: ncu on gh100 has no fp16 tensor paths; the DSL GEMM's 2 x 8192^3 FLOPs come
 // out of ops_path exactly and bind at the tensor ceiling; the HBM copy and the strided shared loads sit
 // on theirs, each stride's conflict degree its own. The read's 110% is against the quick run's
 // 256 MiB read (2.89 TB/s), which --measure-ceilings no longer uses for HBM.
