@@ -34,31 +34,6 @@ bool is_option(const std::string& arg, std::string_view name, bool* takes_next) 
   return *takes_next || (arg.size() > name.size() && arg.compare(0, name.size(), name) == 0 && arg[name.size()] == '=');
 }
 
-pid_t start(const std::string& exe, const std::vector<std::string>& command, const std::string& log) {
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&files, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> argv;
-  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int status = posix_spawn(&pid, exe.c_str(), &files, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&files);
-  if (status != 0) throw std::runtime_error(fmt::format("cannot start {}: {}", exe, std::strerror(status)));
-  return pid;
-}
-
-ChildExit wait_for(pid_t pid) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw std::runtime_error(fmt::format("waitpid: {}", std::strerror(errno)));
-  }
-  if (WIFSIGNALED(status)) return {128 + WTERMSIG(status), true};
-  return {WEXITSTATUS(status), false};
-}
-
 }  // namespace
 
 std::optional<std::vector<int>> parse_device_list(std::string_view text) {
@@ -124,6 +99,43 @@ std::vector<std::string> device_run_args(const std::vector<std::string>& args, i
   return out;
 }
 
+pid_t start_child(const std::string& program, const std::vector<std::string>& argv, const std::string& out,
+                  const std::string& err) {
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&files, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int status = posix_spawnp(&pid, program.c_str(), &files, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  if (status != 0) throw std::runtime_error(fmt::format("cannot start {}: {}", program, std::strerror(status)));
+  return pid;
+}
+
+ChildExit wait_for(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error(fmt::format("waitpid: {}", std::strerror(errno)));
+  }
+  if (WIFSIGNALED(status)) return {128 + WTERMSIG(status), true};
+  return {WEXITSTATUS(status), false};
+}
+
+ScratchFolder::ScratchFolder(const std::string& prefix) {
+  std::string name = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (!mkdtemp(name.data())) throw std::runtime_error(fmt::format("cannot make a folder {}", name));
+  path = name;
+}
+
+ScratchFolder::~ScratchFolder() {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
 std::string self_executable() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
 
 std::vector<ChildExit> run_side_by_side(const std::string& exe, const std::vector<std::vector<std::string>>& commands,
@@ -132,7 +144,7 @@ std::vector<ChildExit> run_side_by_side(const std::string& exe, const std::vecto
   std::string failure;
   for (std::size_t i = 0; i < commands.size() && failure.empty(); ++i) {
     try {
-      started.push_back(start(exe, commands[i], logs[i]));
+      started.push_back(start_child(exe, commands[i], "/dev/null", logs[i]));
     } catch (const std::runtime_error& e) {
       failure = e.what();
     }

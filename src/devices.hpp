@@ -8,7 +8,10 @@
 // context, its NVML readings and its failures; a CUDA error that poisons a context stops one device's
 // run, not the others'. Probes that measure between devices (Probe::spans_devices: p2p) run in the
 // parent once these are done, so that their traffic disturbs no device's own run.
+#include <sys/types.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +41,21 @@ std::string self_executable();
 struct ChildExit {
   int code = 0;
   bool signaled = false;
+};
+
+// Starts `program` (looked up on PATH where it holds no '/') with `argv` (argv[0] included): stdin
+// /dev/null, stdout into the file `out`, stderr into `err`. Throws std::runtime_error if it cannot start.
+pid_t start_child(const std::string& program, const std::vector<std::string>& argv, const std::string& out,
+                  const std::string& err);
+ChildExit wait_for(pid_t pid);
+
+// A fresh folder under the temp directory (`prefix`-XXXXXX), removed with everything in it.
+struct ScratchFolder {
+  std::filesystem::path path;
+  explicit ScratchFolder(const std::string& prefix);
+  ~ScratchFolder();
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
 };
 
 // Starts `exe` once per command line, all at once (stdin and stdout /dev/null, stderr into the

@@ -150,21 +150,6 @@ int run_on_one_device(std::vector<Probe*> probes, bool suite, CommonOptions& o, 
   return exit_code(outcome, j);
 }
 
-// A fresh folder for the device runs' reports and messages, removed with everything in it.
-struct ScratchFolder {
-  std::filesystem::path path;
-  ScratchFolder() {
-    std::string name = (std::filesystem::temp_directory_path() / "tkprobe-devices-XXXXXX").string();
-    if (!mkdtemp(name.data())) throw std::runtime_error(fmt::format("cannot make a folder {}", name));
-    path = name;
-  }
-  ~ScratchFolder() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  ScratchFolder(const ScratchFolder&) = delete;
-  ScratchFolder& operator=(const ScratchFolder&) = delete;
-};
 
 std::string device_text(const DeviceInfo& d) { return fmt::format("{} ({}, {})", d.index, d.name, d.pci_bus_id); }
 
@@ -192,7 +177,7 @@ std::vector<DeviceRun> run_each_device(const std::vector<Probe*>& probes, bool f
   std::vector<DeviceRun> runs;
   for (const auto& d : devices) runs.push_back({to_json(d), nullptr});
   if (probes.empty()) return runs;
-  const ScratchFolder scratch;
+  const ScratchFolder scratch("tkprobe-devices");  // the device runs' reports and messages
   std::vector<std::string> names;
   for (const Probe* p : probes) names.push_back(p->name());
   std::vector<std::vector<std::string>> commands;

@@ -1,13 +1,9 @@
 // `tkprobe roofline`: a program's kernels, profiled by ncu (or read from an ncu report), each held
 // against the ceilings a tkprobe report measured on the same GPU model (src/roofline.hpp).
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -18,10 +14,9 @@
 #include "src/commands/command.hpp"
 #include "src/commands/options.hpp"
 #include "src/commands/probe_runner.hpp"
+#include "src/devices.hpp"
 #include "src/errors.hpp"
 #include "src/roofline.hpp"
-
-extern char** environ;
 
 namespace tkprobe {
 namespace {
@@ -43,36 +38,18 @@ struct ChildRun {
   std::string err;  // what it wrote to stderr (its log file)
 };
 
-// Runs `argv` (found on PATH), stdout to `out_path`, stderr kept; throws when it cannot start.
-ChildRun run_child(const std::vector<std::string>& argv, const fs::path& out_path, const fs::path& err_path) {
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&files, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int status = posix_spawnp(&pid, argv.front().c_str(), &files, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&files);
-  if (status != 0) throw NoDeviceError(fmt::format("cannot start {}: {}", argv.front(), std::strerror(status)));
-  int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0) {
-    if (errno != EINTR) throw std::runtime_error(fmt::format("waitpid: {}", std::strerror(errno)));
-  }
-  std::ifstream err(err_path);
-  std::stringstream text;
-  text << err.rdbuf();
-  return {WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus), text.str()};
-}
-
 std::string read_text(const fs::path& path, const std::string& option) {
   std::ifstream in(path);
   if (!in) throw UsageError(fmt::format("{} {}: cannot read it (no such file, or no permission)", option, path.string()));
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// Runs `argv` (argv[0] found on PATH), stdout to `out_path`; its exit and what it wrote to stderr.
+ChildRun run_child(const std::vector<std::string>& argv, const fs::path& out_path, const fs::path& err_path) {
+  const ChildExit exit = wait_for(start_child(argv.front(), argv, out_path.string(), err_path.string()));
+  return {exit.code, read_text(err_path, "the log of")};
 }
 
 bool on_path(const std::string& program) {
@@ -84,19 +61,6 @@ bool on_path(const std::string& program) {
   return false;
 }
 
-// A scratch folder removed when it goes out of scope.
-struct ScratchDir {
-  fs::path path;
-  ScratchDir() {
-    std::string templ = (fs::temp_directory_path() / "tkprobe-roofline-XXXXXX").string();
-    if (!mkdtemp(templ.data())) throw std::runtime_error(fmt::format("mkdtemp: {}", std::strerror(errno)));
-    path = templ;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 // ncu's error, cut to its last lines (its log can run long).
 std::string tail(const std::string& text, std::size_t lines = 8) {
@@ -215,7 +179,7 @@ class RooflineCommand final : public Command {
   }
 
   // The CSV of an .ncu-rep, by ncu.
-  std::string export_csv(const fs::path& rep, const ScratchDir& dir) const {
+  std::string export_csv(const fs::path& rep, const ScratchFolder& dir) const {
     const ChildRun r = run_child({"ncu", "--import", rep.string(), "--csv", "--page", "raw", "--print-units", "base"},
                                  dir.path / "raw.csv", dir.path / "import.err");
     if (r.code != 0) throw UsageError(fmt::format("ncu cannot read {}: {}", rep.string(), tail(r.err)));
@@ -226,13 +190,13 @@ class RooflineCommand final : public Command {
     if (fs::path(import_).extension() != ".ncu-rep") return rl::parse_ncu_csv(read_text(import_, "--import"), import_);
     require_ncu();
     if (!fs::exists(import_)) throw UsageError(fmt::format("--import {}: no such file", import_));
-    ScratchDir dir;
+    const ScratchFolder dir("tkprobe-roofline");
     return rl::parse_ncu_csv(export_csv(import_, dir), import_);
   }
 
   std::vector<rl::Kernel> profile(std::ostream& err) const {
     require_ncu();
-    ScratchDir dir;
+    const ScratchFolder dir("tkprobe-roofline");
     std::vector<std::string> argv{"ncu", "--clock-control", "none", "--metrics", rl::ncu_metric_list(),
                                   "--export", (dir.path / "profile").string(), "--force-overwrite"};
     if (!kernel_.empty()) argv.insert(argv.end(), {"-k", "regex:" + kernel_});
