@@ -2,6 +2,8 @@
 // kernel's binding ceiling. Two profiles: roofline_raw.csv, three launches made up in ncu's layout to
 // sit at chosen shares of the H200 baseline's ceilings; h100_*.{csv,json}, recorded by gpu.roofline
 // on an H100 (roofline_target's launches and the ceilings measured in the same run).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -191,6 +193,22 @@ TEST(Roofline, BadInputExitsTwoAndNoNcuExitsThree) {
   EXPECT_EQ(fixtures::run({"roofline", "--import", kCsv, "--ceilings", kSuite, "--", "true"}).code, 2) << "both";
   EXPECT_EQ(fixtures::run({"roofline", "--import", kCsv, "--ceilings", kSuite, "--kernel", "("}).code, 2);
   EXPECT_EQ(fixtures::run({"roofline", "--import", kSuite, "--ceilings", kSuite}).code, 2) << "a report is no CSV";
+  const std::vector<std::vector<std::string>> refused{
+      {"--export", "profile.csv", "--", "true"},           // not FILE.ncu-rep
+      {"--export", "/no/such/folder/p.ncu-rep", "--", "true"},
+      {"--import", kCsv, "--export", "p.ncu-rep"},         // nothing is profiled to keep
+      {"--import", kCsv, "--profiler-range"},
+      {"--launch-count", "0", "--", "true"},
+      {"--launch-skip", "-1", "--", "true"},
+      {"--measure-ceilings", "--ceilings", kSuite, "--", "true"},
+      {"--import", kCsv, "--ceilings", "/no/such/report.json"}};
+  for (const auto& options : refused) {
+    std::vector<std::string> args{"roofline"};
+    args.insert(args.end(), options.begin(), options.end());
+    const auto r = fixtures::run(args);
+    EXPECT_EQ(r.code, 2) << fmt::format("{}: {}", fmt::join(options, " "), r.err);
+    EXPECT_FALSE(r.err.empty()) << fmt::format("{}: no message", fmt::join(options, " "));
+  }
   const auto dir = fixtures::temp_dir("roofline-other-gpu");
   std::string csv = text_of(kCsv);
   for (std::size_t at; (at = csv.find("NVIDIA H200")) != std::string::npos;) csv.replace(at, 11, "NVIDIA H100");
