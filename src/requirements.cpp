@@ -28,26 +28,23 @@ std::string feature_list(const std::vector<Sm90aFeature>& features) {
 }
 
 // Machine code runs on its own major revision at its minor or newer; sm_90a code on 9.0 alone.
-// PTX is compiled by the driver for any GPU at its compute capability or newer.
-bool has_image(const KernelImages& images, int cc) {
-  if (images.any) return true;
+bool has_machine_code(const KernelImages& images, int cc) {
   const auto runs = [&](const KernelImages::Sass& s) {
     return s.arch_specific ? s.cc == cc : major(s.cc) == major(cc) && s.cc <= cc;
   };
-  return std::any_of(images.sass.begin(), images.sass.end(), runs) ||
-         std::any_of(images.ptx.begin(), images.ptx.end(), [&](int p) { return p <= cc; });
+  return images.any || std::ranges::any_of(images.sass, runs);
 }
+
+// PTX is compiled by the driver for any GPU at its compute capability or newer.
+bool has_ptx(const KernelImages& images, int cc) {
+  return std::ranges::any_of(images.ptx, [&](int p) { return p <= cc; });
+}
+
+bool has_image(const KernelImages& images, int cc) { return has_machine_code(images, cc) || has_ptx(images, cc); }
 
 bool has_sm90a(const KernelImages& images) {
   return images.any ||
          std::ranges::any_of(images.sass, [](const auto& s) { return s.arch_specific && s.cc == kSm90aCc; });
-}
-
-std::string image_list(const KernelImages& images) {
-  std::vector<std::string> names;
-  for (const auto& s : images.sass) names.push_back(sm_name(s.cc, s.arch_specific));
-  for (int p : images.ptx) names.push_back(fmt::format("PTX for compute_{}", p));
-  return join(names);
 }
 
 // One entry of CMake's list: "80", "90a-real", "80-virtual", "100f-real".
@@ -106,6 +103,20 @@ KernelImages parse_architectures(std::string_view list) {
 const KernelImages& this_build() {
   static const KernelImages images = parse_architectures(TKPROBE_CUDA_ARCHITECTURES);
   return images;
+}
+
+ImageUse image_use(const Requirements& r, int cc, const KernelImages& images) {
+  if (!r.sm90a.empty()) return cc == kSm90aCc && has_sm90a(images) ? ImageUse::machine_code : ImageUse::none;
+  if (cc < r.min_cc) return ImageUse::none;
+  if (has_machine_code(images, cc)) return ImageUse::machine_code;
+  return has_ptx(images, cc) ? ImageUse::ptx : ImageUse::none;
+}
+
+std::string image_list(const KernelImages& images) {
+  std::vector<std::string> names;
+  for (const auto& s : images.sass) names.push_back(sm_name(s.cc, s.arch_specific));
+  for (int p : images.ptx) names.push_back(fmt::format("PTX for compute_{}", p));
+  return join(names);
 }
 
 std::string sm_name(int cc, bool arch_specific) { return fmt::format("sm_{}{}", cc, arch_specific ? "a" : ""); }

@@ -45,6 +45,23 @@ KernelImages parse_architectures(std::string_view list);
 // The images of this build.
 const KernelImages& this_build();
 
+// How code needing `r` would run on a GPU of compute capability `cc` with `images`: from machine
+// code, from PTX the driver compiles, or not at all. For the support matrix (`tkprobe list --matrix`).
+enum class ImageUse { none, machine_code, ptx };
+ImageUse image_use(const Requirements& r, int cc, const KernelImages& images = this_build());
+
+// The GPUs the support matrix has a column for: a compute capability and cards that have it.
+struct GpuFamily {
+  int cc;
+  std::string_view cards;
+};
+inline constexpr GpuFamily kMatrixFamilies[] = {
+    {80, "A100"},  {86, "A10, A40, RTX 30"}, {89, "L4, L40S, RTX 4090"}, {90, "H100, H200"},
+    {100, "B200"}, {120, "RTX 50"}};
+
+// "sm_90a, sm_80, PTX for compute_80".
+std::string image_list(const KernelImages& images);
+
 // "sm_86", "sm_90a".
 std::string sm_name(int cc, bool arch_specific = false);
 

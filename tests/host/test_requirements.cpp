@@ -64,6 +64,16 @@ TEST(Requirements, PortableCodeRunsWhereTheBinaryHoldsAnImage) {
   EXPECT_NE(why_not_runnable(kPortable, gpu(90, "x"), parse_architectures("80-real")), "");
 }
 
+TEST(Requirements, TheMatrixSaysWhichImageRuns) {
+  EXPECT_EQ(image_use(kPortable, 86, kWithPtx), ImageUse::machine_code);  // sm_80's, on any 8.x
+  EXPECT_EQ(image_use(kPortable, 90, kWithPtx), ImageUse::machine_code);  // sm_90a's
+  for (int cc : {100, 120}) EXPECT_EQ(image_use(kPortable, cc, kWithPtx), ImageUse::ptx) << cc;
+  EXPECT_EQ(image_use(kPortable, 120, kDefault), ImageUse::none);
+  EXPECT_EQ(image_use(kPortable, 90, parse_architectures("80-virtual")), ImageUse::ptx);
+  EXPECT_EQ(image_use(kWgmma, 90, kDefault), ImageUse::machine_code);
+  for (int cc : {80, 100}) EXPECT_EQ(image_use(kWgmma, cc, kWithPtx), ImageUse::none) << cc;
+}
+
 TEST(Requirements, ListAndHelpSayWhatEachProbeNeeds) {
   EXPECT_EQ(describe(kPortable), "sm_80 or newer");
   EXPECT_EQ(describe(kWgmma), "sm_90a (wgmma)");
@@ -94,6 +104,11 @@ TEST(Requirements, ListAndHelpShowThem) {
   EXPECT_TRUE(cli_fixtures::mentions(line_of(list.out, "wgmma"), " sm_90a ")) << list.out;
   EXPECT_TRUE(cli_fixtures::mentions(line_of(list.out, "bandwidth"), " sm_80+* ")) << list.out;
   EXPECT_TRUE(cli_fixtures::mentions(line_of(list.out, "smem-banks"), " sm_80+ ")) << list.out;
+  // The matrix: a row per set of probes that run alike; bandwidth's TMA rows as a note.
+  const auto matrix = fixtures::run({"list", "--matrix"});
+  EXPECT_TRUE(cli_fixtures::mentions(line_of(matrix.out, "| bandwidth"), "| ✓ [1] |")) << matrix.out;
+  EXPECT_TRUE(cli_fixtures::mentions(matrix.out, "[1] bandwidth's TMA copy rows skipped: they need sm_90a (TMA)."))
+      << matrix.out;
   const auto help = fixtures::run({"bandwidth", "--help"});
   EXPECT_TRUE(cli_fixtures::mentions(help.out, "Needs: sm_80 or newer; TMA copy rows: sm_90a (TMA)")) << help.out;
 }
