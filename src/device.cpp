@@ -3,7 +3,9 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "src/errors.hpp"
 #include "src/nvml.hpp"
@@ -67,12 +69,11 @@ DeviceInfo query_device(int index) {
   return d;
 }
 
-// The datasheet row of a GPU for its report: null where the tool has none (`tkprobe info` then
-// gives the clock peak on Hopper); a type the part lacks is left out.
-static Json datasheet_json(std::string_view name) {
-  const std::optional<DatasheetPeaks> p = datasheet_peaks(name);
+// Peaks as a report gives them: `label` (the datasheet part, or how the clock peak is derived), then
+// each type the GPU has; null where there are none.
+static Json peaks_json(const std::optional<DatasheetPeaks>& p, const char* label) {
   if (!p) return nullptr;
-  Json j{{"part", p->part}};
+  Json j{{label, p->part}};
   const std::pair<const char*, double> peaks[] = {{"bf16_tflops", p->bf16},
                                                   {"fp16_tflops", p->fp16},
                                                   {"tf32_tflops", p->tf32},
@@ -99,14 +100,61 @@ Json to_json(const DeviceInfo& d) {
           {"power_limit_w", power},
           {"pci_bus_id", d.pci_bus_id},
           {"uuid", d.uuid},
-          {"datasheet", datasheet_json(d.name)}};
+          {"datasheet", peaks_json(datasheet_peaks(d.name), "part")},
+          {"clock_peaks", peaks_json(clock_peaks(d), "source")}};
+}
+
+namespace {
+
+// FLOP per clock per SM, dense, from NVIDIA's architecture whitepapers and datasheets; each row
+// reproduces its parts' datasheet peaks at their boost clocks (tests/host/test_device.cpp).
+constexpr int kHopperCc = 90;
+
+struct ArchRates {
+  int cc_first, cc_last;
+  int bf16, tf32, fp8, int8;  // fp16 runs at bf16's rate
+};
+constexpr ArchRates kArchRates[] = {
+    {80, 80, 2048, 1024, 0, 4096},         // A100
+    {86, 87, 1024, 512, 0, 2048},          // A10, A40, RTX 30
+    {89, 89, 1024, 512, 2048, 2048},       // L4, L40S, RTX 40
+    {90, 90, 4096, 2048, 8192, 8192},      // H100, H200
+    {100, 103, 8192, 4096, 16384, 16384},  // B200, B300
+    {120, 121, 1024, 512, 2048, 2048},     // RTX 50, RTX PRO Blackwell
+};
+
+}  // namespace
+
+int tensor_flop_per_clock_per_sm(int cc, std::string_view dtype, bool geforce) {
+  const auto arch =
+      std::ranges::find_if(kArchRates, [&](const ArchRates& a) { return a.cc_first <= cc && cc <= a.cc_last; });
+  if (arch == std::end(kArchRates)) return 0;
+  const int halved = geforce ? 2 : 1;  // fp32 accumulation at half rate; int32 at full
+  if (dtype == "bf16" || dtype == "fp16") return arch->bf16 / halved;
+  if (dtype == "tf32") return arch->tf32 / halved;
+  if (dtype == "fp8") return arch->fp8 / halved;
+  if (dtype == "int8") return arch->int8;
+  throw UsageError(fmt::format("unknown dtype '{}' (valid: bf16, fp16, tf32, fp8, int8)", dtype));
 }
 
 int hopper_flop_per_clock_per_sm(std::string_view dtype) {
-  if (dtype == "bf16" || dtype == "fp16") return 4096;
-  if (dtype == "tf32") return 2048;
-  if (dtype == "fp8" || dtype == "e4m3" || dtype == "e5m2" || dtype == "s8" || dtype == "int8") return 8192;
+  if (dtype == "e4m3" || dtype == "e5m2") return tensor_flop_per_clock_per_sm(kHopperCc, "fp8");
+  if (dtype == "s8") return tensor_flop_per_clock_per_sm(kHopperCc, "int8");
+  if (dtype == "bf16" || dtype == "fp16" || dtype == "tf32" || dtype == "fp8" || dtype == "int8")
+    return tensor_flop_per_clock_per_sm(kHopperCc, dtype);
   throw UsageError(fmt::format("unknown dtype '{}' (valid: bf16, fp16, tf32, e4m3, e5m2, s8)", dtype));
+}
+
+std::optional<DatasheetPeaks> clock_peaks(const DeviceInfo& d) {
+  const bool geforce = d.name.find("GeForce") != std::string::npos;
+  const auto peak = [&](std::string_view dtype) {
+    return clock_peak_tflops(d.sms, tensor_flop_per_clock_per_sm(d.cc(), dtype, geforce), d.sm_clock_max_mhz);
+  };
+  if (peak("bf16") == 0) return std::nullopt;
+  const std::string source = fmt::format("clock-derived: {} SMs x {} bf16 FLOP/clk/SM (sm_{}{}) x {} MHz", d.sms,
+                                         tensor_flop_per_clock_per_sm(d.cc(), "bf16", geforce), d.cc(),
+                                         geforce ? ", GeForce" : "", d.sm_clock_max_mhz);
+  return DatasheetPeaks{source, peak("bf16"), peak("fp16"), peak("tf32"), peak("fp8"), peak("int8")};
 }
 
 double clock_peak_tflops(int sms, int flop_per_clock_per_sm, double sm_clock_mhz) {

@@ -22,7 +22,7 @@ struct DeviceInfo {
   int mem_bus_bits = 0;
   double power_limit_w = 0;  // NaN without NVML
   std::string pci_bus_id;
-  std::string uuid;  // "GPU-" and the 16-byte UUID as nvidia-smi prints it: which card, not which model
+  std::string uuid;     // "GPU-" and the 16-byte UUID as nvidia-smi prints it: which card, not which model
   std::string driver;   // NVML's driver version, or "unavailable"
   int driver_api = 0;   // cudaDriverGetVersion
   int runtime_api = 0;  // cudaRuntimeGetVersion
@@ -50,8 +50,17 @@ struct DatasheetPeaks {
 // the tool has no row for it (the % of datasheet figures then read null; the clock peak needs no datasheet).
 std::optional<DatasheetPeaks> datasheet_peaks(std::string_view device_name);
 
-// Dense tensor-core FLOP per clock per SM on Hopper, by input type.
+// Dense tensor-core FLOP (int8: OP) per clock per SM of compute capability `cc`, by input type
+// (bf16, fp16, tf32, fp8, int8), accumulating in fp32 (int8 in int32); 0 where the architecture has no
+// such type or the tool has no figure for it. GeForce parts run fp32 accumulation at half rate.
+int tensor_flop_per_clock_per_sm(int cc, std::string_view dtype, bool geforce = false);
+
+// The same on Hopper, by input type or a probe's dtype (e4m3, e5m2 and s8 as fp8 and int8).
 int hopper_flop_per_clock_per_sm(std::string_view dtype);
+
+// The GPU's dense peaks at its maximum SM clock, from its SMs and architecture: what % of peak means
+// where the datasheet table has no row. Empty where the architecture's rates are unknown.
+std::optional<DatasheetPeaks> clock_peaks(const DeviceInfo& d);
 
 // SMs x FLOP/clk/SM x clock, in TFLOP/s.
 double clock_peak_tflops(int sms, int flop_per_clock_per_sm, double sm_clock_mhz);

@@ -43,29 +43,35 @@ class Info final : public Probe {
   }
 
  private:
-  // Datasheet peaks, and the clock peak (SMs x FLOP/clk/SM x clock) at the maximum SM clock;
-  // under tensor load the clock falls below that, which the tensor probes measure in-kernel.
+  // Datasheet peaks, and the clock peak (SMs x FLOP/clk/SM of the architecture x the maximum SM
+  // clock); under tensor load the clock falls below that, which the tensor probes measure in-kernel.
+  // Where the datasheet table has no row, the clock peak is this GPU's peak, and a finding says so.
   void add_peaks(ProbeContext& ctx, Result& r) const {
     const DeviceInfo& d = ctx.device;
-    const auto peaks = datasheet_peaks(d.name);
-    r.value(metric::datasheet, peaks ? Json(peaks->part) : Json("no datasheet row for this GPU"));
-    if (peaks) {
-      const double values[] = {peaks->bf16, peaks->fp16, peaks->tf32, peaks->fp8, peaks->int8};
-      for (int i = 0; i < 5; ++i) {
-        if (values[i] > 0) r.value(fmt::format("peak_{}_tflops", kDtypes[i]), values[i]);  // 0: no such type
-      }
-    }
-    if (d.cc_major != 9) return;  // FLOP/clk/SM below are Hopper's
-    for (const char* dtype : kDtypes) {
-      r.value(fmt::format("clock_peak_{}_tflops", dtype),
-              clock_peak_tflops(d.sms, hopper_flop_per_clock_per_sm(dtype), d.sm_clock_max_mhz));
-    }
-    if (peaks) {
-      const double implied_mhz = peaks->bf16 * 1e6 / (d.sms * hopper_flop_per_clock_per_sm("bf16"));
+    const auto sheet = datasheet_peaks(d.name);
+    const auto clock = clock_peaks(d);
+    r.value(metric::datasheet, sheet ? Json(sheet->part) : Json("no datasheet row for this GPU"));
+    add_rates(r, sheet, "peak");
+    add_rates(r, clock, "clock_peak");
+    if (!clock) {
+      ctx.finding(name(), fmt::format("no tensor-core FLOP/clk/SM known for sm_{}: no clock peak", d.cc()));
+    } else if (sheet) {
       ctx.finding(name(), fmt::format("the datasheet's {:.1f} TFLOP/s bf16 implies {:.0f} MHz on {} SMs; the maximum "
                                       "SM clock {} MHz would give {:.1f}",
-                                      peaks->bf16, implied_mhz, d.sms, d.sm_clock_max_mhz,
-                                      clock_peak_tflops(d.sms, 4096, d.sm_clock_max_mhz)));
+                                      sheet->bf16, d.sm_clock_max_mhz * sheet->bf16 / clock->bf16, d.sms,
+                                      d.sm_clock_max_mhz, clock->bf16));
+    } else {
+      ctx.finding(name(), fmt::format("no datasheet row for {}: % of peak is of the {} = {:.1f} TFLOP/s bf16", d.name,
+                                      clock->part, clock->bf16));
+    }
+  }
+
+  // PREFIX_<type>_tflops for each type the GPU has (0: none).
+  static void add_rates(Result& r, const std::optional<DatasheetPeaks>& p, const char* prefix) {
+    if (!p) return;
+    const double values[] = {p->bf16, p->fp16, p->tf32, p->fp8, p->int8};
+    for (int i = 0; i < 5; ++i) {
+      if (values[i] > 0) r.value(fmt::format("{}_{}_tflops", prefix, kDtypes[i]), values[i]);
     }
   }
 };
