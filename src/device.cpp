@@ -137,16 +137,30 @@ int tensor_flop_per_clock_per_sm(int cc, std::string_view dtype, bool geforce) {
   throw UsageError(fmt::format("unknown dtype '{}' (valid: bf16, fp16, tf32, fp8, int8)", dtype));
 }
 
-int hopper_flop_per_clock_per_sm(std::string_view dtype) {
-  if (dtype == "e4m3" || dtype == "e5m2") return tensor_flop_per_clock_per_sm(kHopperCc, "fp8");
-  if (dtype == "s8") return tensor_flop_per_clock_per_sm(kHopperCc, "int8");
-  if (dtype == "bf16" || dtype == "fp16" || dtype == "tf32" || dtype == "fp8" || dtype == "int8")
-    return tensor_flop_per_clock_per_sm(kHopperCc, dtype);
+namespace {
+
+// A probe's dtype as the rate table names its type: e4m3 and e5m2 are fp8, s8 is int8.
+std::string_view rate_type(std::string_view dtype) {
+  if (dtype == "e4m3" || dtype == "e5m2") return "fp8";
+  if (dtype == "s8") return "int8";
+  if (dtype == "bf16" || dtype == "fp16" || dtype == "tf32" || dtype == "fp8" || dtype == "int8") return dtype;
   throw UsageError(fmt::format("unknown dtype '{}' (valid: bf16, fp16, tf32, e4m3, e5m2, s8)", dtype));
 }
 
+bool is_geforce(const DeviceInfo& d) { return d.name.find("GeForce") != std::string::npos; }
+
+}  // namespace
+
+int hopper_flop_per_clock_per_sm(std::string_view dtype) {
+  return tensor_flop_per_clock_per_sm(kHopperCc, rate_type(dtype));
+}
+
+int flop_per_clock_per_sm(const DeviceInfo& d, std::string_view dtype) {
+  return tensor_flop_per_clock_per_sm(d.cc(), rate_type(dtype), is_geforce(d));
+}
+
 std::optional<DatasheetPeaks> clock_peaks(const DeviceInfo& d) {
-  const bool geforce = d.name.find("GeForce") != std::string::npos;
+  const bool geforce = is_geforce(d);
   const auto peak = [&](std::string_view dtype) {
     return clock_peak_tflops(d.sms, tensor_flop_per_clock_per_sm(d.cc(), dtype, geforce), d.sm_clock_max_mhz);
   };

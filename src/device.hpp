@@ -58,6 +58,9 @@ int tensor_flop_per_clock_per_sm(int cc, std::string_view dtype, bool geforce = 
 // The same on Hopper, by input type or a probe's dtype (e4m3, e5m2 and s8 as fp8 and int8).
 int hopper_flop_per_clock_per_sm(std::string_view dtype);
 
+// The same on device `d` (its architecture, and whether a GeForce part); 0 where unknown.
+int flop_per_clock_per_sm(const DeviceInfo& d, std::string_view dtype);
+
 // The GPU's dense peaks at its maximum SM clock, from its SMs and architecture: what % of peak means
 // where the datasheet table has no row. Empty where the architecture's rates are unknown.
 std::optional<DatasheetPeaks> clock_peaks(const DeviceInfo& d);

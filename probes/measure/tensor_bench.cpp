@@ -36,10 +36,6 @@ std::optional<double> drift_per_pass(DType d, Acc a) {
 // Each sample's kernel runs about this long at the ideal rate (longer when slower).
 double target_seconds(const ProbeContext& ctx) { return ctx.options.quick ? 0.5e-3 : 2e-3; }
 
-double ideal_cycles(double flop_per_instruction, DType d) {
-  return flop_per_instruction / hopper_flop_per_clock_per_sm(info(d).name);
-}
-
 // A 32-bit register packing 4/bytes consecutive elements, the first in the low bits.
 template <class ElementAt>
 std::uint32_t pack(DType d, ElementAt element_at) {
@@ -53,8 +49,8 @@ std::uint32_t pack(DType d, ElementAt element_at) {
 }
 
 // Accumulator registers read back: thread t's register r sits at out[t * regs + r].
-std::vector<double> unpack_accumulators(Acc acc, const std::vector<std::uint32_t>& out, int threads, int regs,
-                                        int rows, int cols) {
+std::vector<double> unpack_accumulators(Acc acc, const std::vector<std::uint32_t>& out, int threads, int regs, int rows,
+                                        int cols) {
   std::vector<double> d(static_cast<std::size_t>(rows) * cols, std::nan(""));
   const int per_reg = 4 / acc_bytes(acc);
   for (int t = 0; t < threads; ++t) {
@@ -117,6 +113,12 @@ TensorRun measure(ProbeContext& ctx, const std::string& label, DType d, Acc acc,
                               run.residency.registers_per_thread, run.residency.dynamic_smem);
     return run;
   }
+  run.flop_per_clock_per_sm = flop_per_clock_per_sm(ctx.device, info(d).name);
+  if (run.flop_per_clock_per_sm == 0) {
+    run.skipped = fmt::format("no tensor-core FLOP/clk/SM known for {} on sm_{}, so no clock peak to judge it by",
+                              info(d).name, ctx.device.cc());
+    return run;
+  }
   const int blocks = b.blocks_per_sm * ctx.device.sms;
   DeviceBuffer<BlockSpan> spans(blocks);
   const auto launch_checked = [&](long long pairs) {
@@ -130,21 +132,23 @@ TensorRun measure(ProbeContext& ctx, const std::string& label, DType d, Acc acc,
   const double ideal_pair = b.instructions_per_sm(1) - b.instructions_per_sm(0);
   const double cycles = target_seconds(ctx) * ctx.device.sm_clock_max_mhz * 1e6;
   const long long pairs = std::max<long long>(
-      kPairUnroll, std::llround(cycles / (ideal_pair * ideal_cycles(b.flop_per_instruction, d)) / kPairUnroll) *
-                       kPairUnroll);
+      kPairUnroll,
+      std::llround(cycles / (ideal_pair * run.ideal_cycles_per_instruction()) / kPairUnroll) * kPairUnroll);
   run.instructions_per_sm = b.instructions_per_sm(pairs);
   const double tera_ops = run.instructions_per_sm * blocks / b.blocks_per_sm * b.flop_per_instruction / 1e12;
   out.poison();
   run.rate = ctx.harness.time_kernel_rate(
-      label, [&](cudaStream_t s) { b.launch({pairs, run.residency.dynamic_smem, spans.get()}, s); }, tera_ops,
-      clock.get());
+      label,
+      [&](cudaStream_t s) {
+        b.launch({pairs, run.residency.dynamic_smem, spans.get()}, s);
+      },
+      tera_ops, clock.get());
   run.drift = b.check();
   run.passes = 2.0 * pairs + 1;
   if (const auto per_pass = drift_per_pass(d, acc)) run.drift_bound = run.tolerance + run.passes * *per_pass;
   run.concurrent_blocks_per_sm = concurrent_blocks_per_sm(spans.download());
-  const int flop_per_clock = hopper_flop_per_clock_per_sm(info(d).name);
-  run.clock_peak = clock_peak_tflops(ctx.device.sms, flop_per_clock, run.rate.sm_clock_mhz);
-  const auto pct = pct_of_clock_peak(run.rate, ctx.device.sms, flop_per_clock);
+  run.clock_peak = clock_peak_tflops(ctx.device.sms, run.flop_per_clock_per_sm, run.rate.sm_clock_mhz);
+  const auto pct = pct_of_clock_peak(run.rate, ctx.device.sms, run.flop_per_clock_per_sm);
   if (!pct) throw CudaError(label + ": a sample carried no in-kernel clock");
   run.pct_clock_peak_stats = *pct;
   run.datasheet_peak = datasheet(ctx.device, d);
@@ -190,11 +194,9 @@ std::vector<std::uint32_t> wgmma_a_fragments(DType d, const Matrix& a, const Mat
 
 }  // namespace
 
-double TensorRun::ideal_cycles_per_instruction(DType d) const { return ideal_cycles(flop_per_instruction, d); }
+double TensorRun::ideal_cycles_per_instruction() const { return flop_per_instruction / flop_per_clock_per_sm; }
 
-double TensorRun::cycles_per_instruction(DType d) const {
-  return ideal_cycles_per_instruction(d) * clock_peak / tflops();
-}
+double TensorRun::cycles_per_instruction() const { return ideal_cycles_per_instruction() * clock_peak / tflops(); }
 
 TensorRun run_wgmma(ProbeContext& ctx, const WgmmaConfig& c) {
   const int k_tile = kSwizzleRowBytes / info(c.dtype).bytes;
@@ -212,24 +214,29 @@ TensorRun run_wgmma(ProbeContext& ctx, const WgmmaConfig& c) {
   DeviceBuffer<ClockWindow> clock(1);
 
   const void* kernel = c.kernel ? c.kernel : wgmma_kernel({c.dtype, c.acc, c.n, c.a});
-  const Bench bench{
-      kernel,
-      kWarpgroupThreads,
-      c.warpgroups,
-      static_cast<std::size_t>(wgmma_smem_bytes(c.n)),
-      wgmma_flop(c.dtype, c.n),
-      [&](long long pairs) { return double(c.warpgroups) * kKSlices * (2 * pairs + 1); },
-      [&](const LaunchArgs& l, cudaStream_t s) {
-        WgmmaParams p{image_dev.get(), a_frags.get(), l.pairs, out.get(), clock.get(), l.spans};
-        launch_kernel(kernel, c.warpgroups * ctx.device.sms, kWarpgroupThreads, l.smem, &p, s);
-      },
-      [&] {
-        return relative_error(unpack_accumulators(c.acc, out.download(), kWarpgroupThreads, regs, kM, c.n), want);
-      }};
+  const Bench bench{kernel,
+                    kWarpgroupThreads,
+                    c.warpgroups,
+                    static_cast<std::size_t>(wgmma_smem_bytes(c.n)),
+                    wgmma_flop(c.dtype, c.n),
+                    [&](long long pairs) { return double(c.warpgroups) * kKSlices * (2 * pairs + 1); },
+                    [&](const LaunchArgs& l, cudaStream_t s) {
+                      WgmmaParams p{image_dev.get(), a_frags.get(), l.pairs, out.get(), clock.get(), l.spans};
+                      launch_kernel(kernel, c.warpgroups * ctx.device.sms, kWarpgroupThreads, l.smem, &p, s);
+                    },
+                    [&] {
+                      return relative_error(
+                          unpack_accumulators(c.acc, out.download(), kWarpgroupThreads, regs, kM, c.n), want);
+                    }};
   return measure(ctx, describe(c), c.dtype, c.acc, bench, out, clock);
 }
 
 TensorRun run_mma_sync(ProbeContext& ctx, const MmaSyncConfig& c) {
+  if (std::string why = why_not_runnable(mma_sync_needs(c.dtype), ctx.device); !why.empty()) {
+    TensorRun skipped;
+    skipped.skipped = std::move(why);
+    return skipped;
+  }
   const int k = k_of(c.dtype), bytes = info(c.dtype).bytes;
   const Acc acc = default_acc(c.dtype);
   const Matrix a = random_matrix(c.dtype, kMmaSyncM, k, ctx.rng), a_neg = negated(c.dtype, a);
@@ -267,40 +274,45 @@ TensorRun run_mma_sync(ProbeContext& ctx, const MmaSyncConfig& c) {
 
   const int block_warps = std::min(c.warps_per_sm, kMmaSyncBlockWarps);
   const void* kernel = mma_sync_kernel({c.dtype, c.ilp});
-  const Bench bench{
-      kernel,
-      32 * block_warps,
-      c.warps_per_sm / block_warps,
-      0,
-      mma_sync_flop(c.dtype),
-      [&](long long pairs) { return double(c.warps_per_sm) * c.ilp * (2 * pairs + 1); },
-      [&](const LaunchArgs& l, cudaStream_t s) {
-        MmaSyncParams p{a_dev.get(), b_dev.get(), l.pairs, out.get(), clock.get(), l.spans};
-        launch_kernel(kernel, c.warps_per_sm / block_warps * ctx.device.sms, 32 * block_warps, l.smem, &p, s);
-      },
-      [&] {
-        // Accumulator i of lane t, register r is out[(i * 32 + t) * 4 + r]: product i's 16x8 tile.
-        const auto got = out.download();
-        std::vector<double> all;
-        for (int i = 0; i < c.ilp; ++i) {
-          const std::vector<std::uint32_t> one(got.begin() + i * 32 * kMmaAccRegs,
-                                               got.begin() + (i + 1) * 32 * kMmaAccRegs);
-          const auto d = unpack_accumulators(acc, one, 32, kMmaAccRegs, kMmaSyncM, kMmaSyncN);
-          all.insert(all.end(), d.begin(), d.end());
-        }
-        return relative_error(all, want);
-      }};
+  const Bench bench{kernel,
+                    32 * block_warps,
+                    c.warps_per_sm / block_warps,
+                    0,
+                    mma_sync_flop(c.dtype),
+                    [&](long long pairs) { return double(c.warps_per_sm) * c.ilp * (2 * pairs + 1); },
+                    [&](const LaunchArgs& l, cudaStream_t s) {
+                      MmaSyncParams p{a_dev.get(), b_dev.get(), l.pairs, out.get(), clock.get(), l.spans};
+                      launch_kernel(kernel, c.warps_per_sm / block_warps * ctx.device.sms, 32 * block_warps, l.smem, &p,
+                                    s);
+                    },
+                    [&] {
+                      // Accumulator i of lane t, register r is out[(i * 32 + t) * 4 + r]: product i's 16x8 tile.
+                      const auto got = out.download();
+                      std::vector<double> all;
+                      for (int i = 0; i < c.ilp; ++i) {
+                        const std::vector<std::uint32_t> one(got.begin() + i * 32 * kMmaAccRegs,
+                                                             got.begin() + (i + 1) * 32 * kMmaAccRegs);
+                        const auto d = unpack_accumulators(acc, one, 32, kMmaAccRegs, kMmaSyncM, kMmaSyncN);
+                        all.insert(all.end(), d.begin(), d.end());
+                      }
+                      return relative_error(all, want);
+                    }};
   return measure(ctx, describe(c), c.dtype, acc, bench, out, clock);
 }
 
 Json params_json(const WgmmaConfig& c) {
-  return {{"instruction", "wgmma"}, {"dtype", info(c.dtype).name}, {"acc", name(c.acc)},
-          {"shape", fmt::format("64x{}x{}", c.n, k_of(c.dtype))}, {"a", name(c.a)}, {"warpgroups", c.warpgroups}};
+  return {{"instruction", "wgmma"}, {"dtype", info(c.dtype).name},
+          {"acc", name(c.acc)},     {"shape", fmt::format("64x{}x{}", c.n, k_of(c.dtype))},
+          {"a", name(c.a)},         {"warpgroups", c.warpgroups}};
 }
 
 Json params_json(const MmaSyncConfig& c) {
-  return {{"instruction", "mma.sync"}, {"dtype", info(c.dtype).name}, {"acc", name(default_acc(c.dtype))},
-          {"shape", fmt::format("16x8x{}", k_of(c.dtype))}, {"ilp", c.ilp}, {"warps_per_sm", c.warps_per_sm}};
+  return {{"instruction", "mma.sync"},
+          {"dtype", info(c.dtype).name},
+          {"acc", name(default_acc(c.dtype))},
+          {"shape", fmt::format("16x8x{}", k_of(c.dtype))},
+          {"ilp", c.ilp},
+          {"warps_per_sm", c.warps_per_sm}};
 }
 
 std::string describe(const WgmmaConfig& c) {
@@ -315,11 +327,11 @@ std::string describe(const MmaSyncConfig& c) {
 std::string headline(const std::string& config, DType d, const TensorRun& run) {
   const std::string datasheet =
       run.datasheet_peak ? fmt::format("{:.1f}%", 100 * run.tflops() / *run.datasheet_peak) : "(no datasheet row)";
-  return fmt::format("{} = {:.1f} {}, {} of the datasheet peak, {:.1f}% of the clock peak at {:.0f} MHz ({:.2f} "
-                     "cycles per instruction per SM, ideal {:.2f}; accumulators drifted {:.1e} over {:.0f} passes)",
-                     config, run.tflops(), d == DType::s8 ? "TOP/s" : "TFLOP/s", datasheet, run.pct_clock_peak(),
-                     run.rate.sm_clock_mhz, run.cycles_per_instruction(d), run.ideal_cycles_per_instruction(d),
-                     run.drift, run.passes);
+  return fmt::format(
+      "{} = {:.1f} {}, {} of the datasheet peak, {:.1f}% of the clock peak at {:.0f} MHz ({:.2f} "
+      "cycles per instruction per SM, ideal {:.2f}; accumulators drifted {:.1e} over {:.0f} passes)",
+      config, run.tflops(), d == DType::s8 ? "TOP/s" : "TFLOP/s", datasheet, run.pct_clock_peak(),
+      run.rate.sm_clock_mhz, run.cycles_per_instruction(), run.ideal_cycles_per_instruction(), run.drift, run.passes);
 }
 
 Result tensor_result(const std::string& probe, Json params, DType d, const TensorRun& run) {
@@ -333,11 +345,10 @@ Result tensor_result(const std::string& probe, Json params, DType d, const Tenso
   // state between runs, its efficiency per clock does not.
   r.metric("pct_clock_peak", run.pct_clock_peak_stats, "%", Better::higher);
   r.metric("tflops", run.rate.stats, d == DType::s8 ? "TOP/s" : "TFLOP/s", Better::higher);
-  r.value("pct_datasheet_peak",
-          run.datasheet_peak ? Json(100 * run.tflops() / *run.datasheet_peak) : Json(nullptr));
+  r.value("pct_datasheet_peak", run.datasheet_peak ? Json(100 * run.tflops() / *run.datasheet_peak) : Json(nullptr));
   r.value("sm_clock_mhz", run.rate.sm_clock_mhz);
-  r.value("cycles_per_instruction", run.cycles_per_instruction(d));
-  r.value("ideal_cycles_per_instruction", run.ideal_cycles_per_instruction(d));
+  r.value("cycles_per_instruction", run.cycles_per_instruction());
+  r.value("ideal_cycles_per_instruction", run.ideal_cycles_per_instruction());
   r.value("registers_per_thread", run.residency.registers_per_thread);
   r.value("warps_per_sm", run.residency.warps_per_sm);
   r.value("occupancy_pct", 100 * run.residency.occupancy);

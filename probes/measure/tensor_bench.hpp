@@ -37,7 +37,7 @@ struct TensorRun {
   Measurement rate;     // TFLOP/s (TOP/s for s8), sampled per launch
   Residency residency;
   double flop_per_instruction = 0;
-  double instructions_per_sm = 0;  // per launch
+  double instructions_per_sm = 0;    // per launch
   int concurrent_blocks_per_sm = 0;  // measured: the most blocks that overlapped, least over SMs
   // Correctness. The untimed single product must match the host's within `tolerance`. The timed
   // launches leave the accumulators after `passes` of +P/-P, where the tensor cores' rounding
@@ -48,15 +48,16 @@ struct TensorRun {
   double passes = 0;
   std::optional<double> drift_bound;
   bool correct() const { return first_error <= tolerance && (!drift_bound || drift <= *drift_bound); }
-  double clock_peak = 0;  // TFLOP/s at the (median) clock measured inside the kernel
+  int flop_per_clock_per_sm = 0;  // this GPU's dense tensor rate for the type (src/device.hpp)
+  double clock_peak = 0;          // TFLOP/s at the (median) clock measured inside the kernel
   std::optional<double> datasheet_peak;
 
   Stats pct_clock_peak_stats;  // per sample: its rate against the peak at its own clock
 
   double tflops() const { return rate.stats.median; }
   double pct_clock_peak() const { return pct_clock_peak_stats.median; }
-  double ideal_cycles_per_instruction(DType d) const;
-  double cycles_per_instruction(DType d) const;  // SM cycles between instructions, all warps together
+  double ideal_cycles_per_instruction() const;
+  double cycles_per_instruction() const;  // SM cycles between instructions, all warps together
 };
 
 TensorRun run_wgmma(ProbeContext& ctx, const WgmmaConfig& c);

@@ -23,7 +23,7 @@ class MmaSyncProbe final : public Probe {
   std::string summary() const override {
     return "mma.sync throughput over independent accumulators (ILP) and warps per SM, against the same peaks";
   }
-  Requirements needs() const override { return {.sm90a = {Sm90aFeature::sm90a_kernels}}; }
+  std::vector<RowNeeds> row_needs() const override { return {{"e4m3 rows", mma_sync_needs(DType::e4m3)}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--dtype", dtypes_, "Input types: bf16 fp16 tf32 e4m3 s8 (default bf16)")->delimiter(',');
     cmd.add_option("--ilp", ilps_, "Independent accumulators per warp, 1..8 (default all)")

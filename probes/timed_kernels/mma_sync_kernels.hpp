@@ -9,6 +9,7 @@
 
 #include "probes/measure/tensor_types.hpp"
 #include "src/kernel_clock.cuh"
+#include "src/requirements.hpp"
 
 namespace tkprobe::tensor {
 
@@ -31,5 +32,12 @@ struct MmaSyncParams {
 
 // The compiled kernel; nullptr for a type mma.sync lacks or an ILP outside 1..kMaxIlp.
 const void* mma_sync_kernel(const MmaSyncVariant& v);
+
+// What a type's kernel needs: e4m3 (an sm_89 form) is built for sm_90a alone, the rest for every
+// architecture since sm_80.
+Requirements mma_sync_needs(DType d);
+
+// e4m3's kernel (mma_sync_kernels_e4m3.cu).
+const void* mma_sync_e4m3_kernel(int ilp);
 
 }  // namespace tkprobe::tensor
