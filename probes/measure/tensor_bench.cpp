@@ -192,6 +192,13 @@ std::vector<std::uint32_t> wgmma_a_fragments(DType d, const Matrix& a, const Mat
   return frags;
 }
 
+// A run that could not start on this GPU or build, saying why.
+TensorRun skipped_run(std::string why) {
+  TensorRun run;
+  run.skipped = std::move(why);
+  return run;
+}
+
 }  // namespace
 
 double TensorRun::ideal_cycles_per_instruction() const { return flop_per_instruction / flop_per_clock_per_sm; }
@@ -199,6 +206,7 @@ double TensorRun::ideal_cycles_per_instruction() const { return flop_per_instruc
 double TensorRun::cycles_per_instruction() const { return ideal_cycles_per_instruction() * clock_peak / tflops(); }
 
 TensorRun run_wgmma(ProbeContext& ctx, const WgmmaConfig& c) {
+  if (std::string why = why_not_runnable(kWgmmaNeeds, ctx.device); !why.empty()) return skipped_run(std::move(why));
   const int k_tile = kSwizzleRowBytes / info(c.dtype).bytes;
   const Matrix a = random_matrix(c.dtype, kM, k_tile, ctx.rng), a_neg = negated(c.dtype, a);
   const Matrix b = random_matrix(c.dtype, c.n, k_tile, ctx.rng);
@@ -233,9 +241,7 @@ TensorRun run_wgmma(ProbeContext& ctx, const WgmmaConfig& c) {
 
 TensorRun run_mma_sync(ProbeContext& ctx, const MmaSyncConfig& c) {
   if (std::string why = why_not_runnable(mma_sync_needs(c.dtype), ctx.device); !why.empty()) {
-    TensorRun skipped;
-    skipped.skipped = std::move(why);
-    return skipped;
+    return skipped_run(std::move(why));
   }
   const int k = k_of(c.dtype), bytes = info(c.dtype).bytes;
   const Acc acc = default_acc(c.dtype);

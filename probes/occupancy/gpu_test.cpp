@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include "probes/timed_kernels/wgmma_kernels.hpp"
+#include "src/device.hpp"
 #include "tests/gpu/gpu_fixtures.hpp"
 
 using gpu_fixtures::kMinOccupancyWgmmaPctClock;
@@ -13,8 +15,14 @@ using tkprobe::Json;
 
 TEST(Occupancy, SweepsResidencyUntilItNoLongerFits) {
   const Json report = run_probe("occupancy", {});
+  // wgmma exists on sm_90a alone: elsewhere, or in a PTX-only build, its sweep is one skipped row saying why.
+  const std::string wgmma_why = tkprobe::why_not_runnable(tkprobe::tensor::kWgmmaNeeds, tkprobe::query_device(0));
   std::map<std::string, int> rows;
   for (const auto& r : report["results"]) {
+    if (r["params"]["kernel"] == "wgmma" && !wgmma_why.empty()) {
+      EXPECT_EQ(r["reason"], wgmma_why) << r.dump();
+      continue;
+    }
     if (r["status"] == "skipped") continue;
     EXPECT_TRUE(r["check"]["passed"].get<bool>()) << r["params"].dump();
     const std::string kernel = r["params"]["kernel"];
@@ -34,7 +42,9 @@ TEST(Occupancy, SweepsResidencyUntilItNoLongerFits) {
     EXPECT_NE(f["text"].get<std::string>().find(" 0 of "), std::string::npos) << "every row ran in one wave: " << f;
   }
   EXPECT_GE(rows["mma.sync"], 12) << "4-warp blocks, 1 to 16 per SM until registers run out";
-  EXPECT_GE(rows["wgmma"], 2) << "at least two 64x256 warpgroups fit";
+  if (wgmma_why.empty()) {
+    EXPECT_GE(rows["wgmma"], 2) << "at least two 64x256 warpgroups fit";
+  }
   EXPECT_EQ(rows["stream"], 8) << "256-thread blocks, 1 to 8 per SM";
-  EXPECT_EQ(report["findings"].size(), 3u);
+  EXPECT_EQ(report["findings"].size(), wgmma_why.empty() ? 3u : 2u);
 }

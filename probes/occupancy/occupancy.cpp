@@ -10,6 +10,7 @@
 #include "probes/measure/tensor_bench.hpp"
 #include "probes/occupancy/metrics.hpp"
 #include "probes/timed_kernels/bandwidth_kernels.hpp"
+#include "probes/timed_kernels/wgmma_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"
@@ -35,7 +36,7 @@ class Occupancy final : public Probe {
   std::string summary() const override {
     return "Throughput against resident warps per SM (blocks limited by shared-memory padding) for mma.sync and wgmma";
   }
-  Requirements needs() const override { return {.sm90a = {Sm90aFeature::wgmma}}; }
+  std::vector<RowNeeds> row_needs() const override { return {{"wgmma rows", kWgmmaNeeds}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--kernel", kernels_, "Kernels to sweep: mma-sync, wgmma, stream (default all)")
         ->check(CLI::IsMember({"mma-sync", "wgmma", "stream"}))
