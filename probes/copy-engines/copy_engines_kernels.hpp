@@ -93,6 +93,8 @@ struct CopyParams {
 
 // The kernel for an engine (for the occupancy API and cudaFuncGetAttributes).
 const void* kernel(Engine e);
+// The TMA engine's kernel (copy_engines_tma_kernel.cu), built for sm_90a alone.
+const void* tma_kernel();
 
 // One pass over the tensor by `ctas` CTAs of threads_per_cta(e) threads with `smem` bytes of
 // dynamic shared memory (at least smem_bytes(e, box), raised on the kernel beforehand).

@@ -85,8 +85,9 @@ TEST(Requirements, ListAndHelpSayWhatEachProbeNeeds) {
     }
   }
   // The probes that need no Hopper feature, which a PTX build runs on any GPU since Ampere.
-  const std::set<std::string> expected{"bandwidth", "info", "l2",        "mem-latency", "mma-sync",
-                                       "occupancy", "p2p",  "quadrants", "smem-banks",  "smem-latency"};
+  const std::set<std::string> expected{"bandwidth",   "copy-engines", "info",        "l2",
+                                       "mem-latency", "mma-sync",     "occupancy",   "p2p",
+                                       "quadrants",   "smem-banks",   "smem-latency"};
   EXPECT_EQ(portable, expected);
 }
 
