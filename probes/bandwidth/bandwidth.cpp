@@ -50,9 +50,10 @@ class Bandwidth final : public Probe {
   }
   void validate() const override {
     if (size_mib_ && (*size_mib_ < kMinSizeMib || *size_mib_ > kMaxSizeMib)) {
-      throw UsageError(fmt::format("--size {}: give {} to {} MiB (larger than L2; a source and a destination of that "
-                                   "size fit on an 80 GB GPU)",
-                                   *size_mib_, kMinSizeMib, kMaxSizeMib));
+      throw UsageError(
+          fmt::format("--size {}: give {} to {} MiB (larger than L2; a source and a destination of that "
+                      "size fit on an 80 GB GPU)",
+                      *size_mib_, kMinSizeMib, kMaxSizeMib));
     }
   }
 
@@ -119,15 +120,16 @@ class Bandwidth final : public Probe {
         for (int in_flight : bw::kLoadsInFlight)
           for (bw::Hint hint : bw::kHints) {
             const double tbps = run_stream(ctx, op, {in_flight, hint, schedule}, hbm);
-            const std::string variant = fmt::format("{}, {} loads in flight, hints {}", bw::name(schedule), in_flight,
-                                                    bw::name(hint));
+            const std::string variant =
+                fmt::format("{}, {} loads in flight, hints {}", bw::name(schedule), in_flight, bw::name(hint));
             if (!best || tbps > best->first) best.emplace(tbps, variant);
           }
       }
       if (op == bw::Stream::copy) {
         for (const bw::BulkVariant& v : bw::kBulkVariants) {
           if (std::string why = why_not_runnable(kTmaRows, ctx.device); !why.empty()) {
-            Result r(name(), {{"level", "hbm"}, {"op", "copy"}, {"schedule", "tma-bulk"}, {"tile_kib", v.tile_kib}});
+            Result r(name(), {{"level", "hbm"}, {"op", "copy"}, {"bytes", hbm.bytes}});
+            r.params.update(bulk_params(v));  // as the row it stands for, so that compare pairs them
             r.status = Status::skipped;
             r.reason = std::move(why);
             ctx.add(std::move(r));
@@ -140,8 +142,7 @@ class Bandwidth final : public Probe {
         }
       }
       ctx.finding(name(), fmt::format("HBM {}: best {:.2f} TB/s ({:.1f}% of the {:.2f} TB/s ceiling) with {}",
-                                      to_string(op), best->first, 100 * best->first / ceiling, ceiling,
-                                      best->second));
+                                      to_string(op), best->first, 100 * best->first / ceiling, ceiling, best->second));
     }
     const double driver = run_driver_copy(ctx, hbm);
     ctx.finding(name(), fmt::format("HBM copy by cudaMemcpyAsync (the driver's device-to-device copy, which PyTorch's "
@@ -156,21 +157,21 @@ class Bandwidth final : public Probe {
   // One row of thread-issued streaming; returns its median TB/s.
   double run_stream(ProbeContext& ctx, bw::Stream op, bw::Variant v, Hbm& hbm) {
     const int blocks = bw::blocks_for(v, hbm.count, ctx.device.sms * bw::kBlocksPerSm);
-    const Json params = {{"loads_in_flight", v.loads_in_flight},
-                         {"hints", bw::name(v.hint)},
-                         {"schedule", bw::name(v.schedule)}};
+    const Json params = {
+        {"loads_in_flight", v.loads_in_flight}, {"hints", bw::name(v.hint)}, {"schedule", bw::name(v.schedule)}};
     const std::string label = fmt::format("{} x{} {}", bw::name(v.schedule), v.loads_in_flight, bw::name(v.hint));
     return run_hbm_row(ctx, op, label, params, hbm, [&](cudaStream_t s) {
       bw::launch_stream(op, v, hbm.src.get(), hbm.dst.get(), hbm.count, hbm.seed, hbm.sink.get(), blocks, 0, s);
     });
   }
 
+  static Json bulk_params(const bw::BulkVariant& v) {
+    return {{"schedule", "tma-bulk"}, {"tile_kib", v.tile_kib}, {"stages", v.stages}, {"ctas_per_sm", v.ctas_per_sm}};
+  }
+
   // One row of a copy through the TMA (sm_90a); returns its median TB/s.
   double run_bulk_copy(ProbeContext& ctx, bw::BulkVariant v, Hbm& hbm) {
-    const Json params = {{"schedule", "tma-bulk"},
-                         {"tile_kib", v.tile_kib},
-                         {"stages", v.stages},
-                         {"ctas_per_sm", v.ctas_per_sm}};
+    const Json params = bulk_params(v);
     const std::string label = fmt::format("tma-bulk {} KiB x{}", v.tile_kib, v.stages);
     return run_hbm_row(ctx, bw::Stream::copy, label, params, hbm, [&](cudaStream_t s) {
       bw::launch_bulk_copy(v, hbm.src.get(), hbm.dst.get(), hbm.count, ctx.device.sms, s);
@@ -179,11 +180,12 @@ class Bandwidth final : public Probe {
 
   // The reference a user already has: the driver's own device-to-device copy.
   double run_driver_copy(ProbeContext& ctx, Hbm& hbm) {
-    return run_hbm_row(ctx, bw::Stream::copy, "cudaMemcpyAsync", {{"schedule", "cudaMemcpyAsync"}}, hbm,
-                       [&](cudaStream_t s) {
-                         TK_CUDA(cudaMemcpyAsync(hbm.dst.get(), hbm.src.get(), hbm.bytes, cudaMemcpyDeviceToDevice, s));
-                       },
-                       Role::peer);
+    return run_hbm_row(
+        ctx, bw::Stream::copy, "cudaMemcpyAsync", {{"schedule", "cudaMemcpyAsync"}}, hbm,
+        [&](cudaStream_t s) {
+          TK_CUDA(cudaMemcpyAsync(hbm.dst.get(), hbm.src.get(), hbm.bytes, cudaMemcpyDeviceToDevice, s));
+        },
+        Role::peer);
   }
 
   // Times `launch` over the whole buffer, checks what it read or wrote, adds the row.
@@ -223,8 +225,9 @@ class Bandwidth final : public Probe {
     Result r = row("l2", "read", read.m, std::nullopt);
     r.params["bytes"] = bytes;
     r.value(metric::passes, read.passes);
-    r.checked({{"what", "XOR of every word read vs the host's"}, {"value", read.xor_read}, {"expected", read.xor_expected}},
-              read.right());
+    r.checked(
+        {{"what", "XOR of every word read vs the host's"}, {"value", read.xor_read}, {"expected", read.xor_expected}},
+        read.right());
     ctx.add(std::move(r));
   }
 
@@ -238,7 +241,9 @@ class Bandwidth final : public Probe {
     const double bytes = double(ctx.device.sms) * kWarps * launch_shape.trips * sb::kUnroll * 32 * kWidth;
     const Measurement m = ctx.harness.time_kernel_rate(
         "bandwidth smem 16-byte loads",
-        [&](cudaStream_t s) { sb::launch_strided(kWidth, 1, launch_shape, {cycles.get(), sink.get(), clock.get()}, s); },
+        [&](cudaStream_t s) {
+          sb::launch_strided(kWidth, 1, launch_shape, {cycles.get(), sink.get(), clock.get()}, s);
+        },
         bytes / 1e12, clock.get());
     const double ceiling = double(kSmemBytesPerClock) * ctx.device.sms * m.sm_clock_mhz * 1e6 / 1e12;
     Result r = row("smem", "read", m, ceiling);
