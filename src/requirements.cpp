@@ -81,7 +81,7 @@ std::string_view feature_name(Sm90aFeature f) {
     case Sm90aFeature::setmaxnreg:
       return "setmaxnreg";
     case Sm90aFeature::sm90a_kernels:
-      return "kernels built for sm_90a alone";
+      return "kernels built for it alone";
   }
   return "?";
 }
@@ -128,7 +128,7 @@ std::string describe(const Requirements& r) {
 
 std::string why_not_runnable(const Requirements& r, const DeviceInfo& d, const KernelImages& images) {
   if (!r.sm90a.empty()) {
-    const std::string needs = fmt::format("needs {}: {}", feature_list(r.sm90a), sm_name(kSm90aCc, true));
+    const std::string needs = "needs " + describe(r);
     if (d.cc() != kSm90aCc) return fmt::format("{}; {}", needs, device_text(d));
     // A build without sm_90a in its list (PTX alone) runs as a newer GPU would: its Hopper code unused.
     if (!has_sm90a(images)) return fmt::format("{}; this binary is built for {} alone", needs, image_list(images));

@@ -68,7 +68,7 @@ std::string sm_name(int cc, bool arch_specific = false);
 // What `r` needs, for `tkprobe list` and --help: "sm_80 or newer", "sm_90a (wgmma, TMA)".
 std::string describe(const Requirements& r);
 
-// Why code needing `r` cannot run on `d` with `images`, or "": "needs wgmma: sm_90a; this GPU
+// Why code needing `r` cannot run on `d` with `images`, or "": "needs sm_90a (wgmma); this GPU
 // (device 0, NVIDIA A10) is sm_86".
 std::string why_not_runnable(const Requirements& r, const DeviceInfo& d, const KernelImages& images = this_build());
 

@@ -40,15 +40,15 @@ TEST(Requirements, ReadsCMakeArchitectures) {
 TEST(Requirements, Sm90aCodeRunsOnHopperAlone) {
   EXPECT_EQ(why_not_runnable(kWgmma, gpu(90, "NVIDIA H200"), kDefault), "");
   EXPECT_EQ(why_not_runnable(kWgmma, gpu(86, "NVIDIA A10"), kDefault),
-            "needs wgmma: sm_90a; this GPU (device 0, NVIDIA A10) is sm_86");
+            "needs sm_90a (wgmma); this GPU (device 0, NVIDIA A10) is sm_86");
   for (int cc : {80, 89, 100, 120}) EXPECT_NE(why_not_runnable(kWgmma, gpu(cc, "x"), kWithPtx), "") << cc;
   // A PTX-only build skips its Hopper rows on Hopper too: what a newer GPU sees.
   EXPECT_EQ(why_not_runnable(kWgmma, gpu(90, "NVIDIA H200"), parse_architectures("80-virtual")),
-            "needs wgmma: sm_90a; this binary is built for PTX for compute_80 alone");
+            "needs sm_90a (wgmma); this binary is built for PTX for compute_80 alone");
   EXPECT_EQ(why_not_runnable(kPortable, gpu(90, "NVIDIA H200"), parse_architectures("80-virtual")), "");
   const Requirements cluster{.sm90a = {Sm90aFeature::clusters, Sm90aFeature::tma}};
   EXPECT_EQ(why_not_runnable(cluster, gpu(100, "NVIDIA B200"), kWithPtx),
-            "needs clusters, TMA: sm_90a; this GPU (device 0, NVIDIA B200) is sm_100");
+            "needs sm_90a (clusters, TMA); this GPU (device 0, NVIDIA B200) is sm_100");
 }
 
 TEST(Requirements, PortableCodeRunsWhereTheBinaryHoldsAnImage) {
