@@ -7,6 +7,8 @@
 #include <tuple>
 
 #include "kernels/attention/reference_fp8.hpp"
+#include "probes/attention/needs.hpp"
+#include "src/device.hpp"
 #include "tests/gpu/gpu_fixtures.hpp"
 #include "tests/gpu/kernel_bounds.hpp"
 
@@ -14,9 +16,15 @@ namespace check = tkprobe::attention_check;
 using kernel_bounds::attention_forward::kMaxRelError;
 using kernel_bounds::attention_forward::kMaxRowError;
 
+// Why the wgmma kernel cannot run on device 0 with this build, or "" (probes/attention/needs.hpp).
+std::string wgmma_why() {
+  return tkprobe::why_not_runnable(tkprobe::attention_probe::kWgmmaKernelNeeds, tkprobe::query_device(0));
+}
+
 // `tkprobe attention --dtype e4m3 --quick`: the two head-dim-128 quick shapes, rows tagged e4m3,
 // checked with the e4m3 bounds, rated against the e4m3 clock peak (twice bf16's per clock).
 TEST(AttentionProbe, E4m3QuickRunPassesItsChecks) {
+  if (const std::string why = wgmma_why(); !why.empty()) GTEST_SKIP() << why;
   const auto report = gpu_fixtures::run_probe("attention", {"--dtype", "e4m3"});
   ASSERT_EQ(report["results"].size(), 2u) << "D 128, causal and not, the wgmma kernel";
   for (const auto& r : report["results"]) {
@@ -47,8 +55,13 @@ const std::map<std::tuple<std::string, int, bool>, double> kQuickPctClockPeak = 
 TEST(AttentionProbe, QuickRunPassesItsChecks) {
   const auto report = gpu_fixtures::run_probe("attention");
   ASSERT_EQ(report["results"].size(), 8u) << "D 64 and 128, causal and not, two kernels";
+  const std::string wgmma_skipped = wgmma_why();  // elsewhere than sm_90a its rows say why, the mma.sync ones run
   for (const auto& r : report["results"]) {
     SCOPED_TRACE(r["params"].dump());
+    if (r["params"]["kernel"] == "wgmma" && !wgmma_skipped.empty()) {
+      EXPECT_EQ(r["reason"], wgmma_skipped);
+      continue;
+    }
     ASSERT_EQ(r["status"], "ok") << r.value("reason", "") << " " << r["check"].dump();
     EXPECT_LT(r["metrics"]["rel_error"].get<double>(), kMaxRelError);
     EXPECT_LT(r["metrics"]["worst_row_error"].get<double>(), kMaxRowError);
@@ -68,12 +81,13 @@ TEST(AttentionProbe, QuickRunPassesItsChecks) {
                              {p["kernel"].get<std::string>(), p["head_dim"].get<int>(), p["causal"].get<bool>()}));
     EXPECT_LT(pct, 100) << "no kernel beats the tensor cores at the clock it ran at";
   }
-  EXPECT_EQ(report["findings"].size(), 2u) << "one per kernel";
+  EXPECT_EQ(report["findings"].size(), wgmma_skipped.empty() ? 2u : 1u) << "one per kernel that ran";
 }
 
 // Every pass of the wgmma kernel through the probe: the backward's gradients and, for fwd+bwd, the
 // forward's output checked against the fp32 references; the rates consistent with the clock peak.
 TEST(AttentionProbe, EveryPassOfTheWgmmaKernelPassesItsChecks) {
+  if (const std::string why = wgmma_why(); !why.empty()) GTEST_SKIP() << why;
   const auto report = gpu_fixtures::run_probe("attention", {"--pass", "all", "--kernel", "wgmma"});
   ASSERT_EQ(report["results"].size(), 12u) << "D 64 and 128, causal and not, three passes";
   std::map<std::string, int> rows;
@@ -112,6 +126,7 @@ TEST(AttentionProbe, EveryPassOfTheWgmmaKernelPassesItsChecks) {
 // wgmma backward and fwd+bwd on the default dQ path and the deterministic path's backward where the
 // default is another; the e4m3 forward on the two D = 128 shapes.
 TEST(AttentionProbe, TheSuiteHoldsTheDeterministicBackwardAndTheE4m3Forward) {
+  if (const std::string why = wgmma_why(); !why.empty()) GTEST_SKIP() << why;
   const auto path = fixtures::temp_dir("gpu-attention-suite") / "report.json";
   const auto run = fixtures::run({"all", "--probes", "attention", "--quick", "--json", path.string()});
   ASSERT_EQ(run.code, 0) << run.err;
