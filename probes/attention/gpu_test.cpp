@@ -8,7 +8,6 @@
 
 #include "kernels/attention/reference_fp8.hpp"
 #include "probes/attention/needs.hpp"
-#include "src/device.hpp"
 #include "tests/gpu/gpu_fixtures.hpp"
 #include "tests/gpu/kernel_bounds.hpp"
 
@@ -17,9 +16,7 @@ using kernel_bounds::attention_forward::kMaxRelError;
 using kernel_bounds::attention_forward::kMaxRowError;
 
 // Why the wgmma kernel cannot run on device 0 with this build, or "" (probes/attention/needs.hpp).
-std::string wgmma_why() {
-  return tkprobe::why_not_runnable(tkprobe::attention_probe::kWgmmaKernelNeeds, tkprobe::query_device(0));
-}
+std::string wgmma_why() { return gpu_fixtures::why_not_here(tkprobe::attention_probe::kWgmmaKernelNeeds); }
 
 // `tkprobe attention --dtype e4m3 --quick`: the two head-dim-128 quick shapes, rows tagged e4m3,
 // checked with the e4m3 bounds, rated against the e4m3 clock peak (twice bf16's per clock).

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "src/device.hpp"
-#include "src/requirements.hpp"
 #include "tests/gpu/gpu_fixtures.hpp"
 
 using gpu_fixtures::run_probe;
@@ -15,8 +13,7 @@ TEST(Bandwidth, HbmCopyNearsItsCeilingAndEveryResultChecks) {
   ASSERT_EQ(report["results"].size(), 4 + 2 * 8 + 3 + 1 + 2u)
       << "HBM read x 4, write and copy x 8, 3 TMA copies, cudaMemcpy, L2, shared";
   // The TMA copy is built for sm_90a alone: elsewhere, or in a PTX-only build, its rows are skipped saying why.
-  const std::string tma_why =
-      tkprobe::why_not_runnable({.sm90a = {tkprobe::Sm90aFeature::tma}}, tkprobe::query_device(0));
+  const std::string tma_why = gpu_fixtures::why_not_here({.sm90a = {tkprobe::Sm90aFeature::tma}});
   double best_copy = 0;
   for (const auto& r : report["results"]) {
     if (r["params"].value("schedule", "") == "tma-bulk" && !tma_why.empty()) {

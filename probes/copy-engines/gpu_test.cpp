@@ -5,8 +5,6 @@
 #include <map>
 #include <string>
 
-#include "src/device.hpp"
-#include "src/requirements.hpp"
 #include "tests/gpu/gpu_fixtures.hpp"
 
 using gpu_fixtures::run_probe;
@@ -19,8 +17,7 @@ TEST(CopyEngines, TmaNearsTheCeilingWithFewerRegistersAndInstructionsThanWarpLoa
   std::map<std::string, int> registers;
   std::map<std::string, std::map<std::string, double>> per_kib;  // engine -> box/CTAs per SM -> instructions
   // The TMA's kernel is built for sm_90a alone: elsewhere, or in a PTX-only build, its rows are skipped saying why.
-  const std::string tma_why =
-      tkprobe::why_not_runnable({.sm90a = {tkprobe::Sm90aFeature::tma}}, tkprobe::query_device(0));
+  const std::string tma_why = gpu_fixtures::why_not_here({.sm90a = {tkprobe::Sm90aFeature::tma}});
   for (const auto& r : report["results"]) {
     if (r["params"]["engine"] == "tma" && !tma_why.empty()) {
       EXPECT_EQ(r["reason"], tma_why) << r.dump();

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "probes/timed_kernels/wgmma_kernels.hpp"
-#include "src/device.hpp"
 #include "tests/gpu/gpu_fixtures.hpp"
 
 using gpu_fixtures::kMinOccupancyWgmmaPctClock;
@@ -16,7 +15,7 @@ using tkprobe::Json;
 TEST(Occupancy, SweepsResidencyUntilItNoLongerFits) {
   const Json report = run_probe("occupancy", {});
   // wgmma exists on sm_90a alone: elsewhere, or in a PTX-only build, its sweep is one skipped row saying why.
-  const std::string wgmma_why = tkprobe::why_not_runnable(tkprobe::tensor::kWgmmaNeeds, tkprobe::query_device(0));
+  const std::string wgmma_why = gpu_fixtures::why_not_here(tkprobe::tensor::kWgmmaNeeds);
   std::map<std::string, int> rows;
   for (const auto& r : report["results"]) {
     if (r["params"]["kernel"] == "wgmma" && !wgmma_why.empty()) {

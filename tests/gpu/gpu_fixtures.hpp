@@ -5,13 +5,21 @@
 #include <fstream>
 #include <string>
 
+#include "src/device.hpp"
 #include "src/report.hpp"
+#include "src/requirements.hpp"
 #include "src/schema.hpp"
 #include "tests/fixtures.hpp"
 
 namespace gpu_fixtures {
 
 using tkprobe::Json;
+
+// Why code needing `needs` cannot run on device 0 with this build, or "": rows of it are then
+// `skipped` with this reason (src/requirements.hpp).
+inline std::string why_not_here(const tkprobe::Requirements& needs) {
+  return tkprobe::why_not_runnable(needs, tkprobe::query_device(0));
+}
 
 // `tkprobe <probe> --quick --json FILE <extra...>`: expects exit 0 and a report that matches
 // the schema, and returns it.
