@@ -96,15 +96,18 @@ std::string why_not(const Probe& p, const ProbeContext& ctx) {
 }
 
 // Every probe in turn: one that cannot run here gets a `skipped` row saying why, one that meets a
-// CUDA error a `failed` row.
-Outcome run_each(const std::vector<Probe*>& probes, ProbeContext& ctx, std::ostream& err) {
+// CUDA error a `failed` row. A probe asked for that cannot run makes the exit 3; the suite (`suite`:
+// `tkprobe all` without --probes) runs what this GPU can, and exits 3 only where that is nothing.
+Outcome run_each(const std::vector<Probe*>& probes, ProbeContext& ctx, std::ostream& err, bool suite) {
   Outcome outcome;
+  bool skipped_any = false, ran_any = false;
   for (Probe* p : probes) {
     if (const std::string why = why_not(*p, ctx); !why.empty()) {
-      outcome.lacked_device = true;
+      skipped_any = true;
       ctx.add(without_figures(*p, Status::skipped, why));
       continue;
     }
+    ran_any = true;
     try {
       p->run(ctx);
     } catch (const CudaError& e) {
@@ -113,6 +116,7 @@ Outcome run_each(const std::vector<Probe*>& probes, ProbeContext& ctx, std::ostr
       err << "tkprobe: " << p->name() << ": " << e.what() << '\n';
     }
   }
+  outcome.lacked_device = skipped_any && (!suite || !ran_any);
   return outcome;
 }
 
@@ -144,24 +148,27 @@ int run_on_one_device(std::vector<Probe*> probes, bool suite, CommonOptions& o, 
   Harness harness(timing_config(o), device, progress);
   std::mt19937_64 rng(o.seed);
   ProbeContext context{o, device, harness, rng, report};
-  const Outcome outcome = run_each(probes, context, err);
+  const Outcome outcome = run_each(probes, context, err, suite);
   const Json j = to_json(report);
   emit(j, o, out);
   return exit_code(outcome, j);
 }
 
-
 std::string device_text(const DeviceInfo& d) { return fmt::format("{} ({}, {})", d.index, d.name, d.pci_bus_id); }
 
 // One device's run, once it has ended: its messages passed on, every line marked with its device, and
 // its report read. A run that exits 2 or 4, dies or writes no report makes this one a runtime error.
+// One that exits 3 (a probe it could not run) makes this one exit 3, unless `suite` and it ran some
+// (run_each says why).
 void collect_device_run(const DeviceInfo& d, const std::string& report, const std::string& log, const ChildExit& e,
-                        DeviceRun& run, Outcome& outcome, std::ostream& err) {
+                        bool suite, DeviceRun& run, Outcome& outcome, std::ostream& err) {
   std::ifstream messages(log);
   for (std::string line; std::getline(messages, line);) err << fmt::format("[device {}] {}\n", d.index, line);
   const bool wrote = std::filesystem::exists(report);
   if (wrote) run.report = read_report(report);
-  outcome.lacked_device |= e.code == int(Exit::no_device);
+  const auto ran = [](const Json& r) { return r["status"] != "skipped"; };
+  const bool ran_some = wrote && std::ranges::any_of(run.report["results"], ran);
+  outcome.lacked_device |= e.code == int(Exit::no_device) && !(suite && ran_some);
   if (!wrote || e.signaled || e.code == int(Exit::runtime) || e.code == int(Exit::usage)) {
     outcome.runtime_error = true;
     err << fmt::format("tkprobe: device {}'s run {} {}{}\n", d.index, e.signaled ? "was killed, exit" : "exited",
@@ -171,7 +178,7 @@ void collect_device_run(const DeviceInfo& d, const std::string& report, const st
 
 // Each device's run of `probes`: this executable again, once per device, all at once
 // (src/devices.hpp says why), each device's messages passed on after it ends.
-std::vector<DeviceRun> run_each_device(const std::vector<Probe*>& probes, bool from_all,
+std::vector<DeviceRun> run_each_device(const std::vector<Probe*>& probes, bool from_all, bool suite,
                                        const std::vector<DeviceInfo>& devices, const CommonOptions& o,
                                        const std::vector<std::string>& args, std::ostream& err, Outcome& outcome) {
   std::vector<DeviceRun> runs;
@@ -193,14 +200,14 @@ std::vector<DeviceRun> run_each_device(const std::vector<Probe*>& probes, bool f
   err << fmt::format("tkprobe: running on {} device(s) side by side: {}\n", devices.size(), which);
   const std::vector<ChildExit> exits = run_side_by_side(self_executable(), commands, logs);
   for (std::size_t k = 0; k < devices.size(); ++k) {
-    collect_device_run(devices[k], reports[k], logs[k], exits[k], runs[k], outcome, err);
+    collect_device_run(devices[k], reports[k], logs[k], exits[k], suite, runs[k], outcome, err);
   }
   return runs;
 }
 
 // The probes that span devices, here, once every device's own run is done: a harness on each device.
-Json run_across(const std::vector<Probe*>& probes, const std::vector<DeviceInfo>& devices, const CommonOptions& o,
-                const std::vector<std::string>& args, std::ostream& err, Outcome& outcome) {
+Json run_across(const std::vector<Probe*>& probes, bool suite, const std::vector<DeviceInfo>& devices,
+                const CommonOptions& o, const std::vector<std::string>& args, std::ostream& err, Outcome& outcome) {
   Progress progress;
   std::vector<std::unique_ptr<Harness>> harnesses;
   std::vector<DeviceSlot> slots;
@@ -213,7 +220,7 @@ Json run_across(const std::vector<Probe*>& probes, const std::vector<DeviceInfo>
   Report report = new_report(args, o.seed, devices.front());
   std::mt19937_64 rng(o.seed);
   ProbeContext context{o, devices.front(), *harnesses.front(), rng, report, slots};
-  outcome.add(run_each(probes, context, err));
+  outcome.add(run_each(probes, context, err, suite));
   for (std::size_t k = 0; k < devices.size(); ++k) {
     cudaSetDevice(devices[k].index);
     harnesses[k].reset();
@@ -239,8 +246,8 @@ int run_on_devices(std::vector<Probe*> probes, bool from_all, bool suite, Common
   tool["seed"] = o.seed;
   tool["probes"] = probe_list(probes);
   Outcome outcome;
-  const auto runs = run_each_device(own, from_all, devices, o, args, err, outcome);
-  const Json spanning = across.empty() ? Json() : run_across(across, devices, o, args, err, outcome);
+  const auto runs = run_each_device(own, from_all, suite, devices, o, args, err, outcome);
+  const Json spanning = across.empty() ? Json() : run_across(across, suite, devices, o, args, err, outcome);
   const Json j = merge_device_runs(std::move(tool), host_section(devices.front().driver), runs, spanning);
   emit(j, o, out);
   return exit_code(outcome, j);
