@@ -160,14 +160,13 @@ int flop_per_clock_per_sm(const DeviceInfo& d, std::string_view dtype) {
 }
 
 std::optional<DatasheetPeaks> clock_peaks(const DeviceInfo& d) {
-  const bool geforce = is_geforce(d);
   const auto peak = [&](std::string_view dtype) {
-    return clock_peak_tflops(d.sms, tensor_flop_per_clock_per_sm(d.cc(), dtype, geforce), d.sm_clock_max_mhz);
+    return clock_peak_tflops(d.sms, flop_per_clock_per_sm(d, dtype), d.sm_clock_max_mhz);
   };
   if (peak("bf16") == 0) return std::nullopt;
-  const std::string source = fmt::format("clock-derived: {} SMs x {} bf16 FLOP/clk/SM (sm_{}{}) x {} MHz", d.sms,
-                                         tensor_flop_per_clock_per_sm(d.cc(), "bf16", geforce), d.cc(),
-                                         geforce ? ", GeForce" : "", d.sm_clock_max_mhz);
+  const std::string source =
+      fmt::format("clock-derived: {} SMs x {} bf16 FLOP/clk/SM (sm_{}{}) x {} MHz", d.sms,
+                  flop_per_clock_per_sm(d, "bf16"), d.cc(), is_geforce(d) ? ", GeForce" : "", d.sm_clock_max_mhz);
   return DatasheetPeaks{source, peak("bf16"), peak("fp16"), peak("tf32"), peak("fp8"), peak("int8")};
 }
 

@@ -40,8 +40,6 @@ bool has_ptx(const KernelImages& images, int cc) {
   return std::ranges::any_of(images.ptx, [&](int p) { return p <= cc; });
 }
 
-bool has_image(const KernelImages& images, int cc) { return has_machine_code(images, cc) || has_ptx(images, cc); }
-
 bool has_sm90a(const KernelImages& images) {
   return images.any ||
          std::ranges::any_of(images.sass, [](const auto& s) { return s.arch_specific && s.cc == kSm90aCc; });
@@ -127,21 +125,18 @@ std::string describe(const Requirements& r) {
 }
 
 std::string why_not_runnable(const Requirements& r, const DeviceInfo& d, const KernelImages& images) {
+  if (image_use(r, d.cc(), images) != ImageUse::none) return "";
   if (!r.sm90a.empty()) {
     const std::string needs = "needs " + describe(r);
     if (d.cc() != kSm90aCc) return fmt::format("{}; {}", needs, device_text(d));
     // A build without sm_90a in its list (PTX alone) runs as a newer GPU would: its Hopper code unused.
-    if (!has_sm90a(images)) return fmt::format("{}; this binary is built for {} alone", needs, image_list(images));
-    return "";
+    return fmt::format("{}; this binary is built for {} alone", needs, image_list(images));
   }
   if (d.cc() < r.min_cc) return fmt::format("needs {} or newer; {}", sm_name(r.min_cc), device_text(d));
-  if (!has_image(images, d.cc())) {
-    return fmt::format(
-        "this binary holds no kernel image for {} ({}): rebuild with CMAKE_CUDA_ARCHITECTURES "
-        "holding {}-real, or a -virtual architecture for the driver to compile",
-        sm_name(d.cc()), image_list(images), d.cc());
-  }
-  return "";
+  return fmt::format(
+      "this binary holds no kernel image for {} ({}): rebuild with CMAKE_CUDA_ARCHITECTURES "
+      "holding {}-real, or a -virtual architecture for the driver to compile",
+      sm_name(d.cc()), image_list(images), d.cc());
 }
 
 }  // namespace tkprobe

@@ -26,6 +26,10 @@ struct Requirements {
   std::vector<Sm90aFeature> sm90a{};  // any: the code is built for sm_90a alone
 };
 
+// What the kinds of rows that several probes and their tests share need: the TMA's copies and wgmma.
+inline const Requirements kTmaNeeds{.sm90a = {Sm90aFeature::tma}};
+inline const Requirements kWgmmaNeeds{.sm90a = {Sm90aFeature::wgmma}};
+
 // The kernel images this binary holds for its portable code (CMAKE_CUDA_ARCHITECTURES): machine
 // code for each entry of `sass` (90 with arch_specific: sm_90a), PTX for each entry of `ptx`.
 struct KernelImages {

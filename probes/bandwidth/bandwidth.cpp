@@ -33,7 +33,6 @@ constexpr int kL2FootprintDivisor = 4;  // a quarter of L2: resident, with room 
 constexpr int kSmemBytesPerClock = 32 * 4;
 constexpr int kMinSizeMib = 64;
 constexpr int kMaxSizeMib = 32768;
-const Requirements kTmaRows{.sm90a = {Sm90aFeature::tma}};  // the cp.async.bulk copy, built for sm_90a alone
 
 class Bandwidth final : public Probe {
  public:
@@ -41,7 +40,7 @@ class Bandwidth final : public Probe {
   std::string summary() const override {
     return "HBM read/write/copy, L2-resident read and shared-memory bandwidth, each against its ceiling";
   }
-  std::vector<RowNeeds> row_needs() const override { return {{"TMA copy rows", kTmaRows}}; }
+  std::vector<RowNeeds> row_needs() const override { return {{"TMA copy rows", kTmaNeeds}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--size", size_mib_, "HBM buffer in MiB, 64 to 32768 (default 1024; --quick 256)");
     cmd.add_option("--level", levels_, "Levels to measure: hbm, l2, smem (comma-separated; default all)")
@@ -127,7 +126,7 @@ class Bandwidth final : public Probe {
       }
       if (op == bw::Stream::copy) {
         for (const bw::BulkVariant& v : bw::kBulkVariants) {
-          if (std::string why = why_not_runnable(kTmaRows, ctx.device); !why.empty()) {
+          if (std::string why = why_not_runnable(kTmaNeeds, ctx.device); !why.empty()) {
             Result r(name(), {{"level", "hbm"}, {"op", "copy"}, {"bytes", hbm.bytes}});
             r.params.update(bulk_params(v));  // as the row it stands for, so that compare pairs them
             r.status = Status::skipped;

@@ -13,7 +13,7 @@ TEST(Bandwidth, HbmCopyNearsItsCeilingAndEveryResultChecks) {
   ASSERT_EQ(report["results"].size(), 4 + 2 * 8 + 3 + 1 + 2u)
       << "HBM read x 4, write and copy x 8, 3 TMA copies, cudaMemcpy, L2, shared";
   // The TMA copy is built for sm_90a alone: elsewhere, or in a PTX-only build, its rows are skipped saying why.
-  const std::string tma_why = gpu_fixtures::why_not_here({.sm90a = {tkprobe::Sm90aFeature::tma}});
+  const std::string tma_why = gpu_fixtures::why_not_here(tkprobe::kTmaNeeds);
   double best_copy = 0;
   for (const auto& r : report["results"]) {
     if (r["params"].value("schedule", "") == "tma-bulk" && !tma_why.empty()) {

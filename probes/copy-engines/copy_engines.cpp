@@ -92,15 +92,13 @@ struct Best {
   std::optional<double> instructions_per_kib;
 };
 
-const Requirements kTmaRows{.sm90a = {Sm90aFeature::tma}};  // the TMA's kernel, built for sm_90a alone
-
 class CopyEngines final : public Probe {
  public:
   std::string name() const override { return "copy-engines"; }
   std::string summary() const override {
     return "Global->shared by TMA, cp.async or warp loads: TB/s vs HBM, registers, instructions per KiB";
   }
-  std::vector<RowNeeds> row_needs() const override { return {{"TMA rows", kTmaRows}}; }
+  std::vector<RowNeeds> row_needs() const override { return {{"TMA rows", kTmaNeeds}}; }
   void add_options(CLI::App& cmd) override {
     cmd.add_option("--box", boxes_,
                    "Boxes ROWSxCOLS of bf16: COLS = 64 (the 128B swizzle span), ROWS a multiple of 8 (default "
@@ -186,7 +184,7 @@ class CopyEngines final : public Probe {
                       {"ctas_per_sm", ctas},
                       {"stages", ce::kStages},
                       {"bytes", tensor.bytes}});
-    if (std::string why = e == Engine::tma ? why_not_runnable(kTmaRows, ctx.device) : ""; !why.empty()) {
+    if (std::string why = e == Engine::tma ? why_not_runnable(kTmaNeeds, ctx.device) : ""; !why.empty()) {
       r.status = Status::skipped;
       r.reason = std::move(why);
       ctx.add(std::move(r));

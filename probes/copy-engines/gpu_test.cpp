@@ -17,7 +17,7 @@ TEST(CopyEngines, TmaNearsTheCeilingWithFewerRegistersAndInstructionsThanWarpLoa
   std::map<std::string, int> registers;
   std::map<std::string, std::map<std::string, double>> per_kib;  // engine -> box/CTAs per SM -> instructions
   // The TMA's kernel is built for sm_90a alone: elsewhere, or in a PTX-only build, its rows are skipped saying why.
-  const std::string tma_why = gpu_fixtures::why_not_here({.sm90a = {tkprobe::Sm90aFeature::tma}});
+  const std::string tma_why = gpu_fixtures::why_not_here(tkprobe::kTmaNeeds);
   for (const auto& r : report["results"]) {
     if (r["params"]["engine"] == "tma" && !tma_why.empty()) {
       EXPECT_EQ(r["reason"], tma_why) << r.dump();

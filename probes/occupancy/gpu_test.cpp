@@ -4,7 +4,6 @@
 #include <map>
 #include <string>
 
-#include "probes/timed_kernels/wgmma_kernels.hpp"
 #include "tests/gpu/gpu_fixtures.hpp"
 
 using gpu_fixtures::kMinOccupancyWgmmaPctClock;
@@ -15,7 +14,7 @@ using tkprobe::Json;
 TEST(Occupancy, SweepsResidencyUntilItNoLongerFits) {
   const Json report = run_probe("occupancy", {});
   // wgmma exists on sm_90a alone: elsewhere, or in a PTX-only build, its sweep is one skipped row saying why.
-  const std::string wgmma_why = gpu_fixtures::why_not_here(tkprobe::tensor::kWgmmaNeeds);
+  const std::string wgmma_why = gpu_fixtures::why_not_here(tkprobe::kWgmmaNeeds);
   std::map<std::string, int> rows;
   for (const auto& r : report["results"]) {
     if (r["params"]["kernel"] == "wgmma" && !wgmma_why.empty()) {

@@ -10,7 +10,6 @@
 #include "probes/measure/tensor_bench.hpp"
 #include "probes/occupancy/metrics.hpp"
 #include "probes/timed_kernels/bandwidth_kernels.hpp"
-#include "probes/timed_kernels/wgmma_kernels.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "src/probe.hpp"

@@ -10,11 +10,8 @@
 
 #include "probes/measure/tensor_types.hpp"
 #include "src/kernel_clock.cuh"
-#include "src/requirements.hpp"
 
 namespace tkprobe::tensor {
-
-inline const Requirements kWgmmaNeeds{.sm90a = {Sm90aFeature::wgmma}};
 
 inline constexpr int kWarpgroupThreads = 128;
 inline constexpr int kSwizzleRowBytes = 128;                       // one 128B-swizzled row holds the whole K tile
