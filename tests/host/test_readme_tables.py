@@ -39,6 +39,11 @@ def copy_of_tree(dest):
 
 r = run_script(SCRIPT, "--check", "--tkprobe", TKPROBE, ROOT)
 expect(r.returncode == 0, f"the committed READMEs differ from the reports: exit {r.returncode}, {r.stderr}")
+bad = run_script(SCRIPT, "--check", "--tkprobe", os.path.join(ROOT, "no-such-binary"), ROOT)
+expect(bad.returncode == 2 and "no-such-binary" in bad.stderr, f"--tkprobe of a missing binary: exit {bad.returncode}, "
+       f"{bad.stderr}")
+bad = run_script(SCRIPT, "--check", "--tkprobe")
+expect(bad.returncode == 2 and "usage:" in bad.stderr, f"--tkprobe without a binary: exit {bad.returncode}, {bad.stderr}")
 
 probes = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(ROOT, "probes/*/metrics.json")))
 expect(len(probes) > 0, "no probe declares its metrics (probes/*/metrics.json)")

@@ -110,6 +110,9 @@ TEST(Requirements, ListAndHelpShowThem) {
   EXPECT_TRUE(cli_fixtures::mentions(line_of(matrix.out, "| bandwidth"), "| ✓ [")) << matrix.out;
   EXPECT_TRUE(cli_fixtures::mentions(matrix.out, "] bandwidth's TMA copy rows skipped: they need sm_90a (TMA)."))
       << matrix.out;
+  const auto bad = fixtures::run({"list", "--matrix=sometimes"});
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_TRUE(cli_fixtures::mentions(bad.err, "--matrix")) << bad.err;
   const auto help = fixtures::run({"bandwidth", "--help"});
   EXPECT_TRUE(cli_fixtures::mentions(help.out, "Needs: sm_80 or newer; TMA copy rows: sm_90a (TMA)")) << help.out;
 }
