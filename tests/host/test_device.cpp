@@ -3,6 +3,7 @@
 #include "src/device.hpp"
 #include "src/errors.hpp"
 #include "src/nvml.hpp"
+#include "tests/host/fake_gpu.hpp"
 
 TEST(Peaks, DatasheetRowsByName) {
   const auto h200 = tkprobe::datasheet_peaks("NVIDIA H200");
@@ -19,23 +20,24 @@ TEST(Peaks, DatasheetRowsByName) {
 
 TEST(Peaks, EachCommonGpuFindsItsOwnRow) {
   // The names the CUDA runtime reports, and the datasheet row each must find.
-  const std::pair<const char*, const char*> parts[] = {{"NVIDIA H100 80GB HBM3", "H100/H200 SXM"},
-                                                       {"NVIDIA H100 PCIe", "H100 PCIe"},
-                                                       {"NVIDIA H100 NVL", "H100 NVL"},
-                                                       {"NVIDIA H200", "H100/H200 SXM"},
-                                                       {"NVIDIA GH200 480GB", "H100/H200 SXM"},
-                                                       {"NVIDIA H20", "H20"},
-                                                       {"NVIDIA B200", "B200"},
-                                                       {"NVIDIA A100-SXM4-80GB", "A100"},
-                                                       {"NVIDIA A100-PCIE-40GB", "A100"},
-                                                       {"NVIDIA A100 80GB PCIe", "A100"},
-                                                       {"NVIDIA A10", "A10"},
-                                                       {"NVIDIA A30", "A30"},
-                                                       {"NVIDIA A40", "A40"},
-                                                       {"NVIDIA L4", "L4"},
-                                                       {"NVIDIA L40S", "L40S"},
-                                                       {"NVIDIA GeForce RTX 4090", "GeForce RTX 4090"},
-                                                       {"NVIDIA GeForce RTX 5090", "GeForce RTX 5090"}};
+  const std::pair<const char*, const char*> parts[] = {
+      {"NVIDIA H100 80GB HBM3", "H100/H200 SXM"},
+      {"NVIDIA H100 PCIe", "H100 PCIe"},
+      {"NVIDIA H100 NVL", "H100 NVL"},
+      {"NVIDIA H200", "H100/H200 SXM"},
+      {"NVIDIA GH200 480GB", "H100/H200 SXM"},
+      {"NVIDIA H20", "H20"},
+      {"NVIDIA B200", "B200"},
+      {"NVIDIA A100-SXM4-80GB", "A100"},
+      {"NVIDIA A100-PCIE-40GB", "A100"},
+      {"NVIDIA A100 80GB PCIe", "A100"},
+      {"NVIDIA A10", "A10"},
+      {"NVIDIA A30", "A30"},
+      {"NVIDIA A40", "A40"},
+      {"NVIDIA L4", "L4"},
+      {"NVIDIA L40S", "L40S"},
+      {"NVIDIA GeForce RTX 4090", "GeForce RTX 4090"},
+      {"NVIDIA GeForce RTX 5090", "GeForce RTX 5090"}};
   for (const auto& [name, part] : parts) {
     const auto peaks = tkprobe::datasheet_peaks(name);
     ASSERT_TRUE(peaks) << name;
@@ -67,29 +69,17 @@ TEST(Peaks, ClockPeakIsSmsTimesFlopPerClockTimesClock) {
   EXPECT_THROW(tkprobe::hopper_flop_per_clock_per_sm("fp64"), tkprobe::UsageError);
 }
 
-// A GPU as its properties give it: name, compute capability, SMs and boost clock (from the datasheets
-// and architecture whitepapers the peak table cites).
-tkprobe::DeviceInfo gpu(const char* name, int cc, int sms, int boost_mhz) {
-  tkprobe::DeviceInfo d;
-  d.name = name;
-  d.cc_major = cc / 10;
-  d.cc_minor = cc % 10;
-  d.sms = sms;
-  d.sm_clock_max_mhz = boost_mhz;
-  return d;
-}
-
 TEST(Peaks, ArchitectureRatesGiveTheDatasheetPeaksAtBoostClock) {
-  const tkprobe::DeviceInfo gpus[] = {gpu("NVIDIA A100-SXM4-80GB", 80, 108, 1410),
-                                      gpu("NVIDIA A30", 80, 56, 1440),
-                                      gpu("NVIDIA A10", 86, 72, 1695),
-                                      gpu("NVIDIA A40", 86, 84, 1740),
-                                      gpu("NVIDIA L4", 89, 58, 2040),
-                                      gpu("NVIDIA L40S", 89, 142, 2520),
-                                      gpu("NVIDIA GeForce RTX 4090", 89, 128, 2520),
-                                      gpu("NVIDIA H100 80GB HBM3", 90, 132, 1830),
-                                      gpu("NVIDIA H100 PCIe", 90, 114, 1620),
-                                      gpu("NVIDIA GeForce RTX 5090", 120, 170, 2407)};
+  const tkprobe::DeviceInfo gpus[] = {fake::gpu("NVIDIA A100-SXM4-80GB", 80, 108, 1410),
+                                      fake::gpu("NVIDIA A30", 80, 56, 1440),
+                                      fake::gpu("NVIDIA A10", 86, 72, 1695),
+                                      fake::gpu("NVIDIA A40", 86, 84, 1740),
+                                      fake::gpu("NVIDIA L4", 89, 58, 2040),
+                                      fake::gpu("NVIDIA L40S", 89, 142, 2520),
+                                      fake::gpu("NVIDIA GeForce RTX 4090", 89, 128, 2520),
+                                      fake::gpu("NVIDIA H100 80GB HBM3", 90, 132, 1830),
+                                      fake::gpu("NVIDIA H100 PCIe", 90, 114, 1620),
+                                      fake::gpu("NVIDIA GeForce RTX 5090", 120, 170, 2407)};
   for (const auto& d : gpus) {
     const auto sheet = tkprobe::datasheet_peaks(d.name);
     const auto clock = tkprobe::clock_peaks(d);
@@ -98,8 +88,8 @@ TEST(Peaks, ArchitectureRatesGiveTheDatasheetPeaksAtBoostClock) {
         {sheet->bf16, clock->bf16}, {sheet->tf32, clock->tf32}, {sheet->fp8, clock->fp8}, {sheet->int8, clock->int8}};
     for (const auto& [datasheet, derived] : types) EXPECT_NEAR(derived, datasheet, 0.015 * datasheet) << d.name;
   }
-  EXPECT_FALSE(tkprobe::clock_peaks(gpu("Tesla T4", 75, 40, 1590)));  // no rates for Turing
-  const auto json = tkprobe::to_json(gpu("NVIDIA RTX 6000 Ada Generation", 89, 142, 2505));
+  EXPECT_FALSE(tkprobe::clock_peaks(fake::gpu("Tesla T4", 75, 40, 1590)));  // no rates for Turing
+  const auto json = tkprobe::to_json(fake::gpu("NVIDIA RTX 6000 Ada Generation", 89, 142, 2505));
   EXPECT_TRUE(json["datasheet"].is_null());
   EXPECT_EQ(json["clock_peaks"]["source"], "clock-derived: 142 SMs x 1024 bf16 FLOP/clk/SM (sm_89) x 2505 MHz");
   EXPECT_NEAR(json["clock_peaks"]["bf16_tflops"].get<double>(), 364.2, 0.1);
@@ -133,21 +123,8 @@ TEST(Telemetry, WithoutNvmlSaysSo) {
 
 // As nvidia-smi -L writes it, so a report's card can be found on the machine.
 TEST(Device, UuidIsWrittenAsNvidiaSmiDoes) {
-  const char bytes[16] = {0x0a,
-                          0x1b,
-                          0x2c,
-                          0x3d,
-                          0x4e,
-                          0x5f,
-                          0x60,
-                          0x71,
-                          static_cast<char>(0x82),
-                          static_cast<char>(0x93),
-                          static_cast<char>(0xa4),
-                          static_cast<char>(0xb5),
-                          static_cast<char>(0xc6),
-                          static_cast<char>(0xd7),
-                          static_cast<char>(0xe8),
-                          static_cast<char>(0xff)};
+  const char bytes[16] = {0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f, 0x60, 0x71, static_cast<char>(0x82), static_cast<char>(0x93),
+                          static_cast<char>(0xa4), static_cast<char>(0xb5), static_cast<char>(0xc6),
+                          static_cast<char>(0xd7), static_cast<char>(0xe8), static_cast<char>(0xff)};
   EXPECT_EQ(tkprobe::uuid_text(bytes), "GPU-0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8ff");
 }

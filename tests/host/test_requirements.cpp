@@ -9,17 +9,10 @@
 #include "src/probe.hpp"
 #include "src/requirements.hpp"
 #include "tests/host/cli_fixtures.hpp"
+#include "tests/host/fake_gpu.hpp"
 
 namespace tkprobe {
 namespace {
-
-DeviceInfo gpu(int cc, const char* name) {
-  DeviceInfo d;
-  d.name = name;
-  d.cc_major = cc / 10;
-  d.cc_minor = cc % 10;
-  return d;
-}
 
 const KernelImages kDefault = parse_architectures("90a-real;80-real");
 const KernelImages kWithPtx = parse_architectures("90a-real,80-real,80-virtual");
@@ -38,30 +31,30 @@ TEST(Requirements, ReadsCMakeArchitectures) {
 }
 
 TEST(Requirements, Sm90aCodeRunsOnHopperAlone) {
-  EXPECT_EQ(why_not_runnable(kWgmma, gpu(90, "NVIDIA H200"), kDefault), "");
-  EXPECT_EQ(why_not_runnable(kWgmma, gpu(86, "NVIDIA A10"), kDefault),
+  EXPECT_EQ(why_not_runnable(kWgmma, fake::gpu("NVIDIA H200", 90), kDefault), "");
+  EXPECT_EQ(why_not_runnable(kWgmma, fake::gpu("NVIDIA A10", 86), kDefault),
             "needs sm_90a (wgmma); this GPU (device 0, NVIDIA A10) is sm_86");
-  for (int cc : {80, 89, 100, 120}) EXPECT_NE(why_not_runnable(kWgmma, gpu(cc, "x"), kWithPtx), "") << cc;
+  for (int cc : {80, 89, 100, 120}) EXPECT_NE(why_not_runnable(kWgmma, fake::gpu("x", cc), kWithPtx), "") << cc;
   // A PTX-only build skips its Hopper rows on Hopper too: what a newer GPU sees.
-  EXPECT_EQ(why_not_runnable(kWgmma, gpu(90, "NVIDIA H200"), parse_architectures("80-virtual")),
+  EXPECT_EQ(why_not_runnable(kWgmma, fake::gpu("NVIDIA H200", 90), parse_architectures("80-virtual")),
             "needs sm_90a (wgmma); this binary is built for PTX for compute_80 alone");
-  EXPECT_EQ(why_not_runnable(kPortable, gpu(90, "NVIDIA H200"), parse_architectures("80-virtual")), "");
+  EXPECT_EQ(why_not_runnable(kPortable, fake::gpu("NVIDIA H200", 90), parse_architectures("80-virtual")), "");
   const Requirements cluster{.sm90a = {Sm90aFeature::clusters, Sm90aFeature::tma}};
-  EXPECT_EQ(why_not_runnable(cluster, gpu(100, "NVIDIA B200"), kWithPtx),
+  EXPECT_EQ(why_not_runnable(cluster, fake::gpu("NVIDIA B200", 100), kWithPtx),
             "needs sm_90a (clusters, TMA); this GPU (device 0, NVIDIA B200) is sm_100");
 }
 
 TEST(Requirements, PortableCodeRunsWhereTheBinaryHoldsAnImage) {
   // sm_80 machine code runs on every 8.x; sm_90a's on 9.0; nothing of the default build on 10.0 or 12.0.
-  for (int cc : {80, 86, 89, 90}) EXPECT_EQ(why_not_runnable(kPortable, gpu(cc, "x"), kDefault), "") << cc;
-  EXPECT_EQ(why_not_runnable(kPortable, gpu(120, "NVIDIA GeForce RTX 5090"), kDefault),
+  for (int cc : {80, 86, 89, 90}) EXPECT_EQ(why_not_runnable(kPortable, fake::gpu("x", cc), kDefault), "") << cc;
+  EXPECT_EQ(why_not_runnable(kPortable, fake::gpu("NVIDIA GeForce RTX 5090", 120), kDefault),
             "this binary holds no kernel image for sm_120 (sm_90a, sm_80): rebuild with CMAKE_CUDA_ARCHITECTURES "
             "holding 120-real, or a -virtual architecture for the driver to compile");
   // PTX for compute_80: the driver compiles it for any newer GPU.
-  for (int cc : {100, 120}) EXPECT_EQ(why_not_runnable(kPortable, gpu(cc, "x"), kWithPtx), "") << cc;
-  EXPECT_EQ(why_not_runnable(kPortable, gpu(75, "Tesla T4"), kWithPtx),
+  for (int cc : {100, 120}) EXPECT_EQ(why_not_runnable(kPortable, fake::gpu("x", cc), kWithPtx), "") << cc;
+  EXPECT_EQ(why_not_runnable(kPortable, fake::gpu("Tesla T4", 75), kWithPtx),
             "needs sm_80 or newer; this GPU (device 0, Tesla T4) is sm_75");
-  EXPECT_NE(why_not_runnable(kPortable, gpu(90, "x"), parse_architectures("80-real")), "");
+  EXPECT_NE(why_not_runnable(kPortable, fake::gpu("x", 90), parse_architectures("80-real")), "");
 }
 
 TEST(Requirements, TheMatrixSaysWhichImageRuns) {
