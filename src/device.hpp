@@ -22,7 +22,7 @@ struct DeviceInfo {
   int mem_bus_bits = 0;
   double power_limit_w = 0;  // NaN without NVML
   std::string pci_bus_id;
-  std::string uuid;     // "GPU-" and the 16-byte UUID as nvidia-smi prints it: which card, not which model
+  std::string uuid;  // "GPU-" and the 16-byte UUID as nvidia-smi prints it: which card, not which model
   std::string driver;   // NVML's driver version, or "unavailable"
   int driver_api = 0;   // cudaDriverGetVersion
   int runtime_api = 0;  // cudaRuntimeGetVersion

@@ -17,8 +17,6 @@
 // The suite (`tkprobe all`, and so the regression baseline) runs every kernel a caller can reach:
 // bf16 forward and backward with the dQ path a caller gets by default, the deterministic dQ path's
 // backward, and the e4m3 forward on the D = 128 shapes.
-#include "kernels/attention/attention.hpp"
-
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -30,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/attention/attention.hpp"
 #include "kernels/attention/reference.hpp"
 #include "kernels/attention/reference_fp8.hpp"
 #include "probes/attention/metrics.hpp"
@@ -76,10 +75,8 @@ const std::map<std::string, attention::DqPath> kDqPaths = {{"fastest", attention
 // What one timed launch runs: the forward, the backward (from the forward's O and LSE), or both
 // back to back, as one training step's attention.
 enum class Pass { fwd, bwd, fwd_bwd };
-const std::map<std::string, std::vector<Pass>> kPasses = {{"fwd", {Pass::fwd}},
-                                                          {"bwd", {Pass::bwd}},
-                                                          {"fwd+bwd", {Pass::fwd_bwd}},
-                                                          {"all", {Pass::fwd, Pass::bwd, Pass::fwd_bwd}}};
+const std::map<std::string, std::vector<Pass>> kPasses = {
+    {"fwd", {Pass::fwd}}, {"bwd", {Pass::bwd}}, {"fwd+bwd", {Pass::fwd_bwd}}, {"all", {Pass::fwd, Pass::bwd, Pass::fwd_bwd}}};
 
 std::string pass_name(Pass p) { return p == Pass::fwd ? "fwd" : p == Pass::bwd ? "bwd" : "fwd+bwd"; }
 
@@ -94,14 +91,8 @@ std::string describe(const Shape& s) {
 }
 
 Json params_json(Kernel k, const Shape& s, Pass p, const std::string& dtype = "bf16") {
-  return {{"kernel", kernel_name(k)},
-          {"pass", pass_name(p)},
-          {"head_dim", s.head_dim},
-          {"seq", s.seq},
-          {"batch", s.batch},
-          {"heads", s.heads},
-          {"kv_heads", s.kv_heads},
-          {"causal", s.causal},
+  return {{"kernel", kernel_name(k)}, {"pass", pass_name(p)}, {"head_dim", s.head_dim}, {"seq", s.seq},
+          {"batch", s.batch},         {"heads", s.heads},     {"kv_heads", s.kv_heads}, {"causal", s.causal},
           {"dtype", dtype}};
 }
 
@@ -125,14 +116,8 @@ struct Buffers {
 // What the backward adds: dO, the gradients, and the fp32 reference's, on the forward's O and LSE.
 struct Gradients {
   explicit Gradients(const Buffers& b)
-      : d_o(b.q.size()),
-        dq(b.q.size()),
-        dk(b.k.size()),
-        dv(b.v.size()),
-        dq_ref(b.q.size()),
-        dk_ref(b.k.size()),
-        dv_ref(b.v.size()),
-        delta(b.lse.size()) {}
+      : d_o(b.q.size()), dq(b.q.size()), dk(b.k.size()), dv(b.v.size()),
+        dq_ref(b.q.size()), dk_ref(b.k.size()), dv_ref(b.v.size()), delta(b.lse.size()) {}
   attention::BackwardTensors tensors(Buffers& b) {
     return {b.q.get(), b.k.get(), b.v.get(), b.o.get(), d_o.get(), b.lse.get(), dq.get(), dk.get(), dv.get()};
   }
@@ -199,35 +184,30 @@ class AttentionProbe final : public Probe {
     const int given = batch_.has_value() + heads_.has_value() + seq_.has_value() + head_dim_.has_value();
     const bool shape_options = given > 0 || kv_heads_ || causal_;
     if (sweep_ && shape_options) {
-      throw UsageError(
-          "--sweep runs the standard shapes: give it no --batch, --heads, --kv-heads, --seq, "
-          "--head-dim or --causal");
+      throw UsageError("--sweep runs the standard shapes: give it no --batch, --heads, --kv-heads, --seq, "
+                       "--head-dim or --causal");
     }
     if (shape_options && given != 4) {
-      throw UsageError(
-          "--batch, --heads, --seq, --head-dim: give all four (--kv-heads and --causal are optional), "
-          "or none for the sweep");
+      throw UsageError("--batch, --heads, --seq, --head-dim: give all four (--kv-heads and --causal are optional), "
+                       "or none for the sweep");
     }
     if (kernel_ == "mma-sync" && any_backward()) {
-      throw UsageError(
-          fmt::format("--pass {} --kernel mma-sync: the backward is written for the wgmma kernel "
-                      "only (give --kernel wgmma, or --pass fwd)",
-                      pass_));
+      throw UsageError(fmt::format("--pass {} --kernel mma-sync: the backward is written for the wgmma kernel "
+                                   "only (give --kernel wgmma, or --pass fwd)",
+                                   pass_));
     }
     if (dq_ != "fastest" && !any_backward()) {
       throw UsageError(fmt::format("--dq {} picks the backward's dQ path: give it --pass bwd, fwd+bwd or all", dq_));
     }
     if (e4m3()) {
       if (kernel_ == "mma-sync") {
-        throw UsageError(
-            "--dtype e4m3 --kernel mma-sync: the e4m3 forward is written for the wgmma kernel only "
-            "(give --kernel wgmma, or --dtype bf16)");
+        throw UsageError("--dtype e4m3 --kernel mma-sync: the e4m3 forward is written for the wgmma kernel only "
+                         "(give --kernel wgmma, or --dtype bf16)");
       }
       if (pass_ != "fwd") {
-        throw UsageError(
-            fmt::format("--dtype e4m3 --pass {}: the e4m3 kernel is a forward (give --pass fwd, or "
-                        "--dtype bf16)",
-                        pass_));
+        throw UsageError(fmt::format("--dtype e4m3 --pass {}: the e4m3 kernel is a forward (give --pass fwd, or "
+                                     "--dtype bf16)",
+                                     pass_));
       }
     }
     if (given == 0) return;
@@ -430,13 +410,12 @@ class AttentionProbe final : public Probe {
     const attention::Forward forward(b.tensors(), s, k);
     b.o.poison();
     b.lse.poison();
-    const Measurement m = time_pass(ctx, fmt::format("attention {} fwd {}", kernel_name(k), describe(s)), Pass::fwd, s,
-                                    [&](cudaStream_t st) { forward(st); });
+    const Measurement m = time_pass(ctx, fmt::format("attention {} fwd {}", kernel_name(k), describe(s)), Pass::fwd,
+                                    s, [&](cudaStream_t st) { forward(st); });
     Result r(name(), params_json(k, s, Pass::fwd));
     const auto pct_clock = add_rates(ctx, r, m);
-    Json check = {{"what",
-                   "||O - O_ref||_F / ||O_ref||_F, the same for the worst row, and max |LSE - LSE_ref| "
-                   "against the fp32 reference"}};
+    Json check = {{"what", "||O - O_ref||_F / ||O_ref||_F, the same for the worst row, and max |LSE - LSE_ref| "
+                           "against the fp32 reference"}};
     attention_check::Errors errors{};
     const bool passed = check_output(ctx, s, b, r, check, errors);
     r.checked(std::move(check), passed);
@@ -459,16 +438,16 @@ class AttentionProbe final : public Probe {
     const float v_scale = attention_check::quantize_e4m3(b.v.get(), v8.get(), b.v.size(), stream);
     attention_check::reference_forward(b.q.get(), b.k.get(), b.v.get(), b.o_ref.get(), b.lse_ref.get(), s, stream);
     TK_CUDA(cudaStreamSynchronize(stream));
-    const attention::Fp8Forward forward(
-        {q8.get(), k8.get(), v8.get(), q_scale, k_scale, v_scale, b.o.get(), b.lse.get()}, s);
+    const attention::Fp8Forward forward({q8.get(), k8.get(), v8.get(), q_scale, k_scale, v_scale, b.o.get(), b.lse.get()},
+                                        s);
     b.o.poison();
     b.lse.poison();
     const Measurement m = time_pass(ctx, fmt::format("attention wgmma fwd e4m3 {}", describe(s)), Pass::fwd, s,
                                     [&](cudaStream_t st) { forward(st); });
     Result r(name(), params_json(Kernel::wgmma, s, Pass::fwd, "e4m3"));
     const auto pct_clock = add_rates(ctx, r, m, "e4m3");
-    const auto e =
-        attention_check::compare_to_reference(b.o.get(), b.lse.get(), b.o_ref.get(), b.lse_ref.get(), s, stream);
+    const auto e = attention_check::compare_to_reference(b.o.get(), b.lse.get(), b.o_ref.get(), b.lse_ref.get(), s,
+                                                         stream);
     r.value(metric::rel_error, e.rel_error);
     r.value(metric::worst_row_error, e.worst_row_error);
     r.value(metric::lse_error, e.lse_error);
@@ -477,9 +456,8 @@ class AttentionProbe final : public Probe {
     r.value(metric::v_scale, v_scale);
     const bool passed = e.rel_error < attention_check::kE4m3MaxRelError &&
                         e.worst_row_error < attention_check::kE4m3MaxRowError && e.lse_error < kMaxLseError;
-    r.checked({{"what",
-                "||O - O_ref||_F / ||O_ref||_F, the same for the worst row, and max |LSE - LSE_ref| against "
-                "the fp32 reference on the dequantized inputs; bounds from P's e4m3 rounding (2^-4 relative)"},
+    r.checked({{"what", "||O - O_ref||_F / ||O_ref||_F, the same for the worst row, and max |LSE - LSE_ref| against "
+                        "the fp32 reference on the dequantized inputs; bounds from P's e4m3 rounding (2^-4 relative)"},
                {"value", e.rel_error},
                {"max", attention_check::kE4m3MaxRelError},
                {"worst_row_error", e.worst_row_error},
@@ -517,9 +495,9 @@ class AttentionProbe final : public Probe {
         b.o.poison();
         b.lse.poison();
       }
-      const Measurement m = time_pass(
-          ctx, fmt::format("attention wgmma {} {}{}", pass_name(p), describe(s), reducing ? " dq reduce" : ""), p, s,
-          [&](cudaStream_t st) {
+      const Measurement m =
+          time_pass(ctx, fmt::format("attention wgmma {} {}{}", pass_name(p), describe(s), reducing ? " dq reduce" : ""), p, s,
+                    [&](cudaStream_t st) {
             if (p == Pass::fwd_bwd) forward(st);
             backward(st);
           });
@@ -537,12 +515,11 @@ class AttentionProbe final : public Probe {
     if (reducing) params["dq"] = "reduce";
     Result r(name(), std::move(params));
     const auto pct_clock = add_rates(ctx, r, m);
-    const auto e = attention_check::compare_backward(g.dq.get(), g.dk.get(), g.dv.get(), g.dq_ref.get(), g.dk_ref.get(),
-                                                     g.dv_ref.get(), s, ctx.harness.stream());
-    Json check = {{"what",
-                   "each gradient's ||g - g_ref||_F / ||g_ref||_F and its worst row against the fp32 "
-                   "reference backward, no element left unwritten" +
-                       std::string(p == Pass::fwd_bwd ? "; O and LSE as the forward's check" : "")},
+    const auto e = attention_check::compare_backward(g.dq.get(), g.dk.get(), g.dv.get(), g.dq_ref.get(),
+                                                     g.dk_ref.get(), g.dv_ref.get(), s, ctx.harness.stream());
+    Json check = {{"what", "each gradient's ||g - g_ref||_F / ||g_ref||_F and its worst row against the fp32 "
+                           "reference backward, no element left unwritten" +
+                               std::string(p == Pass::fwd_bwd ? "; O and LSE as the forward's check" : "")},
                   {"grad_max", kMaxRelError},
                   {"grad_worst_row_max", kMaxGradientRowError}};
     bool passed = true;
@@ -588,18 +565,19 @@ class AttentionProbe final : public Probe {
       failed += !r->passed;
     }
     const auto peaks = datasheet_peaks(ctx.device.name);
-    ctx.finding(
-        name(),
-        fmt::format(
-            "{} {}: {:.1f}..{:.1f} TFLOP/s over {} shapes; best {} = {:.1f} TFLOP/s ({}{}); slowest "
-            "{}; largest errors: worst row relative {:.2e}{}; {} of {} failed the check",
-            kernel_name(k), what, worst.tflops, best.tflops, mine.size(), describe(best.shape), best.tflops,
-            peaks ? fmt::format("{:.1f}% of the {}datasheet peak",
-                                100 * best.tflops / (dtype == "e4m3" ? peaks->fp8 : peaks->bf16),
-                                dtype == "e4m3" ? "e4m3 " : "")
-                  : std::string("no datasheet peak for this GPU"),
-            best.pct_clock_peak ? fmt::format(", {:.1f}% of the clock peak", *best.pct_clock_peak) : std::string(),
-            describe(worst.shape), row, lse ? fmt::format(", LSE {:.2e}", *lse) : std::string(), failed, mine.size()));
+    ctx.finding(name(),
+                fmt::format("{} {}: {:.1f}..{:.1f} TFLOP/s over {} shapes; best {} = {:.1f} TFLOP/s ({}{}); slowest "
+                            "{}; largest errors: worst row relative {:.2e}{}; {} of {} failed the check",
+                            kernel_name(k), what, worst.tflops, best.tflops, mine.size(), describe(best.shape),
+                            best.tflops,
+                            peaks ? fmt::format("{:.1f}% of the {}datasheet peak", 100 * best.tflops /
+                                                (dtype == "e4m3" ? peaks->fp8 : peaks->bf16),
+                                                dtype == "e4m3" ? "e4m3 " : "")
+                                  : std::string("no datasheet peak for this GPU"),
+                            best.pct_clock_peak ? fmt::format(", {:.1f}% of the clock peak", *best.pct_clock_peak)
+                                                : std::string(),
+                            describe(worst.shape), row, lse ? fmt::format(", LSE {:.2e}", *lse) : std::string(),
+                            failed, mine.size()));
   }
 };
 

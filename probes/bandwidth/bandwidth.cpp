@@ -49,10 +49,9 @@ class Bandwidth final : public Probe {
   }
   void validate() const override {
     if (size_mib_ && (*size_mib_ < kMinSizeMib || *size_mib_ > kMaxSizeMib)) {
-      throw UsageError(
-          fmt::format("--size {}: give {} to {} MiB (larger than L2; a source and a destination of that "
-                      "size fit on an 80 GB GPU)",
-                      *size_mib_, kMinSizeMib, kMaxSizeMib));
+      throw UsageError(fmt::format("--size {}: give {} to {} MiB (larger than L2; a source and a destination of that "
+                                   "size fit on an 80 GB GPU)",
+                                   *size_mib_, kMinSizeMib, kMaxSizeMib));
     }
   }
 
@@ -119,8 +118,8 @@ class Bandwidth final : public Probe {
         for (int in_flight : bw::kLoadsInFlight)
           for (bw::Hint hint : bw::kHints) {
             const double tbps = run_stream(ctx, op, {in_flight, hint, schedule}, hbm);
-            const std::string variant =
-                fmt::format("{}, {} loads in flight, hints {}", bw::name(schedule), in_flight, bw::name(hint));
+            const std::string variant = fmt::format("{}, {} loads in flight, hints {}", bw::name(schedule), in_flight,
+                                                    bw::name(hint));
             if (!best || tbps > best->first) best.emplace(tbps, variant);
           }
       }
@@ -141,7 +140,8 @@ class Bandwidth final : public Probe {
         }
       }
       ctx.finding(name(), fmt::format("HBM {}: best {:.2f} TB/s ({:.1f}% of the {:.2f} TB/s ceiling) with {}",
-                                      to_string(op), best->first, 100 * best->first / ceiling, ceiling, best->second));
+                                      to_string(op), best->first, 100 * best->first / ceiling, ceiling,
+                                      best->second));
     }
     const double driver = run_driver_copy(ctx, hbm);
     ctx.finding(name(), fmt::format("HBM copy by cudaMemcpyAsync (the driver's device-to-device copy, which PyTorch's "
@@ -156,8 +156,9 @@ class Bandwidth final : public Probe {
   // One row of thread-issued streaming; returns its median TB/s.
   double run_stream(ProbeContext& ctx, bw::Stream op, bw::Variant v, Hbm& hbm) {
     const int blocks = bw::blocks_for(v, hbm.count, ctx.device.sms * bw::kBlocksPerSm);
-    const Json params = {
-        {"loads_in_flight", v.loads_in_flight}, {"hints", bw::name(v.hint)}, {"schedule", bw::name(v.schedule)}};
+    const Json params = {{"loads_in_flight", v.loads_in_flight},
+                         {"hints", bw::name(v.hint)},
+                         {"schedule", bw::name(v.schedule)}};
     const std::string label = fmt::format("{} x{} {}", bw::name(v.schedule), v.loads_in_flight, bw::name(v.hint));
     return run_hbm_row(ctx, op, label, params, hbm, [&](cudaStream_t s) {
       bw::launch_stream(op, v, hbm.src.get(), hbm.dst.get(), hbm.count, hbm.seed, hbm.sink.get(), blocks, 0, s);
@@ -179,12 +180,11 @@ class Bandwidth final : public Probe {
 
   // The reference a user already has: the driver's own device-to-device copy.
   double run_driver_copy(ProbeContext& ctx, Hbm& hbm) {
-    return run_hbm_row(
-        ctx, bw::Stream::copy, "cudaMemcpyAsync", {{"schedule", "cudaMemcpyAsync"}}, hbm,
-        [&](cudaStream_t s) {
-          TK_CUDA(cudaMemcpyAsync(hbm.dst.get(), hbm.src.get(), hbm.bytes, cudaMemcpyDeviceToDevice, s));
-        },
-        Role::peer);
+    return run_hbm_row(ctx, bw::Stream::copy, "cudaMemcpyAsync", {{"schedule", "cudaMemcpyAsync"}}, hbm,
+                       [&](cudaStream_t s) {
+                         TK_CUDA(cudaMemcpyAsync(hbm.dst.get(), hbm.src.get(), hbm.bytes, cudaMemcpyDeviceToDevice, s));
+                       },
+                       Role::peer);
   }
 
   // Times `launch` over the whole buffer, checks what it read or wrote, adds the row.
@@ -224,9 +224,8 @@ class Bandwidth final : public Probe {
     Result r = row("l2", "read", read.m, std::nullopt);
     r.params["bytes"] = bytes;
     r.value(metric::passes, read.passes);
-    r.checked(
-        {{"what", "XOR of every word read vs the host's"}, {"value", read.xor_read}, {"expected", read.xor_expected}},
-        read.right());
+    r.checked({{"what", "XOR of every word read vs the host's"}, {"value", read.xor_read}, {"expected", read.xor_expected}},
+              read.right());
     ctx.add(std::move(r));
   }
 
@@ -240,9 +239,7 @@ class Bandwidth final : public Probe {
     const double bytes = double(ctx.device.sms) * kWarps * launch_shape.trips * sb::kUnroll * 32 * kWidth;
     const Measurement m = ctx.harness.time_kernel_rate(
         "bandwidth smem 16-byte loads",
-        [&](cudaStream_t s) {
-          sb::launch_strided(kWidth, 1, launch_shape, {cycles.get(), sink.get(), clock.get()}, s);
-        },
+        [&](cudaStream_t s) { sb::launch_strided(kWidth, 1, launch_shape, {cycles.get(), sink.get(), clock.get()}, s); },
         bytes / 1e12, clock.get());
     const double ceiling = double(kSmemBytesPerClock) * ctx.device.sms * m.sm_clock_mhz * 1e6 / 1e12;
     Result r = row("smem", "read", m, ceiling);

@@ -49,8 +49,8 @@ std::uint32_t pack(DType d, ElementAt element_at) {
 }
 
 // Accumulator registers read back: thread t's register r sits at out[t * regs + r].
-std::vector<double> unpack_accumulators(Acc acc, const std::vector<std::uint32_t>& out, int threads, int regs, int rows,
-                                        int cols) {
+std::vector<double> unpack_accumulators(Acc acc, const std::vector<std::uint32_t>& out, int threads, int regs,
+                                        int rows, int cols) {
   std::vector<double> d(static_cast<std::size_t>(rows) * cols, std::nan(""));
   const int per_reg = 4 / acc_bytes(acc);
   for (int t = 0; t < threads; ++t) {
@@ -138,11 +138,8 @@ TensorRun measure(ProbeContext& ctx, const std::string& label, DType d, Acc acc,
   const double tera_ops = run.instructions_per_sm * blocks / b.blocks_per_sm * b.flop_per_instruction / 1e12;
   out.poison();
   run.rate = ctx.harness.time_kernel_rate(
-      label,
-      [&](cudaStream_t s) {
-        b.launch({pairs, run.residency.dynamic_smem, spans.get()}, s);
-      },
-      tera_ops, clock.get());
+      label, [&](cudaStream_t s) { b.launch({pairs, run.residency.dynamic_smem, spans.get()}, s); }, tera_ops,
+      clock.get());
   run.drift = b.check();
   run.passes = 2.0 * pairs + 1;
   if (const auto per_pass = drift_per_pass(d, acc)) run.drift_bound = run.tolerance + run.passes * *per_pass;
@@ -222,20 +219,20 @@ TensorRun run_wgmma(ProbeContext& ctx, const WgmmaConfig& c) {
   DeviceBuffer<ClockWindow> clock(1);
 
   const void* kernel = c.kernel ? c.kernel : wgmma_kernel({c.dtype, c.acc, c.n, c.a});
-  const Bench bench{kernel,
-                    kWarpgroupThreads,
-                    c.warpgroups,
-                    static_cast<std::size_t>(wgmma_smem_bytes(c.n)),
-                    wgmma_flop(c.dtype, c.n),
-                    [&](long long pairs) { return double(c.warpgroups) * kKSlices * (2 * pairs + 1); },
-                    [&](const LaunchArgs& l, cudaStream_t s) {
-                      WgmmaParams p{image_dev.get(), a_frags.get(), l.pairs, out.get(), clock.get(), l.spans};
-                      launch_kernel(kernel, c.warpgroups * ctx.device.sms, kWarpgroupThreads, l.smem, &p, s);
-                    },
-                    [&] {
-                      return relative_error(
-                          unpack_accumulators(c.acc, out.download(), kWarpgroupThreads, regs, kM, c.n), want);
-                    }};
+  const Bench bench{
+      kernel,
+      kWarpgroupThreads,
+      c.warpgroups,
+      static_cast<std::size_t>(wgmma_smem_bytes(c.n)),
+      wgmma_flop(c.dtype, c.n),
+      [&](long long pairs) { return double(c.warpgroups) * kKSlices * (2 * pairs + 1); },
+      [&](const LaunchArgs& l, cudaStream_t s) {
+        WgmmaParams p{image_dev.get(), a_frags.get(), l.pairs, out.get(), clock.get(), l.spans};
+        launch_kernel(kernel, c.warpgroups * ctx.device.sms, kWarpgroupThreads, l.smem, &p, s);
+      },
+      [&] {
+        return relative_error(unpack_accumulators(c.acc, out.download(), kWarpgroupThreads, regs, kM, c.n), want);
+      }};
   return measure(ctx, describe(c), c.dtype, c.acc, bench, out, clock);
 }
 
@@ -280,45 +277,40 @@ TensorRun run_mma_sync(ProbeContext& ctx, const MmaSyncConfig& c) {
 
   const int block_warps = std::min(c.warps_per_sm, kMmaSyncBlockWarps);
   const void* kernel = mma_sync_kernel({c.dtype, c.ilp});
-  const Bench bench{kernel,
-                    32 * block_warps,
-                    c.warps_per_sm / block_warps,
-                    0,
-                    mma_sync_flop(c.dtype),
-                    [&](long long pairs) { return double(c.warps_per_sm) * c.ilp * (2 * pairs + 1); },
-                    [&](const LaunchArgs& l, cudaStream_t s) {
-                      MmaSyncParams p{a_dev.get(), b_dev.get(), l.pairs, out.get(), clock.get(), l.spans};
-                      launch_kernel(kernel, c.warps_per_sm / block_warps * ctx.device.sms, 32 * block_warps, l.smem, &p,
-                                    s);
-                    },
-                    [&] {
-                      // Accumulator i of lane t, register r is out[(i * 32 + t) * 4 + r]: product i's 16x8 tile.
-                      const auto got = out.download();
-                      std::vector<double> all;
-                      for (int i = 0; i < c.ilp; ++i) {
-                        const std::vector<std::uint32_t> one(got.begin() + i * 32 * kMmaAccRegs,
-                                                             got.begin() + (i + 1) * 32 * kMmaAccRegs);
-                        const auto d = unpack_accumulators(acc, one, 32, kMmaAccRegs, kMmaSyncM, kMmaSyncN);
-                        all.insert(all.end(), d.begin(), d.end());
-                      }
-                      return relative_error(all, want);
-                    }};
+  const Bench bench{
+      kernel,
+      32 * block_warps,
+      c.warps_per_sm / block_warps,
+      0,
+      mma_sync_flop(c.dtype),
+      [&](long long pairs) { return double(c.warps_per_sm) * c.ilp * (2 * pairs + 1); },
+      [&](const LaunchArgs& l, cudaStream_t s) {
+        MmaSyncParams p{a_dev.get(), b_dev.get(), l.pairs, out.get(), clock.get(), l.spans};
+        launch_kernel(kernel, c.warps_per_sm / block_warps * ctx.device.sms, 32 * block_warps, l.smem, &p, s);
+      },
+      [&] {
+        // Accumulator i of lane t, register r is out[(i * 32 + t) * 4 + r]: product i's 16x8 tile.
+        const auto got = out.download();
+        std::vector<double> all;
+        for (int i = 0; i < c.ilp; ++i) {
+          const std::vector<std::uint32_t> one(got.begin() + i * 32 * kMmaAccRegs,
+                                               got.begin() + (i + 1) * 32 * kMmaAccRegs);
+          const auto d = unpack_accumulators(acc, one, 32, kMmaAccRegs, kMmaSyncM, kMmaSyncN);
+          all.insert(all.end(), d.begin(), d.end());
+        }
+        return relative_error(all, want);
+      }};
   return measure(ctx, describe(c), c.dtype, acc, bench, out, clock);
 }
 
 Json params_json(const WgmmaConfig& c) {
-  return {{"instruction", "wgmma"}, {"dtype", info(c.dtype).name},
-          {"acc", name(c.acc)},     {"shape", fmt::format("64x{}x{}", c.n, k_of(c.dtype))},
-          {"a", name(c.a)},         {"warpgroups", c.warpgroups}};
+  return {{"instruction", "wgmma"}, {"dtype", info(c.dtype).name}, {"acc", name(c.acc)},
+          {"shape", fmt::format("64x{}x{}", c.n, k_of(c.dtype))}, {"a", name(c.a)}, {"warpgroups", c.warpgroups}};
 }
 
 Json params_json(const MmaSyncConfig& c) {
-  return {{"instruction", "mma.sync"},
-          {"dtype", info(c.dtype).name},
-          {"acc", name(default_acc(c.dtype))},
-          {"shape", fmt::format("16x8x{}", k_of(c.dtype))},
-          {"ilp", c.ilp},
-          {"warps_per_sm", c.warps_per_sm}};
+  return {{"instruction", "mma.sync"}, {"dtype", info(c.dtype).name}, {"acc", name(default_acc(c.dtype))},
+          {"shape", fmt::format("16x8x{}", k_of(c.dtype))}, {"ilp", c.ilp}, {"warps_per_sm", c.warps_per_sm}};
 }
 
 std::string describe(const WgmmaConfig& c) {
@@ -351,7 +343,8 @@ Result tensor_result(const std::string& probe, Json params, DType d, const Tenso
   // state between runs, its efficiency per clock does not.
   r.metric("pct_clock_peak", run.pct_clock_peak_stats, "%", Better::higher);
   r.metric("tflops", run.rate.stats, d == DType::s8 ? "TOP/s" : "TFLOP/s", Better::higher);
-  r.value("pct_datasheet_peak", run.datasheet_peak ? Json(100 * run.tflops() / *run.datasheet_peak) : Json(nullptr));
+  r.value("pct_datasheet_peak",
+          run.datasheet_peak ? Json(100 * run.tflops() / *run.datasheet_peak) : Json(nullptr));
   r.value("sm_clock_mhz", run.rate.sm_clock_mhz);
   r.value("cycles_per_instruction", run.cycles_per_instruction());
   r.value("ideal_cycles_per_instruction", run.ideal_cycles_per_instruction());

@@ -37,7 +37,7 @@ struct TensorRun {
   Measurement rate;     // TFLOP/s (TOP/s for s8), sampled per launch
   Residency residency;
   double flop_per_instruction = 0;
-  double instructions_per_sm = 0;    // per launch
+  double instructions_per_sm = 0;  // per launch
   int concurrent_blocks_per_sm = 0;  // measured: the most blocks that overlapped, least over SMs
   // Correctness. The untimed single product must match the host's within `tolerance`. The timed
   // launches leave the accumulators after `passes` of +P/-P, where the tensor cores' rounding

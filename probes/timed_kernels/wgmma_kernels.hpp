@@ -14,7 +14,7 @@
 namespace tkprobe::tensor {
 
 inline constexpr int kWarpgroupThreads = 128;
-inline constexpr int kSwizzleRowBytes = 128;                       // one 128B-swizzled row holds the whole K tile
+inline constexpr int kSwizzleRowBytes = 128;  // one 128B-swizzled row holds the whole K tile
 inline constexpr int kKSlices = kSwizzleRowBytes / kRowBytesPerK;  // wgmma per pass: 4
 inline constexpr int kATileBytes = kM * kSwizzleRowBytes;          // 8 KiB
 inline constexpr int kSwizzleAtomBytes = 8 * kSwizzleRowBytes;     // tiles start 1024-byte aligned

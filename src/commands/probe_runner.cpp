@@ -154,6 +154,7 @@ int run_on_one_device(std::vector<Probe*> probes, bool suite, CommonOptions& o, 
   return exit_code(outcome, j);
 }
 
+
 std::string device_text(const DeviceInfo& d) { return fmt::format("{} ({}, {})", d.index, d.name, d.pci_bus_id); }
 
 // One device's run, once it has ended: its messages passed on, every line marked with its device, and

@@ -2,8 +2,8 @@
 // the tests anyway). A suite this GPU or this build cannot run (tests/gpu/suite_needs.hpp) is left
 // out, named with the reason; with none left, exit 77. `gpu_tests --needs` lists what each suite
 // needs, GPU or not, and exits 1 where a suite declares nothing. Each test runs under a time limit
-// (tests/watchdog.hpp): TKPROBE_TEST_TIMEOUT seconds, 300 unless set, 0 for none; the slowest test takes under a minute
-// on an H200.
+// (tests/watchdog.hpp): TKPROBE_TEST_TIMEOUT seconds, 300 unless set, 0 for none; the slowest test
+// takes under a minute on an H200.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
