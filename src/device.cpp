@@ -106,10 +106,10 @@ Json to_json(const DeviceInfo& d) {
 
 namespace {
 
-// FLOP per clock per SM, dense, from NVIDIA's architecture whitepapers and datasheets; each row
-// reproduces its parts' datasheet peaks at their boost clocks (tests/host/test_device.cpp).
 constexpr int kHopperCc = 90;
 
+// FLOP per clock per SM, dense, from NVIDIA's architecture whitepapers and datasheets; each row
+// reproduces its parts' datasheet peaks at their boost clocks (tests/host/test_device.cpp).
 struct ArchRates {
   int cc_first, cc_last;
   int bf16, tf32, fp8, int8;  // fp16 runs at bf16's rate
@@ -123,21 +123,19 @@ constexpr ArchRates kArchRates[] = {
     {120, 121, 1024, 512, 2048, 2048},     // RTX 50, RTX PRO Blackwell
 };
 
-}  // namespace
-
-int tensor_flop_per_clock_per_sm(int cc, std::string_view dtype, bool geforce) {
+// Dense tensor-core FLOP (int8: OP) per clock per SM of compute capability `cc` by `type` (bf16, fp16,
+// tf32, fp8 or int8, as rate_type names it), accumulating in fp32 (int8 in int32); 0 where the
+// architecture has no such type or the table no row. GeForce parts run fp32 accumulation at half rate.
+int tensor_flop_per_clock_per_sm(int cc, std::string_view type, bool geforce) {
   const auto arch =
       std::ranges::find_if(kArchRates, [&](const ArchRates& a) { return a.cc_first <= cc && cc <= a.cc_last; });
   if (arch == std::end(kArchRates)) return 0;
   const int halved = geforce ? 2 : 1;  // fp32 accumulation at half rate; int32 at full
-  if (dtype == "bf16" || dtype == "fp16") return arch->bf16 / halved;
-  if (dtype == "tf32") return arch->tf32 / halved;
-  if (dtype == "fp8") return arch->fp8 / halved;
-  if (dtype == "int8") return arch->int8;
-  throw UsageError(fmt::format("unknown dtype '{}' (valid: bf16, fp16, tf32, fp8, int8)", dtype));
+  if (type == "bf16" || type == "fp16") return arch->bf16 / halved;
+  if (type == "tf32") return arch->tf32 / halved;
+  if (type == "fp8") return arch->fp8 / halved;
+  return arch->int8;
 }
-
-namespace {
 
 // A probe's dtype as the rate table names its type: e4m3 and e5m2 are fp8, s8 is int8.
 std::string_view rate_type(std::string_view dtype) {
@@ -152,7 +150,7 @@ bool is_geforce(const DeviceInfo& d) { return d.name.find("GeForce") != std::str
 }  // namespace
 
 int hopper_flop_per_clock_per_sm(std::string_view dtype) {
-  return tensor_flop_per_clock_per_sm(kHopperCc, rate_type(dtype));
+  return tensor_flop_per_clock_per_sm(kHopperCc, rate_type(dtype), false);
 }
 
 int flop_per_clock_per_sm(const DeviceInfo& d, std::string_view dtype) {

@@ -50,16 +50,13 @@ struct DatasheetPeaks {
 // the tool has no row for it (the % of datasheet figures then read null; the clock peak needs no datasheet).
 std::optional<DatasheetPeaks> datasheet_peaks(std::string_view device_name);
 
-// Dense tensor-core FLOP (int8: OP) per clock per SM of compute capability `cc`, by input type
-// (bf16, fp16, tf32, fp8, int8), accumulating in fp32 (int8 in int32); 0 where the architecture has no
-// such type or the tool has no figure for it. GeForce parts run fp32 accumulation at half rate.
-int tensor_flop_per_clock_per_sm(int cc, std::string_view dtype, bool geforce = false);
-
-// The same on Hopper, by input type or a probe's dtype (e4m3, e5m2 and s8 as fp8 and int8).
-int hopper_flop_per_clock_per_sm(std::string_view dtype);
-
-// The same on device `d` (its architecture, and whether a GeForce part); 0 where unknown.
+// Dense tensor-core FLOP (int8: OP) per clock per SM on device `d`, from its architecture (sm_80 to
+// sm_120; GeForce parts accumulate fp32 at half rate), by a probe's dtype (bf16, fp16, tf32, fp8 or
+// e4m3/e5m2, int8 or s8); 0 where the tool has no figure for its architecture or type.
 int flop_per_clock_per_sm(const DeviceInfo& d, std::string_view dtype);
+
+// The same on Hopper.
+int hopper_flop_per_clock_per_sm(std::string_view dtype);
 
 // The GPU's dense peaks at its maximum SM clock, from its SMs and architecture: what % of peak means
 // where the datasheet table has no row. Empty where the architecture's rates are unknown.
