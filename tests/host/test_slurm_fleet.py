@@ -14,6 +14,7 @@ card 1 10% slower on every row; `tkprobe fleet` must flag that card alone, and t
 Exit 77 (skipped) where Slurm or munge is not installed, or not as root (slurmd must be).
 
 usage: test_slurm_fleet.py SOURCE_DIR TKPROBE"""
+import contextlib
 import json
 import os
 import shutil
@@ -103,6 +104,9 @@ def slurm_conf(tmp, nodes, gpu_files):
     lines.append(f"PartitionName=fleet Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP")
     with open(os.path.join(tmp, "slurm.conf"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    # cgroup/v2 without systemd (a container, a VM with no dbus): slurmd sets up its cgroups itself.
+    with open(os.path.join(tmp, "cgroup.conf"), "w") as f:
+        f.write("CgroupAutomount=yes\nIgnoreSystemdOnFailure=yes\n")
     with open(os.path.join(tmp, "gres.conf"), "w") as f:
         f.write(f"NodeName={','.join(nodes)} Name=gpu File={','.join(gpu_files)}\n")
 
@@ -179,6 +183,23 @@ class Slurm:
             except subprocess.TimeoutExpired:
                 os.killpg(d.pid, signal.SIGKILL)
                 d.wait()
+
+
+@contextlib.contextmanager
+def stepd_slice(cgroup_root="/sys/fs/cgroup"):
+    """On cgroup v2, slurmd places its step daemons under system.slice, which systemd makes at boot. Where no
+    systemd made it (a container or VM without one) it is made here, and removed with what slurmd put in it."""
+    slice_dir = os.path.join(cgroup_root, "system.slice")
+    made = os.path.exists(os.path.join(cgroup_root, "cgroup.controllers")) and not os.path.isdir(slice_dir)
+    if made:
+        os.mkdir(slice_dir)
+    try:
+        yield
+    finally:
+        if made:
+            for folder, _, _ in os.walk(slice_dir, topdown=False):
+                with contextlib.suppress(OSError):  # a cgroup folder goes once empty of processes
+                    os.rmdir(folder)
 
 
 def job_state(env, job):
@@ -273,7 +294,7 @@ def main():
         out = os.path.join(checkout, "fleet-out")
         print(f"{len(nodes)} nodes, {len(gpu_files)} GPUs each, "
               + ("H200 rows replayed" if replay else "the real `tkprobe all`") + f", {nodes[-1]} failing")
-        with Slurm(tmp, nodes, env) as slurm:
+        with stepd_slice(), Slurm(tmp, nodes, env) as slurm:
             exit_code, job_log = run_job(slurm, env, nodes, len(gpu_files), checkout, 120 if replay else 3000)
             print(job_log)
             checks = Checklist("slurm-fleet")
