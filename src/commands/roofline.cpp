@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -119,7 +120,7 @@ class RooflineCommand final : public Command {
     std::vector<rl::Kernel> kernels = import_.empty() ? profile(in.err) : imported();
     if (import_.size() && (pattern || skip_ || count_)) kernels = chosen(kernels, pattern);
     if (kernels.empty()) throw UsageError("no kernel was profiled: check --kernel, --launch-skip and the program");
-    const rl::Ceilings ceilings = load_ceilings(o, in);
+    const rl::Ceilings ceilings = load_ceilings(o, in, kernels.front().gpu);
     for (const rl::Kernel& k : kernels) {
       if (!k.gpu.empty() && k.gpu != ceilings.gpu) {
         throw UsageError(fmt::format("the kernels ran on {}, the ceilings ({}) were measured on {}: give --ceilings a "
@@ -216,7 +217,7 @@ class RooflineCommand final : public Command {
     return rl::parse_ncu_csv(export_csv(rep, dir), "ncu's profile");
   }
 
-  rl::Ceilings load_ceilings(const CommonOptions& o, Invocation& in) const {
+  rl::Ceilings load_ceilings(const CommonOptions& o, Invocation& in, const std::string& gpu) const {
     if (measure_) {
       Json merged;
       for (const auto& run : kCeilingRuns) {
@@ -229,7 +230,7 @@ class RooflineCommand final : public Command {
       }
       return rl::ceilings_from_report(merged, "measured now");
     }
-    const std::string path = ceilings_.empty() ? default_ceilings() : ceilings_;
+    const std::string path = ceilings_.empty() ? default_ceilings(gpu) : ceilings_;
     return rl::ceilings_from_report(read_report(path), path);
   }
 
@@ -249,17 +250,37 @@ class RooflineCommand final : public Command {
     return parse_report(out.str(), "the ceilings' run");
   }
 
-  // The suite baseline beside the binary's tree: build/tkprobe -> results/h200/suite.json. Only the
-  // H200's is committed.
-  static std::string default_ceilings() {
+  // The suite baselines in the checkout that holds the binary: results/*/suite.json in the nearest folder
+  // above it that has any (build/tkprobe -> results/h200/suite.json).
+  static std::vector<fs::path> suite_baselines() {
     std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    const fs::path suite = exe.parent_path().parent_path() / "results" / "h200" / "suite.json";
-    if (ec || !fs::exists(suite)) {
-      throw UsageError("no suite baseline found beside this binary (results/h200/suite.json): give --ceilings "
-                       "REPORT (a `tkprobe all` report of this GPU model) or --measure-ceilings");
+    for (fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path(); !ec && dir.has_relative_path();
+         dir = dir.parent_path()) {
+      std::vector<fs::path> suites;
+      for (const auto& entry : fs::directory_iterator(dir / "results", ec)) {
+        if (fs::exists(entry.path() / "suite.json")) suites.push_back(entry.path() / "suite.json");
+      }
+      ec.clear();
+      std::sort(suites.begin(), suites.end());
+      if (!suites.empty()) return suites;
     }
-    return suite.string();
+    return {};
+  }
+
+  // The suite baseline of the GPU the kernels ran on; the H200's where the profile names no GPU.
+  static std::string default_ceilings(const std::string& gpu) {
+    const std::vector<fs::path> suites = suite_baselines();
+    std::vector<std::string> held;
+    for (const fs::path& suite : suites) {
+      const std::string name = read_report(suite.string()).value("device", Json::object()).value("name", "");
+      const bool fallback = gpu.empty() && suite.parent_path().filename() == "h200";
+      if (name == gpu || fallback) return suite.string();
+      held.push_back(fmt::format("{} ({})", name, (suite.parent_path().filename() / "suite.json").string()));
+    }
+    const std::string holds = held.empty() ? "none" : fmt::format("{}", fmt::join(held, ", "));
+    throw UsageError(fmt::format("no suite baseline of {} beside this binary (results/ holds {}): give --ceilings "
+                                 "REPORT (a `tkprobe all` report of this GPU model) or --measure-ceilings",
+                                 gpu.empty() ? "this GPU" : gpu, holds));
   }
 
   static std::string finding(const rl::Kernel& k, const std::vector<rl::Bound>& b) {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "src/errors.hpp"
 #include "src/roofline.hpp"
@@ -186,6 +187,24 @@ TEST(Roofline, TheCommandReadsAnImportedCsv) {
   ASSERT_EQ(picked.code, 0) << picked.err;
   const Json only = Json::parse(picked.out);
   ASSERT_EQ(only["results"].size(), 1u);
+}
+
+// Without --ceilings, the suite baseline of the GPU the profile names, from results/*/suite.json; a GPU
+// with none is refused, naming the baselines there are.
+TEST(Roofline, TheDefaultCeilingsAreTheSuiteOfTheProfilesGpu) {
+  for (const auto& [csv, folder] : {std::pair{kH100Csv, "h100"}, std::pair{kCsv, "h200"}}) {
+    const auto run = fixtures::run({"roofline", "--import", csv, "--format", "json"});
+    ASSERT_EQ(run.code, 0) << run.err;
+    const std::string used = Json::parse(run.out)["tool"]["ceilings"];
+    EXPECT_EQ(used, kSource + "/results/" + folder + "/suite.json");
+  }
+  const auto dir = fixtures::temp_dir("roofline-unknown-gpu");
+  std::string csv = text_of(kCsv);
+  for (std::size_t at; (at = csv.find("NVIDIA H200")) != std::string::npos;) csv.replace(at, 11, "NVIDIA B200");
+  const auto none = fixtures::run({"roofline", "--import", fixtures::write(dir / "b200.csv", csv).string()});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("no suite baseline of NVIDIA B200"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("NVIDIA H200 (h200/suite.json)"), std::string::npos) << none.err;
 }
 
 TEST(Roofline, BadInputExitsTwoAndNoNcuExitsThree) {
