@@ -31,15 +31,18 @@ The JSON (--out) is a tkprobe report as tkprobe writes one (results/README.md): 
 readings once for the probe, numbers to 6 significant digits) in version 3's columns (tkreport.text);
 probe "attention", the probe's row params with kernel "torch-flash" or "torch-cudnn" and the pass, so
 `tkprobe compare` reads it and its rows sit beside the probe's. --against REPORT prints both side by side.
+--energy S adds each row's energy per call, as `tkprobe attention --energy S` measures it, every kernel
+in turn after the timed rounds.
 
     scripts/compare_sdpa.py --out sdpa.json [--quick] [--pass fwd|bwd|fwd+bwd|all] [--reps 50] [--seed N]
-                            [--tk-lib build/kernels/libtk_attention_c.so]
+                            [--tk-lib build/kernels/libtk_attention_c.so] [--energy SECONDS]
     scripts/compare_sdpa.py --out sdpa.json --against attention.json   # tkprobe attention --json attention.json
 
 The report builder below needs neither torch nor a GPU (tests/host/test_compare_sdpa.py runs it);
 only measure() and the device queries do.
 """
 import argparse
+import collections
 import contextlib
 import ctypes
 import datetime
@@ -52,6 +55,7 @@ import random
 import socket
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tkreport  # noqa: E402 (--against: a tkprobe report of any version; the report, written as tkprobe does)
@@ -314,6 +318,12 @@ class Nvml:
     def driver(self):
         text = ctypes.create_string_buffer(96)
         return text.value.decode() if self.dev and self.lib.nvmlSystemGetDriverVersion(text, 96) == 0 else "unavailable"
+
+    def energy_j(self):
+        """The GPU's energy counter (nvmlDeviceGetTotalEnergyConsumption, mJ) in joules, or None."""
+        mj = ctypes.c_ulonglong()
+        get = getattr(self.lib, "nvmlDeviceGetTotalEnergyConsumption", None) if self.dev else None
+        return mj.value / 1000 if get and get(self.dev, ctypes.byref(mj)) == 0 else None
 
     def sample(self):
         if not self.dev:
@@ -592,6 +602,92 @@ class TkAttention:
         return run_forward, run_backward, o, lse, grads, release
 
 
+# Energy per call, as src/energy.cpp measures it for `tkprobe attention --energy`: the call back to back,
+# chunks of it queued ahead, NVML's energy counter (which steps about every 100 ms) read between them.
+ENERGY_MIN_STEPS = 5  # src/energy.hpp's kMinEnergySteps
+ENERGY_CHUNK_SECONDS = 0.01
+ENERGY_CHUNKS_AHEAD = 4
+ENERGY_POLL_SECONDS = 0.0005
+ENERGY_FIRST_STEP_SECONDS = 1.0
+ENERGY_MIN_WINDOW, ENERGY_MAX_WINDOW = 0.5, 3600  # --energy, as tkprobe attention's
+
+
+def energy_from_steps(steps, seconds_per_call):
+    """src/energy.cpp's energy_from_steps: (host seconds, joules) of each step of the counter seen while
+    the GPU was busy -> {watts, joules_per_call, seconds_per_call, window_s, steps}, or None."""
+    if len(steps) < ENERGY_MIN_STEPS:
+        return None
+    joules, seconds = steps[-1][1] - steps[0][1], steps[-1][0] - steps[0][0]
+    if not (joules > 0 and seconds > 0 and seconds_per_call > 0):
+        return None
+    watts = joules / seconds
+    return {"watts": watts, "joules_per_call": watts * seconds_per_call, "seconds_per_call": seconds_per_call,
+            "window_s": seconds, "steps": len(steps)}
+
+
+def energy_per_call(torch, run, seconds_per_call, window_s, nvml):
+    """(energy_from_steps of `run` back to back for `window_s`, None) or (None, why)."""
+    last = nvml.energy_j()
+    if last is None:
+        return None, "NVML has no energy counter for this GPU"
+    per_chunk = max(1, round(ENERGY_CHUNK_SECONDS / seconds_per_call))
+    queued, chunks, steps, busy, ran_dry = collections.deque(), 0, [], False, False
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    begin = time.monotonic()
+    while True:
+        while queued and queued[0].query():
+            queued.popleft()
+            busy = True  # the first chunk ended: the next ones are running
+        ran_dry |= busy and not queued
+        if len(steps) >= 2 and steps[-1][0] - steps[0][0] >= window_s:
+            break
+        while len(queued) < ENERGY_CHUNKS_AHEAD:
+            for _ in range(per_chunk):
+                run()
+            queued.append(torch.cuda.Event())
+            queued[-1].record()
+            chunks += 1
+        joules = nvml.energy_j()
+        if joules is not None and joules != last:
+            last = joules
+            if busy:
+                steps.append((time.monotonic(), joules))
+        if not steps and time.monotonic() - begin > ENERGY_FIRST_STEP_SECONDS + window_s:
+            break
+        time.sleep(ENERGY_POLL_SECONDS)
+    stop.record()
+    stop.synchronize()
+    if ran_dry:
+        return None, "the GPU ran dry between queued chunks of calls (the host's launches are slower than the GPU)"
+    energy = energy_from_steps(steps, start.elapsed_time(stop) * 1e-3 / (chunks * per_chunk))
+    why = f"NVML's energy counter stepped {len(steps)} times in the window; {ENERGY_MIN_STEPS} are needed"
+    return (energy, None) if energy else (None, why)
+
+
+def add_energy(row, args, energy, work):
+    """Under --energy, `tkprobe attention --energy`'s metrics on a measured row (null where not had)."""
+    if args.energy:
+        row["metrics"].update(energy_mj=1e3 * energy["joules_per_call"] if energy else None,
+                              power_w=energy["watts"] if energy else None,
+                              tflop_per_j=work / 1e12 / energy["joules_per_call"] if energy else None)
+
+
+def energies(torch, runs, contexts, args, work, rates, nvml):
+    """{kernel: energy or None} for every run under --energy, one kernel after another (None for all
+    without it); why one is missing goes to stderr."""
+    out = {kernel: None for kernel in runs}
+    if not args.energy:
+        return out
+    for kernel, run in runs.items():
+        with contexts[kernel]():
+            seconds = work / 1e12 / summarize(rates[kernel], "TFLOP/s", "higher")["median"]
+            out[kernel], why = energy_per_call(torch, run, seconds, args.energy, nvml)
+        if why:
+            print(f"compare_sdpa.py: {kernel}: no energy: {why}", file=sys.stderr)
+    return out
+
+
 def measure_shape(torch, shape, kernels, args, generator, nvml, clock, peak, tk):
     """Rows for every kernel on one shape: same inputs, launches timed in turns, outputs checked."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -637,10 +733,12 @@ def measure_shape(torch, shape, kernels, args, generator, nvml, clock, peak, tk)
     torch.cuda.synchronize()
     want, want_lse = reference(torch, q, k, v, shape["causal"])
     rates, measured = timed_in_turns(torch, runs, contexts, args, flops(shape), nvml, clock)
+    energy = energies(torch, runs, contexts, args, flops(shape), rates, nvml)
     for kernel, (o, lse) in outputs.items():
         lse_error = None if lse is None else (lse - want_lse).abs().max().item()
         rows[kernel] = measured_row(kernel, shape, rates[kernel], rel_error(torch, o, want), peak, measured[kernel],
                                     lse_error)
+        add_energy(rows[kernel], args, energy[kernel], flops(shape))
     for release in releases:
         release()
     return [rows[kernel] for kernel in kernels]
@@ -734,12 +832,14 @@ def measure_backward_shape(torch, shape, kernels, args, generator, nvml, clock, 
     want_o, *want_grads = reference_backward(torch, q, k, v, d_o, causal)
     want_lse = reference(torch, q, k, v, causal)[1] if with_forward and tk else None
     rates, measured = timed_in_turns(torch, runs, contexts, args, pass_flops(shape, pass_), nvml, clock)
+    energy = energies(torch, runs, contexts, args, pass_flops(shape, pass_), rates, nvml)
     for kernel, (o, lse, grads) in results.items():
         grad_errors = {name: rel_error(torch, g, want) for name, g, want in zip(("dQ", "dK", "dV"), grads, want_grads)}
         o_error = rel_error(torch, o, want_o) if with_forward else None
         lse_error = (lse - want_lse).abs().max().item() if with_forward and lse is not None else None
         rows[kernel] = measured_row(kernel, shape, rates[kernel], o_error, peak, measured[kernel], lse_error,
                                     pass_, grad_errors)
+        add_energy(rows[kernel], args, energy[kernel], pass_flops(shape, pass_))
         if kernel in TK_KERNELS and tk.reduces_dq(q, k, causal):
             rows[kernel]["params"]["dq"] = "reduce"  # as tkprobe's rows of the reducing path
     for release in releases:
@@ -815,7 +915,14 @@ def main():
                         help="the DSL backward's dQ path (as tkprobe attention --dq; needs --tk-lib)")
     parser.add_argument("--seed", type=int, help="seed for the inputs (default: drawn fresh, recorded)")
     parser.add_argument("--against", help="a `tkprobe attention --json` report to print side by side")
+    parser.add_argument("--energy", type=float, default=0,
+                        help="also each row's energy per call (energy_mj, power_w, tflop_per_j): every kernel back "
+                             f"to back for this many seconds ({ENERGY_MIN_WINDOW} to {ENERGY_MAX_WINDOW}), after "
+                             "the timed turns, as tkprobe attention --energy (default 0: not measured)")
     args = parser.parse_args()
+    if args.energy and not ENERGY_MIN_WINDOW <= args.energy <= ENERGY_MAX_WINDOW:
+        parser.error(f"--energy {args.energy}: give 0 (not measured) or a window of {ENERGY_MIN_WINDOW} to "
+                     f"{ENERGY_MAX_WINDOW} seconds (the counter steps about every 100 ms)")
     if args.reps < 20:
         parser.error(f"--reps {args.reps}: give 20 or more (quartiles need them)")
     if args.rounds < 1 or args.reps % args.rounds:

@@ -166,6 +166,12 @@ Measurement Harness::time_kernel(std::string_view label, const std::function<voi
   });
 }
 
+std::optional<EnergyPerCall> Harness::energy_per_call(const std::function<void(cudaStream_t)>& launch,
+                                                      double seconds_per_call, double window_s, std::string& why) {
+  const auto counter = [this] { return Nvml::instance().total_energy_j(device_.pci_bus_id); };
+  return measure_energy(launch, stream_, seconds_per_call, window_s, counter, why);
+}
+
 std::optional<Stats> pct_of_clock_peak(const Measurement& m, int sms, int flop_per_clock_per_sm) {
   if (!m.per_mhz) return std::nullopt;
   return scaled(*m.per_mhz, 100 / clock_peak_tflops(sms, flop_per_clock_per_sm, 1));

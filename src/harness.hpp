@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/device.hpp"
+#include "src/energy.hpp"
 #include "src/json.hpp"
 #include "src/kernel_clock.cuh"
 #include "src/progress.hpp"
@@ -53,6 +54,7 @@ struct Measurement {
   std::optional<Stats> per_mhz;
   bool converged = false;
   Json telemetry;  // NVML before/after, in-kernel clock, throttle flag, convergence
+  std::optional<EnergyPerCall> energy;  // where the probe asked for it (Harness::energy_per_call)
 };
 
 // Warm-up's second half, for samples that carry the SM clock: a heavy kernel pulls the clock down
@@ -108,6 +110,10 @@ class Harness {
   // The same for a kernel whose clock a bracket measures from outside.
   Measurement time_kernel_rate(std::string_view label, const std::function<void(cudaStream_t)>& launch, double work,
                                const ClockBracket& bracket);
+  // Energy per call of `launch` run back to back for `window_s` seconds (src/energy.hpp); nullopt,
+  // with the reason in `why`, where NVML cannot give it.
+  std::optional<EnergyPerCall> energy_per_call(const std::function<void(cudaStream_t)>& launch,
+                                               double seconds_per_call, double window_s, std::string& why);
 
   // Milliseconds of one launch on stream() by CUDA events: for samples that time several kernels
   // each, e.g. a ratio from back-to-back launches (measure() flushes L2 under --flush-l2 before

@@ -44,6 +44,7 @@ struct Nvml::Api {
   int (*temperature)(nvmlDevice, int, unsigned*);
   int (*reasons)(nvmlDevice, unsigned long long*);
   int (*driver)(char*, unsigned);
+  int (*energy)(nvmlDevice, unsigned long long*);  // optional: Volta and newer, in mJ since the driver loaded
 };
 
 std::vector<std::string> clock_event_reason_names(std::uint64_t mask) {
@@ -75,6 +76,7 @@ Nvml::Nvml() {
       load<int (*)(nvmlDevice, int, unsigned*)>(lib, "nvmlDeviceGetTemperature"),
       load<int (*)(nvmlDevice, unsigned long long*)>(lib, "nvmlDeviceGetCurrentClocksEventReasons"),
       load<int (*)(char*, unsigned)>(lib, "nvmlSystemGetDriverVersion"),
+      load<int (*)(nvmlDevice, unsigned long long*)>(lib, "nvmlDeviceGetTotalEnergyConsumption"),
   };
   if (!api->reasons) {  // drivers before 535 know only the older name
     api->reasons = load<int (*)(nvmlDevice, unsigned long long*)>(lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
@@ -121,6 +123,13 @@ NvmlSample Nvml::sample(const std::string& pci_bus_id) const {
   s.temperature_c = temp;
   s.clock_event_reasons = reasons;
   return s;
+}
+
+std::optional<double> Nvml::total_energy_j(const std::string& pci_bus_id) const {
+  nvmlDevice dev = device(pci_bus_id);
+  unsigned long long mj = 0;
+  if (!dev || !api_->energy || api_->energy(dev, &mj) != 0) return std::nullopt;
+  return mj / 1000.0;
 }
 
 double Nvml::power_limit_w(const std::string& pci_bus_id) const {

@@ -2,6 +2,7 @@
 // NVML, loaded at run time (dlopen libnvidia-ml.so.1) so one binary starts on machines
 // without a driver; there every reading is "unavailable" instead of a failure.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ class Nvml {
   // Readings for the GPU with this PCI bus id ("0000:3B:00.0", as cudaDeviceGetPCIBusId gives).
   NvmlSample sample(const std::string& pci_bus_id) const;
   double power_limit_w(const std::string& pci_bus_id) const;  // NaN when unknown
+  // The GPU's energy counter (nvmlDeviceGetTotalEnergyConsumption); nullopt where it has none.
+  std::optional<double> total_energy_j(const std::string& pci_bus_id) const;
 
  private:
   Nvml();

@@ -60,6 +60,9 @@ constexpr double kMaxLseError = 1e-2;
 // held to a floor of it (check::kRowFloor).
 constexpr double kMaxGradientRowError = 2e-2;
 
+// --energy's window: NVML's energy counter steps about every 100 ms, so at least kMinEnergySteps steps.
+constexpr double kMinEnergySeconds = 0.5, kMaxEnergySeconds = 3600;
+
 const std::map<std::string, attention::Dtype> kDtypes = {{"bf16", attention::Dtype::bf16},
                                                          {"e4m3", attention::Dtype::e4m3}};
 constexpr int kE4m3HeadDim = 128;  // the only head dim the e4m3 forward takes
@@ -176,11 +179,21 @@ class AttentionProbe final : public Probe {
                    "bf16 (both kernels, both passes) or e4m3 (the wgmma forward at head dim 128: e4m3 Q, K, V with "
                    "per-tensor scales, bf16 O; default bf16)")
         ->check(CLI::IsMember(kDtypes));
+    cmd.add_option("--energy", energy_s_,
+                   fmt::format("Also measure each row's energy per call (energy_mj, power_w, tflop_per_j) with NVML's "
+                               "energy counter, over this many seconds of back-to-back calls ({} to {}; default 0: "
+                               "not measured)",
+                               kMinEnergySeconds, kMaxEnergySeconds));
     cmd.add_flag("--sweep", sweep_,
                  "16k tokens (B x N), hidden 2048 (D 64: 32 heads, D 128: 16), N 1024/4096/16384, causal and not "
                  "(the default without a shape)");
   }
   void validate() const override {
+    if (energy_s_ != 0 && !(energy_s_ >= kMinEnergySeconds && energy_s_ <= kMaxEnergySeconds)) {
+      throw UsageError(fmt::format("--energy {}: give 0 (not measured) or a window of {} to {} seconds (the "
+                                   "counter steps about every 100 ms)",
+                                   energy_s_, kMinEnergySeconds, kMaxEnergySeconds));
+    }
     const int given = batch_.has_value() + heads_.has_value() + seq_.has_value() + head_dim_.has_value();
     const bool shape_options = given > 0 || kv_heads_ || causal_;
     if (sweep_ && shape_options) {
@@ -235,6 +248,7 @@ class AttentionProbe final : public Probe {
   void run(ProbeContext& ctx) override {
     if (!e4m3()) run_bf16(ctx);
     if (e4m3() || suite_) run_e4m3(ctx);
+    if (energy_s_ > 0) summarise_energy(ctx);
   }
 
  private:
@@ -246,6 +260,13 @@ class AttentionProbe final : public Probe {
   bool sweep_ = false;
   std::string dtype_ = "bf16";
   bool suite_ = false;  // also the deterministic backward and the e4m3 forward (use_suite_settings)
+  double energy_s_ = 0;  // --energy: each row's energy window, 0 for none
+  std::string energy_why_;  // the first row whose energy could not be had, and why
+  struct RowEnergy {
+    std::string label;
+    double watts, tflop_per_j;
+  };
+  std::vector<RowEnergy> energies_;  // for the finding
 
   bool e4m3() const { return dtype_ == "e4m3"; }
 
@@ -368,13 +389,27 @@ class AttentionProbe final : public Probe {
     SmClockBracket clock(ctx.device.sms);
     const ClockBracket bracket{[&](cudaStream_t st) { clock.begin(st); }, [&](cudaStream_t st) { clock.end(st); },
                                clock.window()};
-    return ctx.harness.time_kernel_rate(label, launch, pass_flops(p, s) / 1e12, bracket);
+    Measurement m = ctx.harness.time_kernel_rate(label, launch, pass_flops(p, s) / 1e12, bracket);
+    if (energy_s_ > 0) {
+      std::string why;
+      m.energy = ctx.harness.energy_per_call(launch, pass_flops(p, s) / 1e12 / m.stats.median, energy_s_, why);
+      if (m.energy) energies_.push_back({label, m.energy->watts, pass_flops(p, s) / 1e12 / m.energy->joules_per_call});
+      if (!m.energy && energy_why_.empty()) energy_why_ = fmt::format("{}: {}", label, why);
+    }
+    return m;
   }
 
   // The row's rates: TFLOP/s, % of the datasheet and (judged) % of the clock peak, both of `dtype`'s
-  // tensor rate (e4m3: twice bf16's per clock).
-  static std::optional<double> add_rates(ProbeContext& ctx, Result& r, const Measurement& m,
-                                         const std::string& dtype = "bf16") {
+  // tensor rate (e4m3: twice bf16's per clock); under --energy, the energy per call (null where NVML
+  // could not give it).
+  std::optional<double> add_rates(ProbeContext& ctx, Result& r, const Measurement& m, double tflop_per_call,
+                                  const std::string& dtype = "bf16") const {
+    if (energy_s_ > 0) {
+      const auto& e = m.energy;
+      r.value(metric::energy_mj, e ? Json(1e3 * e->joules_per_call) : Json(nullptr));
+      r.value(metric::power_w, e ? Json(e->watts) : Json(nullptr));
+      r.value(metric::tflop_per_j, e ? Json(tflop_per_call / e->joules_per_call) : Json(nullptr));
+    }
     const int flop_per_clock = flop_per_clock_per_sm(ctx.device, dtype);  // 0: no clock peak known here
     const auto pct_clock =
         flop_per_clock > 0 ? pct_of_clock_peak(m, ctx.device.sms, flop_per_clock) : std::optional<Stats>();
@@ -413,7 +448,7 @@ class AttentionProbe final : public Probe {
     const Measurement m = time_pass(ctx, fmt::format("attention {} fwd {}", kernel_name(k), describe(s)), Pass::fwd,
                                     s, [&](cudaStream_t st) { forward(st); });
     Result r(name(), params_json(k, s, Pass::fwd));
-    const auto pct_clock = add_rates(ctx, r, m);
+    const auto pct_clock = add_rates(ctx, r, m, pass_flops(Pass::fwd, s) / 1e12);
     Json check = {{"what", "||O - O_ref||_F / ||O_ref||_F, the same for the worst row, and max |LSE - LSE_ref| "
                            "against the fp32 reference"}};
     attention_check::Errors errors{};
@@ -445,7 +480,7 @@ class AttentionProbe final : public Probe {
     const Measurement m = time_pass(ctx, fmt::format("attention wgmma fwd e4m3 {}", describe(s)), Pass::fwd, s,
                                     [&](cudaStream_t st) { forward(st); });
     Result r(name(), params_json(Kernel::wgmma, s, Pass::fwd, "e4m3"));
-    const auto pct_clock = add_rates(ctx, r, m, "e4m3");
+    const auto pct_clock = add_rates(ctx, r, m, pass_flops(Pass::fwd, s) / 1e12, "e4m3");
     const auto e = attention_check::compare_to_reference(b.o.get(), b.lse.get(), b.o_ref.get(), b.lse_ref.get(), s,
                                                          stream);
     r.value(metric::rel_error, e.rel_error);
@@ -514,7 +549,7 @@ class AttentionProbe final : public Probe {
     Json params = params_json(Kernel::wgmma, s, p);
     if (reducing) params["dq"] = "reduce";
     Result r(name(), std::move(params));
-    const auto pct_clock = add_rates(ctx, r, m);
+    const auto pct_clock = add_rates(ctx, r, m, pass_flops(p, s) / 1e12);
     const auto e = attention_check::compare_backward(g.dq.get(), g.dk.get(), g.dv.get(), g.dq_ref.get(),
                                                      g.dk_ref.get(), g.dv_ref.get(), s, ctx.harness.stream());
     Json check = {{"what", "each gradient's ||g - g_ref||_F / ||g_ref||_F and its worst row against the fp32 "
@@ -543,6 +578,24 @@ class AttentionProbe final : public Probe {
     r.checked(std::move(check), passed);
     ctx.add(std::move(r));
     return {Kernel::wgmma, p, s, m.stats.median, pct_clock, worst_row, lse_error, passed};
+  }
+
+  // The energy line: how it was measured, the most and least TFLOP per joule, and any row without it.
+  void summarise_energy(ProbeContext& ctx) const {
+    std::string text = fmt::format("energy per call, from NVML's energy counter between its steps over {:.1f} s of "
+                                   "back-to-back calls a row",
+                                   energy_s_);
+    if (!energies_.empty()) {
+      const auto by_efficiency = [](const RowEnergy& a, const RowEnergy& b) { return a.tflop_per_j < b.tflop_per_j; };
+      const auto [least, most] = std::minmax_element(energies_.begin(), energies_.end(), by_efficiency);
+      const auto by_power = [](const RowEnergy& a, const RowEnergy& b) { return a.watts < b.watts; };
+      const auto [low, high] = std::minmax_element(energies_.begin(), energies_.end(), by_power);
+      text += fmt::format(": {:.2f} TFLOP per joule ({}) to {:.2f} ({}); mean power {:.0f} to {:.0f} W over {} rows",
+                          least->tflop_per_j, least->label, most->tflop_per_j, most->label, low->watts, high->watts,
+                          energies_.size());
+    }
+    if (!energy_why_.empty()) text += fmt::format("; not measured for every row, first {}", energy_why_);
+    ctx.finding(name(), text);
   }
 
   // One line per kernel and pass (`what`): its range over the shapes, the best shape, the worst errors.

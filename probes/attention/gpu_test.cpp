@@ -146,3 +146,25 @@ TEST(AttentionProbe, TheSuiteHoldsTheDeterministicBackwardAndTheE4m3Forward) {
   EXPECT_EQ(deterministic, 4) << "each shape's deterministic backward: the default path's or the suite's own";
   EXPECT_LE(reducing, 4);
 }
+
+// --energy on one shape that fills the GPU: the row's power lies between an idle card's and the power
+// limit, its energy per call is that power over the call's time (the timed rate's), and TFLOP per joule
+// is the FLOPs over that energy.
+TEST(AttentionProbe, EnergyPerCallIsTheMeanPowerOverTheCallsTime) {
+  if (const std::string why = wgmma_why(); !why.empty()) GTEST_SKIP() << why;
+  constexpr double kIdleWatts = 50, kTimeAgreement = 0.1;
+  const int batch = 4, heads = 16, seq = 4096, dim = 128;
+  const auto report = gpu_fixtures::run_probe("attention", {"--kernel", "wgmma", "--batch", "4", "--heads", "16",
+                                                            "--seq", "4096", "--head-dim", "128", "--energy", "1"});
+  ASSERT_EQ(report["results"].size(), 1u);
+  const auto& m = report["results"][0]["metrics"];
+  ASSERT_TRUE(m["power_w"].is_number()) << report["findings"].dump();
+  const double watts = m["power_w"], joules = m["energy_mj"].get<double>() / 1e3;
+  EXPECT_GT(watts, kIdleWatts);
+  EXPECT_LT(watts, 1.1 * report["device"]["power_limit_w"].get<double>());
+  const double tflop = 4.0 * batch * heads * double(seq) * seq * dim / 1e12;
+  const double seconds = tflop / gpu_fixtures::median(report["results"][0], "tflops");
+  EXPECT_NEAR(joules, watts * seconds, kTimeAgreement * joules) << "the window's time per call against the timed one";
+  EXPECT_NEAR(m["tflop_per_j"].get<double>(), tflop / joules, 1e-6 * tflop / joules);
+  EXPECT_NE(report["findings"].back()["text"].get<std::string>().find("TFLOP per joule"), std::string::npos);
+}

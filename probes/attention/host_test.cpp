@@ -122,3 +122,12 @@ TEST(Cli, AttentionValidShapeGetsPastValidation) {
     EXPECT_TRUE(mentions(r.err, "no CUDA device")) << r.err;
   }
 }
+
+// --energy: 0 (not measured) or a window of 0.5 to 3600 s; anything else is refused before any GPU work.
+TEST(Cli, AttentionEnergyWindowIsZeroOrHalfASecondOrMore) {
+  for (const char* window : {"0.1", "-1", "inf", "nan", "3601"}) {
+    const auto r = run({"attention", "--energy", window});
+    EXPECT_EQ(r.code, 2) << window;
+    EXPECT_TRUE(mentions(r.err, "give 0 (not measured) or a window of 0.5 to 3600 seconds")) << window << ": " << r.err;
+  }
+}

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 from checklist import Checklist
 
@@ -210,12 +211,61 @@ def main():
         out = os.path.join(tmp, "x.json")
         for bad in (["--reps", "10"], ["--rounds", "7"], ["--rounds", "0"], ["--tk-lib", os.path.join(tmp, "none.so")],
                     ["--pass", "backward"], ["--dq", "sideways"], ["--dq", "reduce"],
-                    ["--dq", "deterministic"]):
+                    ["--dq", "deterministic"], ["--energy", "0.1"], ["--energy", "-1"], ["--energy", "nan"]):
             r = subprocess.run([sys.executable, script, "--out", out, *bad], capture_output=True, text=True)
             checks.expect(r.returncode == 2 and bad[0] in r.stderr, f"{bad}: exit {r.returncode} {r.stderr}")
 
+    check_energy(m, checks)
     check_clock_library(m, clock_lib, checks)
     return checks.exit_code()
+
+
+def check_energy(m, checks):
+    """--energy as src/energy.cpp measures it: power from the first to the last step of the counter seen
+    while the GPU was busy; on a stand-in GPU and counter, the power drawn, and each way it cannot be had."""
+    steps = [(5 + 0.1 * i, 1e4 + 65.0 * i) for i in range(11)]
+    e = m.energy_from_steps(steps, 0.002)
+    checks.expect(e is not None and math.isclose(e["watts"], 650) and math.isclose(e["joules_per_call"], 1.3)
+                  and e["steps"] == 11, f"energy_from_steps: {e}")
+    checks.expect(m.energy_from_steps(steps[:m.ENERGY_MIN_STEPS - 1], 0.002) is None
+                  and m.energy_from_steps([(t, 1e4) for t, _ in steps], 0.002) is None, "too few steps, or no energy")
+    calls, seconds_per_call, watts = [0], 0.001, 650.0
+
+    def stand_in(done_every):
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.looks = 0
+
+            def record(self):
+                pass
+
+            def query(self):  # a chunk ends at every `done_every`-th look
+                self.looks += 1
+                return self.looks % done_every == 0
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, other):
+                return 1e3 * calls[0] * seconds_per_call
+        return type("Torch", (), {"cuda": type("Cuda", (), {"Event": Event})})
+
+    class Counter:  # `watts` drawn, stepping every 20 ms
+        def energy_j(self):
+            return watts * 0.02 * int(time.monotonic() / 0.02)
+
+    run = lambda: calls.__setitem__(0, calls[0] + 1)
+    e, why = m.energy_per_call(stand_in(2), run, seconds_per_call, 0.5, Counter())
+    checks.expect(e is not None and abs(e["watts"] - watts) < 0.05 * watts and e["steps"] >= m.ENERGY_MIN_STEPS
+                  and math.isclose(e["joules_per_call"], e["watts"] * seconds_per_call), f"energy_per_call: {e} {why}")
+    e, why = m.energy_per_call(stand_in(1), run, seconds_per_call, 0.5, Counter())
+    checks.expect(e is None and "ran dry" in why, f"a GPU faster than the host's launches: {why}")
+    no_counter = type("Nvml", (), {"energy_j": lambda self: None})()
+    e, why = m.energy_per_call(stand_in(2), run, seconds_per_call, 0.5, no_counter)
+    checks.expect(e is None and "no energy counter" in why, f"no counter: {why}")
+    row = {"metrics": {}}
+    m.add_energy(row, type("Args", (), {"energy": 1.0}), {"joules_per_call": 2.0, "watts": 600.0}, 4e12)
+    checks.expect(row["metrics"] == {"energy_mj": 2000.0, "power_w": 600.0, "tflop_per_j": 2.0}, f"{row}")
 
 
 def check_clock_library(m, lib_path, checks):
