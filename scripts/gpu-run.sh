@@ -12,6 +12,9 @@
 #             (gate/suite.json, for results/h200/suite.json), the 8%-worse check; then the first
 #             run against the committed baseline (results/h200), as a CI job would hold it
 #   claims    `tkprobe claims` (claims.md, claims.json, its wall time): the account's claims on this GPU
+#   ptx       the PTX-only build (build-ptx, CMAKE_CUDA_ARCHITECTURES=80-virtual: what a GPU newer than
+#             the machine code sees): `tkprobe all` (ptx.json), compared with the gate's baseline cut to
+#             the rows it measured (scripts/measured_rows.py; ptx-vs-native.md), and its gpu_tests
 #   mutants   scripts/mutants.sh gpu: each GPU-side mutant must fail a GPU test
 #   sanitize  scripts/sanitize.sh: memcheck, racecheck and synccheck over every probe's quick run
 #             (SANITIZE_ONLY narrows it, as in sanitize.sh); each run at most 300 s
@@ -31,7 +34,7 @@ archive() {  # the GPU machine returns at most 8 files: everything goes back as 
 trap archive EXIT  # whatever happens below, the archive is written
 sha="${1:-unknown}"
 shift || true
-all_steps="build quick fp8 tests gate claims sanitize mutants peers"
+all_steps="build quick fp8 tests gate claims ptx sanitize mutants peers"
 steps=" ${*:-$all_steps} "
 export TKPROBE_NO_INSTALL=1
 for step in $steps; do
@@ -96,6 +99,22 @@ if want claims; then
     2> "$OUT/claims.err"
   echo "tkprobe claims rc=$? in $((SECONDS - start)) s" >> "$OUT/run.log"
   cat "$OUT/claims.md"
+fi
+if want ptx; then
+  { cmake --preset default -B build-ptx -DCMAKE_CUDA_ARCHITECTURES=80-virtual -DTKPROBE_GIT_SHA="$sha" > /dev/null &&
+    cmake --build build-ptx --target tkprobe gpu_tests; } > "$OUT/ptx-build.log" 2>&1
+  timeout "$(left)" build-ptx/tkprobe all --json "$OUT/ptx.json" > "$OUT/ptx.txt" 2> "$OUT/ptx.err"
+  echo "PTX-only tkprobe all rc=$?" >> "$OUT/run.log"
+  native="$OUT/gate/suite.json"
+  if [ ! -f "$native" ]; then
+    native="$OUT/native.json"
+    timeout "$(left)" build/tkprobe all --json "$native" > /dev/null 2>&1
+  fi
+  python3 scripts/measured_rows.py "$native" "$OUT/ptx.json" "$OUT/native-measured.json" >> "$OUT/run.log"
+  build/tkprobe compare "$OUT/native-measured.json" "$OUT/ptx.json" --markdown "$OUT/ptx-vs-native.md" > /dev/null 2>&1
+  echo "PTX-only against native rc=$?: $(tail -1 "$OUT/ptx-vs-native.md")" >> "$OUT/run.log"
+  timeout "$(left)" build-ptx/tests/gpu_tests > "$OUT/ptx-gpu-tests.log" 2>&1
+  echo "PTX-only gpu_tests rc=$?" >> "$OUT/run.log"
 fi
 if want sanitize; then
   # Side by side, one run per CPU core (sanitize.sh): each is slow under instrumentation but far from
