@@ -608,7 +608,7 @@ ENERGY_MIN_STEPS = 5  # src/energy.hpp's kMinEnergySteps
 ENERGY_CHUNK_SECONDS = 0.01
 ENERGY_CHUNKS_AHEAD = 4
 ENERGY_POLL_SECONDS = 0.0005
-ENERGY_FIRST_STEP_SECONDS = 1.0
+ENERGY_SLACK_SECONDS = 1.0  # past twice the window: a counter that stopped stepping
 ENERGY_MIN_WINDOW, ENERGY_MAX_WINDOW = 0.5, 3600  # --energy, as tkprobe attention's
 
 
@@ -653,7 +653,7 @@ def energy_per_call(torch, run, seconds_per_call, window_s, nvml):
             last = joules
             if busy:
                 steps.append((time.monotonic(), joules))
-        if not steps and time.monotonic() - begin > ENERGY_FIRST_STEP_SECONDS + window_s:
+        if time.monotonic() - begin > 2 * window_s + ENERGY_SLACK_SECONDS:
             break
         time.sleep(ENERGY_POLL_SECONDS)
     stop.record()

@@ -15,10 +15,10 @@
 namespace tkprobe {
 namespace {
 
-constexpr double kChunkSeconds = 0.01;     // GPU time of one queued chunk of calls
-constexpr int kChunksAhead = 4;            // chunks kept queued ahead of the GPU
-constexpr double kPollSeconds = 0.0005;    // how often the host reads the counter
-constexpr double kFirstStepSeconds = 1.0;  // a counter that has not stepped by then does not here
+constexpr double kChunkSeconds = 0.01;   // GPU time of one queued chunk of calls
+constexpr int kChunksAhead = 4;          // chunks kept queued ahead of the GPU
+constexpr double kPollSeconds = 0.0005;  // how often the host reads the counter
+constexpr double kSlackSeconds = 1.0;    // past the window: a counter that has not stepped by then does not here
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -87,7 +87,7 @@ std::optional<EnergyPerCall> measure_energy(const std::function<void(cudaStream_
       last = joules;
       if (busy) steps.push_back({now_s(), *joules});
     }
-    if (steps.empty() && now_s() - begin > kFirstStepSeconds + window_s) break;
+    if (now_s() - begin > 2 * window_s + kSlackSeconds) break;  // a counter that stopped stepping
     std::this_thread::sleep_for(std::chrono::duration<double>(kPollSeconds));
   }
   TK_CUDA(cudaEventRecord(stop.get(), stream));

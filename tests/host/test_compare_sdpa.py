@@ -260,6 +260,11 @@ def check_energy(m, checks):
                   and math.isclose(e["joules_per_call"], e["watts"] * seconds_per_call), f"energy_per_call: {e} {why}")
     e, why = m.energy_per_call(stand_in(1), run, seconds_per_call, 0.5, Counter())
     checks.expect(e is None and "ran dry" in why, f"a GPU faster than the host's launches: {why}")
+    frozen = Counter()
+    first = frozen.energy_j()
+    frozen.energy_j = lambda: min(watts * 0.02 * int(time.monotonic() / 0.02), first + 1)  # steps, then stops
+    e, why = m.energy_per_call(stand_in(2), run, seconds_per_call, 0.5, frozen)
+    checks.expect(e is None and "stepped" in why, f"a counter that stopped stepping ends the window: {why}")
     no_counter = type("Nvml", (), {"energy_j": lambda self: None})()
     e, why = m.energy_per_call(stand_in(2), run, seconds_per_call, 0.5, no_counter)
     checks.expect(e is None and "no energy counter" in why, f"no counter: {why}")
