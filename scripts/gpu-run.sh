@@ -11,7 +11,8 @@
 #   gate      scripts/gate-selftest.sh: three `tkprobe all` runs, A/A compares, the suite baseline
 #             (gate/suite.json, for results/h200/suite.json), the 8%-worse check; then the first
 #             run against the committed baseline (results/h200), as a CI job would hold it
-#   claims    `tkprobe claims` (claims.md, claims.json, its wall time): the account's claims on this GPU
+#   claims    `tkprobe claims` (claims.md, claims.json, its wall time): the account's claims on this GPU,
+#             judged from the gate's suite.json where the gate ran (no GPU time), else measured
 #   ptx       the PTX-only build (build-ptx, CMAKE_CUDA_ARCHITECTURES=80-virtual: what a GPU newer than
 #             the machine code sees): `tkprobe all` (ptx.json), compared with the gate's baseline cut to
 #             the rows it measured (scripts/measured_rows.py; ptx-vs-native.md), and its gpu_tests
@@ -95,7 +96,9 @@ if want gate; then
 fi
 if want claims; then
   start=$SECONDS
-  timeout "$(left)" build/tkprobe claims --format markdown --json "$OUT/claims.json" > "$OUT/claims.md" \
+  from=()
+  [ -f "$OUT/gate/suite.json" ] && from=(--from "$OUT/gate/suite.json")
+  timeout "$(left)" build/tkprobe claims "${from[@]}" --format markdown --json "$OUT/claims.json" > "$OUT/claims.md" \
     2> "$OUT/claims.err"
   echo "tkprobe claims rc=$? in $((SECONDS - start)) s" >> "$OUT/run.log"
   cat "$OUT/claims.md"
