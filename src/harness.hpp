@@ -112,8 +112,8 @@ class Harness {
                                const ClockBracket& bracket);
   // Energy per call of `launch` run back to back for `window_s` seconds (src/energy.hpp); nullopt,
   // with the reason in `why`, where NVML cannot give it.
-  std::optional<EnergyPerCall> energy_per_call(const std::function<void(cudaStream_t)>& launch,
-                                               double seconds_per_call, double window_s, std::string& why);
+  std::optional<EnergyPerCall> energy_per_call(const std::function<void(cudaStream_t)>& launch, double seconds_per_call,
+                                               double window_s, std::string& why);
 
   // Milliseconds of one launch on stream() by CUDA events: for samples that time several kernels
   // each, e.g. a ratio from back-to-back launches (measure() flushes L2 under --flush-l2 before

@@ -190,9 +190,10 @@ class AttentionProbe final : public Probe {
   }
   void validate() const override {
     if (energy_s_ != 0 && !(energy_s_ >= kMinEnergySeconds && energy_s_ <= kMaxEnergySeconds)) {
-      throw UsageError(fmt::format("--energy {}: give 0 (not measured) or a window of {} to {} seconds (the "
-                                   "counter steps about every 100 ms)",
-                                   energy_s_, kMinEnergySeconds, kMaxEnergySeconds));
+      throw UsageError(
+          fmt::format("--energy {}: give 0 (not measured) or a window of {} to {} seconds (the "
+                      "counter steps about every 100 ms)",
+                      energy_s_, kMinEnergySeconds, kMaxEnergySeconds));
     }
     const int given = batch_.has_value() + heads_.has_value() + seq_.has_value() + head_dim_.has_value();
     const bool shape_options = given > 0 || kv_heads_ || causal_;
@@ -260,7 +261,7 @@ class AttentionProbe final : public Probe {
   bool sweep_ = false;
   std::string dtype_ = "bf16";
   bool suite_ = false;  // also the deterministic backward and the e4m3 forward (use_suite_settings)
-  double energy_s_ = 0;  // --energy: each row's energy window, 0 for none
+  double energy_s_ = 0;     // --energy: each row's energy window, 0 for none
   std::string energy_why_;  // the first row whose energy could not be had, and why
   struct RowEnergy {
     std::string label;
@@ -582,9 +583,10 @@ class AttentionProbe final : public Probe {
 
   // The energy line: how it was measured, the most and least TFLOP per joule, and any row without it.
   void summarise_energy(ProbeContext& ctx) const {
-    std::string text = fmt::format("energy per call, from NVML's energy counter between its steps over {:.1f} s of "
-                                   "back-to-back calls a row",
-                                   energy_s_);
+    std::string text = fmt::format(
+        "energy per call, from NVML's energy counter between its steps over {:.1f} s of "
+        "back-to-back calls a row",
+        energy_s_);
     if (!energies_.empty()) {
       const auto by_efficiency = [](const RowEnergy& a, const RowEnergy& b) { return a.tflop_per_j < b.tflop_per_j; };
       const auto [least, most] = std::minmax_element(energies_.begin(), energies_.end(), by_efficiency);

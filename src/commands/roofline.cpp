@@ -278,9 +278,10 @@ class RooflineCommand final : public Command {
       held.push_back(fmt::format("{} ({})", name, (suite.parent_path().filename() / "suite.json").string()));
     }
     const std::string holds = held.empty() ? "none" : fmt::format("{}", fmt::join(held, ", "));
-    throw UsageError(fmt::format("no suite baseline of {} beside this binary (results/ holds {}): give --ceilings "
-                                 "REPORT (a `tkprobe all` report of this GPU model) or --measure-ceilings",
-                                 gpu.empty() ? "this GPU" : gpu, holds));
+    throw UsageError(
+        fmt::format("no suite baseline of {} beside this binary (results/ holds {}): give --ceilings "
+                    "REPORT (a `tkprobe all` report of this GPU model) or --measure-ceilings",
+                    gpu.empty() ? "this GPU" : gpu, holds));
   }
 
   static std::string finding(const rl::Kernel& k, const std::vector<rl::Bound>& b) {
