@@ -192,7 +192,10 @@ def stepd_slice(cgroup_root="/sys/fs/cgroup"):
     slice_dir = os.path.join(cgroup_root, "system.slice")
     made = os.path.exists(os.path.join(cgroup_root, "cgroup.controllers")) and not os.path.isdir(slice_dir)
     if made:
-        os.mkdir(slice_dir)
+        try:
+            os.mkdir(slice_dir)
+        except OSError:  # a read-only cgroup mount: slurmd's log then says what it lacks
+            made = False
     try:
         yield
     finally:
