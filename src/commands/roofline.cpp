@@ -267,21 +267,24 @@ class RooflineCommand final : public Command {
     return {};
   }
 
-  // The suite baseline of the GPU the kernels ran on; the H200's where the profile names no GPU.
+  // The suite baseline of the GPU the kernels ran on.
   static std::string default_ceilings(const std::string& gpu) {
-    const std::vector<fs::path> suites = suite_baselines();
+    if (gpu.empty()) {
+      throw UsageError(
+          "the profile names no GPU (no device__attribute_display_name column) to find its suite "
+          "baseline by: give --ceilings REPORT or --measure-ceilings");
+    }
     std::vector<std::string> held;
-    for (const fs::path& suite : suites) {
+    for (const fs::path& suite : suite_baselines()) {
       const std::string name = read_report(suite.string()).value("device", Json::object()).value("name", "");
-      const bool fallback = gpu.empty() && suite.parent_path().filename() == "h200";
-      if (name == gpu || fallback) return suite.string();
+      if (name == gpu) return suite.string();
       held.push_back(fmt::format("{} ({})", name, (suite.parent_path().filename() / "suite.json").string()));
     }
     const std::string holds = held.empty() ? "none" : fmt::format("{}", fmt::join(held, ", "));
     throw UsageError(
         fmt::format("no suite baseline of {} beside this binary (results/ holds {}): give --ceilings "
                     "REPORT (a `tkprobe all` report of this GPU model) or --measure-ceilings",
-                    gpu.empty() ? "this GPU" : gpu, holds));
+                    gpu, holds));
   }
 
   static std::string finding(const rl::Kernel& k, const std::vector<rl::Bound>& b) {

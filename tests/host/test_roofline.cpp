@@ -190,7 +190,7 @@ TEST(Roofline, TheCommandReadsAnImportedCsv) {
 }
 
 // Without --ceilings, the suite baseline of the GPU the profile names, from results/*/suite.json; a GPU
-// with none is refused, naming the baselines there are.
+// with none, or a profile that names no GPU, is refused, naming the baselines there are.
 TEST(Roofline, TheDefaultCeilingsAreTheSuiteOfTheProfilesGpu) {
   for (const auto& [csv, folder] : {std::pair{kH100Csv, "h100"}, std::pair{kCsv, "h200"}}) {
     const auto run = fixtures::run({"roofline", "--import", csv, "--format", "json"});
@@ -205,6 +205,11 @@ TEST(Roofline, TheDefaultCeilingsAreTheSuiteOfTheProfilesGpu) {
   EXPECT_EQ(none.code, 2);
   EXPECT_NE(none.err.find("no suite baseline of NVIDIA B200"), std::string::npos) << none.err;
   EXPECT_NE(none.err.find("NVIDIA H200 (h200/suite.json)"), std::string::npos) << none.err;
+  const auto nameless = fixtures::run(
+      {"roofline", "--import",
+       fixtures::write(dir / "nameless.csv", drop_column(text_of(kCsv), "device__attribute_display_name")).string()});
+  EXPECT_EQ(nameless.code, 2);
+  EXPECT_NE(nameless.err.find("the profile names no GPU"), std::string::npos) << nameless.err;
 }
 
 TEST(Roofline, BadInputExitsTwoAndNoNcuExitsThree) {
