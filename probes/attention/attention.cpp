@@ -390,14 +390,19 @@ class AttentionProbe final : public Probe {
     SmClockBracket clock(ctx.device.sms);
     const ClockBracket bracket{[&](cudaStream_t st) { clock.begin(st); }, [&](cudaStream_t st) { clock.end(st); },
                                clock.window()};
-    Measurement m = ctx.harness.time_kernel_rate(label, launch, pass_flops(p, s) / 1e12, bracket);
+    const double tflop = pass_flops(p, s) / 1e12;
+    Measurement m = ctx.harness.time_kernel_rate(label, launch, tflop, bracket);
     if (energy_s_ > 0) {
       std::string why;
-      m.energy = ctx.harness.energy_per_call(launch, pass_flops(p, s) / 1e12 / m.stats.median, energy_s_, why);
-      if (m.energy) energies_.push_back({label, m.energy->watts, pass_flops(p, s) / 1e12 / m.energy->joules_per_call});
+      m.energy = ctx.harness.energy_per_call(launch, tflop / m.stats.median, energy_s_, why);
+      if (m.energy) energies_.push_back({label, m.energy->watts, tflop_per_joule(tflop, *m.energy)});
       if (!m.energy && energy_why_.empty()) energy_why_ = fmt::format("{}: {}", label, why);
     }
     return m;
+  }
+
+  static double tflop_per_joule(double tflop_per_call, const EnergyPerCall& e) {
+    return tflop_per_call / e.joules_per_call;
   }
 
   // The row's rates: TFLOP/s, % of the datasheet and (judged) % of the clock peak, both of `dtype`'s
@@ -409,7 +414,7 @@ class AttentionProbe final : public Probe {
       const auto& e = m.energy;
       r.value(metric::energy_mj, e ? Json(1e3 * e->joules_per_call) : Json(nullptr));
       r.value(metric::power_w, e ? Json(e->watts) : Json(nullptr));
-      r.value(metric::tflop_per_j, e ? Json(tflop_per_call / e->joules_per_call) : Json(nullptr));
+      r.value(metric::tflop_per_j, e ? Json(tflop_per_joule(tflop_per_call, *e)) : Json(nullptr));
     }
     const int flop_per_clock = flop_per_clock_per_sm(ctx.device, dtype);  // 0: no clock peak known here
     const auto pct_clock =

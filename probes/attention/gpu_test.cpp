@@ -154,8 +154,9 @@ TEST(AttentionProbe, EnergyPerCallIsTheMeanPowerOverTheCallsTime) {
   if (const std::string why = wgmma_why(); !why.empty()) GTEST_SKIP() << why;
   constexpr double kIdleWatts = 50, kTimeAgreement = 0.1;
   const int batch = 4, heads = 16, seq = 4096, dim = 128;
-  const auto report = gpu_fixtures::run_probe("attention", {"--kernel", "wgmma", "--batch", "4", "--heads", "16",
-                                                            "--seq", "4096", "--head-dim", "128", "--energy", "1"});
+  const auto report = gpu_fixtures::run_probe(
+      "attention", {"--kernel", "wgmma", "--batch", std::to_string(batch), "--heads", std::to_string(heads), "--seq",
+                    std::to_string(seq), "--head-dim", std::to_string(dim), "--energy", "1"});
   ASSERT_EQ(report["results"].size(), 1u);
   const auto& m = report["results"][0]["metrics"];
   ASSERT_TRUE(m["power_w"].is_number()) << report["findings"].dump();
