@@ -554,7 +554,8 @@ class TkAttention:
     def reduces_dq(self, q, k, causal):
         """Whether the backward of this shape takes the reducing path (--dq fastest resolves per shape)."""
         b, h, n, d = q.shape
-        path = self.lib.tk_attention_backward_dq_path(b, h, k.shape[1], n, d, int(causal), self.dq_path)
+        path = self.lib.tk_attention_backward_dq_path(b, h, k.shape[1], n, k.shape[2], d, int(causal),
+                                                    self.dq_path)
         return path == tk_library.DQ_PATHS["reduce"]
 
     def prepare(self, torch, kernel, q, k, v, causal):

@@ -13,8 +13,9 @@
 namespace attention {
 
 double flops(Shape s) {
-  const double full = 4.0 * s.batch * s.heads * double(s.seq) * s.seq * s.head_dim;
-  return s.causal ? full / 2 : full;
+  const double nq = s.seq, nk = keys(s);
+  const double pairs = !s.causal ? nq * nk : nq <= nk ? nq * nk - nq * nq / 2 : nk * nk / 2;
+  return 4.0 * s.batch * s.heads * pairs * s.head_dim;
 }
 
 double flops_backward(Shape s) { return 2.5 * flops(s); }
@@ -27,6 +28,7 @@ std::string refusal(Shape s, Kernel kernel) {
                                  positive("kv heads", s.kv_heads), positive("seq", s.seq)}) {
     if (!why.empty()) return why;
   }
+  if (s.seq_k < 0) return "seq k = " + std::to_string(s.seq_k) + ": give a positive number (0: as many as seq)";
   if (s.heads % s.kv_heads != 0) {
     return "heads = " + std::to_string(s.heads) + ", kv heads = " + std::to_string(s.kv_heads) +
            ": the query heads must be a multiple of the key/value heads";
@@ -40,6 +42,10 @@ std::string refusal(Shape s, Kernel kernel) {
 std::string refusal(Shape s, Dtype dtype) {
   if (std::string why = refusal(s, Kernel::wgmma); !why.empty() || dtype == Dtype::bf16) return why;
   if (s.head_dim != 128) return "head dim = " + std::to_string(s.head_dim) + ": the e4m3 forward takes 128";
+  if (keys(s) != s.seq) {
+    return "seq k = " + std::to_string(keys(s)) + ", seq = " + std::to_string(s.seq) +
+           ": the e4m3 forward takes as many keys as queries";
+  }
   if (std::int64_t(s.batch) * s.kv_heads > 65535) {
     return "batch x kv heads = " + std::to_string(std::int64_t(s.batch) * s.kv_heads) +
            ": the e4m3 forward takes at most 65535 (its V^T pass has a block row per key/value matrix)";
@@ -82,18 +88,25 @@ struct Axis {
   int extent;
 };
 
-// The batch, head and row axes of a tensor with `heads` heads.
-std::array<Axis, 3> axes(Strides at, Shape s, int heads) {
-  return {Axis{"batch", at.batch, s.batch}, Axis{"head", at.head, heads}, Axis{"seq", at.seq, s.seq}};
+// A tensor's heads and rows: queries' (Q, O and their gradients) or keys' (K, V, dK, dV).
+struct Extent {
+  int heads, rows;
+};
+Extent queries(Shape s) { return {s.heads, s.seq}; }
+Extent keys_of(Shape s) { return {s.kv_heads, keys(s)}; }
+
+// The batch, head and row axes of a tensor of extent `e`.
+std::array<Axis, 3> axes(Strides at, Shape s, Extent e) {
+  return {Axis{"batch", at.batch, s.batch}, Axis{"head", at.head, e.heads}, Axis{"seq", at.seq, e.rows}};
 }
 
 // `given`, or the contiguous strides; an axis of extent 1 takes its contiguous stride.
-Strides resolved(const std::optional<Strides>& given, Shape s, int heads) {
-  const Strides dense = contiguous(heads, s.seq, s.head_dim);
+Strides resolved(const std::optional<Strides>& given, Shape s, Extent e) {
+  const Strides dense = contiguous(e.heads, e.rows, s.head_dim);
   Strides at = given.value_or(dense);
   if (s.batch == 1) at.batch = dense.batch;
-  if (heads == 1) at.head = dense.head;
-  if (s.seq == 1) at.seq = dense.seq;
+  if (e.heads == 1) at.head = dense.head;
+  if (e.rows == 1) at.seq = dense.seq;
   return at;
 }
 
@@ -104,7 +117,7 @@ std::string describe(Strides at) {
 
 // Why the TMA cannot describe tensor `name` at `data` with (resolved) strides `at` ("" when it
 // can): cuTensorMapEncodeTiled's rules, in the caller's terms.
-std::string tma_refusal(const std::string& name, const void* data, Strides at, Shape s, int heads) {
+std::string tma_refusal(const std::string& name, const void* data, Strides at, Shape s, Extent e) {
   if (at.dim != 1) {
     return name + ": head-dim stride " + std::to_string(at.dim) + ": the head dim must be contiguous (stride 1)";
   }
@@ -112,7 +125,7 @@ std::string tma_refusal(const std::string& name, const void* data, Strides at, S
     return name + ": its address is not 16-byte aligned: the TMA needs a 16-byte aligned base";
   }
   constexpr std::int64_t kMaxStrideBytes = std::int64_t(1) << 40;
-  for (const Axis& a : axes(at, s, heads)) {
+  for (const Axis& a : axes(at, s, e)) {
     const std::string which = name + ": " + a.name + " stride " + std::to_string(a.stride);
     if (a.stride <= 0) return which + ": give a positive stride";
     if (a.stride * kElementBytes % 16 != 0) {
@@ -126,8 +139,8 @@ std::string tma_refusal(const std::string& name, const void* data, Strides at, S
 
 // Whether two elements of an output would share an address: the axes, innermost first, must each
 // step past everything the axes inside them span.
-bool overlaps(Strides at, Shape s, int heads) {
-  std::array<Axis, 3> outer = axes(at, s, heads);
+bool overlaps(Strides at, Shape s, Extent e) {
+  std::array<Axis, 3> outer = axes(at, s, e);
   std::sort(outer.begin(), outer.end(), [](const Axis& a, const Axis& b) { return a.stride < b.stride; });
   std::int64_t span = s.head_dim;
   for (const Axis& a : outer) {
@@ -142,7 +155,7 @@ struct Operand {
   std::string name;
   const void* data;
   Strides at;  // resolved
-  int heads;
+  Extent extent;
   bool written;
 };
 
@@ -150,12 +163,12 @@ std::string layout_refusal(const std::vector<Operand>& operands, Shape s, Kernel
   for (const Operand& x : operands) {
     // mma_sync reads through pointers, not the TMA: its alignment rules are the caller's (README).
     if (kernel == Kernel::mma_sync) {
-      if (x.at == contiguous(x.heads, s.seq, s.head_dim)) continue;
+      if (x.at == contiguous(x.extent.heads, x.extent.rows, s.head_dim)) continue;
       return x.name + ": strides " + describe(x.at) + ": strided inputs need the wgmma kernel; mma_sync reads " +
              "contiguous (B, H, N, D) tensors";
     }
-    if (std::string why = tma_refusal(x.name, x.data, x.at, s, x.heads); !why.empty()) return why;
-    if (x.written && overlaps(x.at, s, x.heads)) {
+    if (std::string why = tma_refusal(x.name, x.data, x.at, s, x.extent); !why.empty()) return why;
+    if (x.written && overlaps(x.at, s, x.extent)) {
       return x.name + ": strides " + describe(x.at) + " make elements overlap: an output needs a place per element";
     }
   }
@@ -163,14 +176,14 @@ std::string layout_refusal(const std::vector<Operand>& operands, Shape s, Kernel
 }
 
 detail::ForwardStrides resolved(const ForwardLayout& l, Shape s) {
-  return {resolved(l.q, s, s.heads), resolved(l.k, s, s.kv_heads), resolved(l.v, s, s.kv_heads),
-          resolved(l.o, s, s.heads)};
+  return {resolved(l.q, s, queries(s)), resolved(l.k, s, keys_of(s)), resolved(l.v, s, keys_of(s)),
+          resolved(l.o, s, queries(s))};
 }
 
 detail::BackwardStrides resolved(const BackwardLayout& l, Shape s) {
-  return {resolved(l.q, s, s.heads),   resolved(l.k, s, s.kv_heads),  resolved(l.v, s, s.kv_heads),
-          resolved(l.o, s, s.heads),   resolved(l.d_o, s, s.heads),   resolved(l.dq, s, s.heads),
-          resolved(l.dk, s, s.kv_heads), resolved(l.dv, s, s.kv_heads)};
+  const Extent q = queries(s), k = keys_of(s);
+  return {resolved(l.q, s, q),   resolved(l.k, s, k),  resolved(l.v, s, k),  resolved(l.o, s, q),
+          resolved(l.d_o, s, q), resolved(l.dq, s, q), resolved(l.dk, s, k), resolved(l.dv, s, k)};
 }
 
 }  // namespace
@@ -178,24 +191,24 @@ detail::BackwardStrides resolved(const BackwardLayout& l, Shape s) {
 std::string refusal(const Tensors& t, Shape s, Kernel kernel, const ForwardLayout& layout) {
   if (std::string why = refusal(s, kernel); !why.empty()) return why;
   const detail::ForwardStrides at = resolved(layout, s);
-  return layout_refusal({{"q", t.q, at.q, s.heads, false},
-                         {"k", t.k, at.k, s.kv_heads, false},
-                         {"v", t.v, at.v, s.kv_heads, false},
-                         {"o", t.o, at.o, s.heads, true}},
-                        s, kernel);
+  const Extent q = queries(s), k = keys_of(s);
+  return layout_refusal(
+      {{"q", t.q, at.q, q, false}, {"k", t.k, at.k, k, false}, {"v", t.v, at.v, k, false}, {"o", t.o, at.o, q, true}},
+      s, kernel);
 }
 
 std::string refusal(const BackwardTensors& t, Shape s, const BackwardLayout& layout) {
   if (std::string why = refusal(s, Kernel::wgmma); !why.empty()) return why;
   const detail::BackwardStrides at = resolved(layout, s);
-  return layout_refusal({{"q", t.q, at.q, s.heads, false},
-                         {"k", t.k, at.k, s.kv_heads, false},
-                         {"v", t.v, at.v, s.kv_heads, false},
-                         {"o", t.o, at.o, s.heads, false},
-                         {"d_o", t.d_o, at.d_o, s.heads, false},
-                         {"dq", t.dq, at.dq, s.heads, true},
-                         {"dk", t.dk, at.dk, s.kv_heads, true},
-                         {"dv", t.dv, at.dv, s.kv_heads, true}},
+  const Extent q = queries(s), k = keys_of(s);
+  return layout_refusal({{"q", t.q, at.q, q, false},
+                         {"k", t.k, at.k, k, false},
+                         {"v", t.v, at.v, k, false},
+                         {"o", t.o, at.o, q, false},
+                         {"d_o", t.d_o, at.d_o, q, false},
+                         {"dq", t.dq, at.dq, q, true},
+                         {"dk", t.dk, at.dk, k, true},
+                         {"dv", t.dv, at.dv, k, true}},
                         s, Kernel::wgmma);
 }
 

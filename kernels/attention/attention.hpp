@@ -3,10 +3,11 @@
 // (batch, head), bf16 in and out, fp32 softmax, and the row logsumexp a backward pass needs.
 //
 // Layout (PyTorch SDPA's (B, H, N, D)): Q and O are [batch][heads][seq][head_dim], K and V
-// [batch][kv_heads][seq][head_dim], contiguous unless given strides (Strides below), LSE
+// [batch][kv_heads][keys(s)][head_dim], contiguous unless given strides (Strides below), LSE
 // [batch][heads][seq] float, always contiguous. Query head h reads
 // key/value head h / (heads / kv_heads) (grouped-query attention). LSE is the natural log of
-// sum_j exp(q.k_j / sqrt(D)) over the keys the row attends to.
+// sum_j exp(q.k_j / sqrt(D)) over the keys the row attends to (mask.hpp: with fewer keys than
+// queries the causal mask leaves the first rows none; their O is 0 and LSE +inf).
 //
 // Two kernels: `wgmma` (sm_90a: TMA, wgmma, producer/consumer warpgroups; attention_hopper.cu)
 // and `mma_sync` (portable, sm_80 and newer: warps with mma.sync; attention_portable.cu).
@@ -20,14 +21,21 @@
 #include <optional>
 #include <string>
 
+#include "kernels/attention/mask.hpp"
+
 namespace attention {
 
 enum class Kernel { wgmma, mma_sync };
 
+// seq: queries per sequence; seq_k: keys (and values) per sequence, 0 for as many as queries.
 struct Shape {
   int batch, heads, kv_heads, seq, head_dim;
   bool causal;
+  int seq_k = 0;
 };
+
+constexpr int keys(Shape s) { return s.seq_k > 0 ? s.seq_k : s.seq; }
+constexpr Mask mask_of(Shape s) { return {keys(s), keys(s) - s.seq, s.causal}; }
 
 struct Tensors {
   const __nv_bfloat16 *q, *k, *v;
@@ -57,7 +65,8 @@ struct BackwardLayout {
   std::optional<Strides> q = {}, k = {}, v = {}, o = {}, d_o = {}, dq = {}, dk = {}, dv = {};
 };
 
-// 4 B H N^2 D (two matrix products of 2 N^2 D each per head), half of it when causal.
+// 4 B H Nq Nk D (two matrix products of 2 Nq Nk D each per head) over the attended area: with
+// the causal mask Nq Nk - Nq^2 / 2 where Nq <= Nk, else Nk^2 / 2 (half of it at Nq = Nk).
 double flops(Shape s);
 
 // Why `kernel` cannot run `s` ("" when it can), naming what is valid.

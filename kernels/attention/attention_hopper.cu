@@ -13,11 +13,14 @@ namespace {
 
 using namespace attention::hopper;
 
-template <int D>
+template <int D, bool Shifted>
 Launch launch_for(const Tensors& t, Shape s, const ForwardStrides& at) {
-  using C = Config<D>;
-  const Maps maps{tensor_map<typename C::q>(t.q, s, s.heads, at.q), tensor_map<typename C::kv>(t.k, s, s.kv_heads, at.k),
-                  tensor_map<typename C::kv>(t.v, s, s.kv_heads, at.v), tensor_map<typename C::q>(t.o, s, s.heads, at.o)};
+  using C = Config<D, Shifted>;
+  const int nk = keys(s);
+  const Maps maps{tensor_map<typename C::q>(t.q, s, s.heads, s.seq, at.q),
+                  tensor_map<typename C::kv>(t.k, s, s.kv_heads, nk, at.k),
+                  tensor_map<typename C::kv>(t.v, s, s.kv_heads, nk, at.v),
+                  tensor_map<typename C::q>(t.o, s, s.heads, s.seq, at.o)};
   const Problem p = forward_problem<C>(s, float(M_LOG2E / std::sqrt(double(D))), t.lse, 1.0f);
   cudaFuncSetAttribute(forward_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<C>);
   int device = 0, sms = 0;
@@ -35,7 +38,9 @@ std::string hopper_refusal(Shape s) {
 }
 
 Launch hopper_forward(const Tensors& t, Shape s, const ForwardStrides& at) {
-  return s.head_dim == 64 ? launch_for<64>(t, s, at) : launch_for<128>(t, s, at);
+  const bool shifted = keys(s) != s.seq;  // Config's Shifted
+  if (s.head_dim == 64) return shifted ? launch_for<64, true>(t, s, at) : launch_for<64, false>(t, s, at);
+  return shifted ? launch_for<128, true>(t, s, at) : launch_for<128, false>(t, s, at);
 }
 
 }  // namespace attention::detail

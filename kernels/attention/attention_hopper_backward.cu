@@ -36,7 +36,7 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
   using KC = KvConfig<D>;
   using FC = KvConfig<D, true>;
   using QC = QConfig<D>;
-  const Schedule schedule{s.batch, s.heads, s.kv_heads, s.seq, s.causal};
+  const Schedule schedule{s.batch, s.heads, s.kv_heads, s.seq, mask_of(s)};
   const std::size_t vector_floats = scratch_floats(s.batch, s.heads, s.seq) / 2;
   const Problem p{schedule,
                   float(1 / std::sqrt(double(D))),
@@ -45,12 +45,13 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
                   scratch + vector_floats,
                   reducing ? scratch + 2 * vector_floats : nullptr};
   const std::uint64_t q_matrices = std::uint64_t(s.batch) * s.heads;
-  const int h = s.heads, kvh = s.kv_heads;
+  const int h = s.heads, kvh = s.kv_heads, nq = s.seq, nk = keys(s);
   // Both paths' dK/dV items take the same tiles (kv_step_queries), so one set of maps serves either.
   static_assert(std::is_same_v<typename KC::q, typename FC::q> && std::is_same_v<typename KC::kv, typename FC::kv>);
-  const KvMaps kv_maps{tensor_map<typename KC::kv>(t.k, s, kvh, at.k),   tensor_map<typename KC::kv>(t.v, s, kvh, at.v),
-                       tensor_map<typename KC::q>(t.q, s, h, at.q),      tensor_map<typename KC::q>(t.d_o, s, h, at.d_o),
-                       tensor_map<typename KC::kv>(t.dk, s, kvh, at.dk), tensor_map<typename KC::kv>(t.dv, s, kvh, at.dv)};
+  const KvMaps kv_maps{
+      tensor_map<typename KC::kv>(t.k, s, kvh, nk, at.k),   tensor_map<typename KC::kv>(t.v, s, kvh, nk, at.v),
+      tensor_map<typename KC::q>(t.q, s, h, nq, at.q),      tensor_map<typename KC::q>(t.d_o, s, h, nq, at.d_o),
+      tensor_map<typename KC::kv>(t.dk, s, kvh, nk, at.dk), tensor_map<typename KC::kv>(t.dv, s, kvh, nk, at.dv)};
   // Enough preprocess (and conversion) blocks to fill the GPU many times over; each strides over the rest.
   const int prep_grid = int(std::min<std::uint64_t>(q_matrices * padded(s.seq) / kPrepRowsPerBlock<D>, kPrepMaxBlocks));
   const int kv_grid = kv_items(schedule);
@@ -70,9 +71,10 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
       dq_convert_kernel<D><<<convert_grid, kConvertThreads, 0, stream>>>(p, out);
     };
   }
-  const QMaps q_maps{tensor_map<typename QC::q>(t.q, s, h, at.q), tensor_map<typename QC::q>(t.d_o, s, h, at.d_o),
-                     tensor_map<typename QC::kv>(t.k, s, kvh, at.k), tensor_map<typename QC::kv>(t.v, s, kvh, at.v),
-                     tensor_map<typename QC::q>(t.dq, s, h, at.dq)};
+  const QMaps q_maps{
+      tensor_map<typename QC::q>(t.q, s, h, nq, at.q), tensor_map<typename QC::q>(t.d_o, s, h, nq, at.d_o),
+      tensor_map<typename QC::kv>(t.k, s, kvh, nk, at.k), tensor_map<typename QC::kv>(t.v, s, kvh, nk, at.v),
+      tensor_map<typename QC::q>(t.dq, s, h, nq, at.dq)};
   const int q_grid = q_items(schedule);
   cudaFuncSetAttribute(deterministic_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kDeterministicSmemBytes<D>);
   return [=](cudaStream_t stream) {

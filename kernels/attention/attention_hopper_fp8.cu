@@ -27,12 +27,11 @@ Launch hopper_fp8_forward(const Fp8Tensors& t, Shape s, void* scratch) {
   // V^T: a [batch][kv_heads] grid of D x pitch matrices, read in tiles of D rows x 128 keys.
   const grid_map vt_map = tk::tma_map<C::v_tile>(
       reinterpret_cast<const e4m3*>(vt), std::uint64_t(D), std::uint64_t(pitch), std::uint64_t(s.kv_heads),
-      std::uint64_t(s.batch),
-      {std::uint64_t(pitch), std::uint64_t(D) * pitch, std::uint64_t(D) * pitch * s.kv_heads});
-  const Maps maps{tensor_map<C::q>(t.q, s, s.heads, q_at), tensor_map<C::kv>(t.k, s, s.kv_heads, kv_at), vt_map,
-                  tensor_map<C::o_tile>(t.o, s, s.heads, q_at)};
+      std::uint64_t(s.batch), {std::uint64_t(pitch), std::uint64_t(D) * pitch, std::uint64_t(D) * pitch * s.kv_heads});
+  const Maps maps{tensor_map<C::q>(t.q, s, s.heads, s.seq, q_at), tensor_map<C::kv>(t.k, s, s.kv_heads, s.seq, kv_at),
+                  vt_map, tensor_map<C::o_tile>(t.o, s, s.heads, s.seq, q_at)};
   const Problem p = forward_problem<C>(s, float(M_LOG2E / std::sqrt(double(D)) * double(t.q_scale) * double(t.k_scale)),
-                                      t.lse, float(double(t.v_scale) / kProbScale));
+                                       t.lse, float(double(t.v_scale) / kProbScale));
   cudaFuncSetAttribute(forward_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<C>);
   int device = 0, sms = 0;
   cudaGetDevice(&device);

@@ -4,7 +4,9 @@
 // values through shared memory 64 at a time, the next tile's cp.async copies in flight while
 // it works on this one. Per key tile a warp computes S = Q K^T, folds S into an online softmax
 // (running row max m and sum l, in base 2 with the 1/sqrt(D) scale folded into the exponent)
-// and accumulates O += P V; at the end O /= l and LSE = m / sqrt(D) + ln l.
+// and accumulates O += P V; at the end O /= l and LSE = m / sqrt(D) + ln l. The keys a query
+// attends are mask.hpp's; a row attending none (causal, fewer keys than queries) ends with l =
+// +inf, which writes its O as 0 and its LSE as +inf.
 //
 // The head dimension is cut into slices 64 wide: Q, K, V, O are arrays of slices, so a warp
 // never holds more than one 64 x 64 K or V slice in registers (a whole 64 x 128 one would not
@@ -71,14 +73,21 @@ __device__ T* head_rows(T* base, int batch, int heads, int head, int seq, int di
   return base + (std::size_t(batch) * heads + head) * seq * dim;
 }
 
-// Starts copying key tile `tile` of K and V into `stage`, as one cp.async group.
+// The shape's mask, its causal flag the kernel's template argument, so that non-causal kernels
+// compile without the diagonal's tests.
+template <bool Causal>
+__device__ Mask kernel_mask(Shape s) {
+  return {keys(s), keys(s) - s.seq, Causal};
+}
+
+// Starts copying key tile `tile` of K and V (`keys` rows) into `stage`, as one cp.async group.
 template <int D>
-__device__ void load_kv(typename Tiles<D>::Stage& stage, const bf16* k, const bf16* v, int tile, int seq) {
+__device__ void load_kv(typename Tiles<D>::Stage& stage, const bf16* k, const bf16* v, int tile, int keys) {
   const int key0 = tile * kKeys;
 #pragma unroll
   for (int c = 0; c < Tiles<D>::slices; ++c) {
-    block::load_async(stage.k[c], k + key0 * D + c * kSlice, D, seq - key0);
-    block::load_async(stage.v[c], v + key0 * D + c * kSlice, D, seq - key0);
+    block::load_async(stage.k[c], k + key0 * D + c * kSlice, D, keys - key0);
+    block::load_async(stage.v[c], v + key0 * D + c * kSlice, D, keys - key0);
   }
   block::commit();
 }
@@ -113,16 +122,17 @@ __global__ void __launch_bounds__(kThreads, Tiles<D>::blocks_per_sm)
   auto& sm = aligned_smem<typename F::Smem>(raw);
   const int warp = threadIdx.x / kWarpThreads, head = blockIdx.y, batch = blockIdx.z;
   const int kv_head = head / (s.heads / s.kv_heads);
+  const Mask mask = kernel_mask<Causal>(s);
   const int q0 = query_tile(blockIdx.x, gridDim.x, Causal) * kBlockRows, warp_q0 = q0 + warp * kRowsPerWarp;
   const bf16* q = head_rows(t.q, batch, s.heads, head, s.seq, D) + warp_q0 * D;
-  const bf16* k = head_rows(t.k, batch, s.kv_heads, kv_head, s.seq, D);
-  const bf16* v = head_rows(t.v, batch, s.kv_heads, kv_head, s.seq, D);
-  const int tiles = key_tiles(q0, s.seq, Causal), valid_rows = s.seq - warp_q0;
+  const bf16* k = head_rows(t.k, batch, s.kv_heads, kv_head, mask.keys, D);
+  const bf16* v = head_rows(t.v, batch, s.kv_heads, kv_head, mask.keys, D);
+  const int tiles = key_tiles(q0, mask), valid_rows = s.seq - warp_q0;
   const float scale_log2 = scale * kLog2e;
 
 #pragma unroll
   for (int c = 0; c < F::slices; ++c) one_warp::load_async(sm.q[warp][c], q + c * kSlice, D, valid_rows);
-  load_kv<D>(sm.stage[0], k, v, 0, s.seq);  // commits the queries' copies too
+  load_kv<D>(sm.stage[0], k, v, 0, mask.keys);  // commits the queries' copies too
   block::wait<0>();
   __syncthreads();
   typename F::q_reg queries[F::slices];
@@ -137,7 +147,7 @@ __global__ void __launch_bounds__(kThreads, Tiles<D>::blocks_per_sm)
   warp::zero(sum);
 
   for (int j = 0; j < tiles; ++j) {
-    if (j + 1 < tiles) load_kv<D>(sm.stage[(j + 1) % kStages], k, v, j + 1, s.seq);
+    if (j + 1 < tiles) load_kv<D>(sm.stage[(j + 1) % kStages], k, v, j + 1, mask.keys);
     const typename F::Stage& kv = sm.stage[j % kStages];
     const int key0 = j * kKeys;
     typename F::s_reg scores;
@@ -148,9 +158,8 @@ __global__ void __launch_bounds__(kThreads, Tiles<D>::blocks_per_sm)
       warp::load(keys, kv.k[c]);
       warp::mma_ABt(scores, queries[c], keys, scores);
     }
-    if (needs_mask(key0, warp_q0, s.seq, Causal)) {
-      warp::fill_where(scores, -kInfinity,
-                       [&](int row, int col) { return !attends(warp_q0 + row, key0 + col, s.seq, Causal); });
+    if (mask.needs_mask(warp_q0, key0, kKeys)) {
+      warp::fill_where(scores, -kInfinity, [&](int row, int col) { return masked(mask, warp_q0 + row, key0 + col); });
     }
     online_softmax<D>(scores, max, sum, o, scale_log2);
     typename F::p_reg probs;
@@ -165,6 +174,9 @@ __global__ void __launch_bounds__(kThreads, Tiles<D>::blocks_per_sm)
     __syncthreads();  // tile j + 1 has landed, and no warp still reads tile j's stage
   }
 
+  if (mask.attends_none(warp_q0)) {  // l = +inf: O = o / l = 0 (o is finite) and LSE = m + ln l = +inf
+    warp::fill_where(sum, kInfinity, [&](int row) { return mask.attends_none(warp_q0 + row); });
+  }
   bf16* out = head_rows(t.o, batch, s.heads, head, s.seq, D) + warp_q0 * D;
 #pragma unroll
   for (int c = 0; c < F::slices; ++c) {
@@ -198,6 +210,15 @@ Launch launch_for_dim(const Tensors& t, Shape s) {
 
 bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
 
+// Offsets within a head are ints, up to the end of the last tile of `tile` rows past `rows`.
+std::string int_offsets_refusal(const std::string& name, int rows, int tile, int head_dim) {
+  const long long padded_rows = (static_cast<long long>(rows) + tile - 1) / tile * tile;
+  constexpr long long kMaxElements = std::numeric_limits<int>::max();
+  if (padded_rows * head_dim <= kMaxElements) return "";
+  return name + " = " + std::to_string(rows) + ": give at most " + std::to_string(kMaxElements / head_dim - tile) +
+         " for head dim " + std::to_string(head_dim) + " (the kernel indexes a head with ints)";
+}
+
 }  // namespace
 
 std::string portable_refusal(Shape s) {
@@ -205,15 +226,8 @@ std::string portable_refusal(Shape s) {
   if (s.heads > kMaxGridDim || s.batch > kMaxGridDim) {
     return "batch and heads must each be at most " + std::to_string(kMaxGridDim) + " (the mma_sync kernel's grid)";
   }
-  // Offsets within a head are ints, up to the last query tile's end past seq.
-  const long long padded_rows = (static_cast<long long>(s.seq) + kBlockRows - 1) / kBlockRows * kBlockRows;
-  constexpr long long kMaxElements = std::numeric_limits<int>::max();
-  if (padded_rows * s.head_dim > kMaxElements) {
-    return "seq = " + std::to_string(s.seq) + ": give at most " +
-           std::to_string(kMaxElements / s.head_dim - kBlockRows) + " for head dim " + std::to_string(s.head_dim) +
-           " (the kernel indexes a head with ints)";
-  }
-  return "";
+  if (std::string why = int_offsets_refusal("seq", s.seq, kBlockRows, s.head_dim); !why.empty()) return why;
+  return int_offsets_refusal("seq k", keys(s), kKeys, s.head_dim);
 }
 
 Launch portable_forward(const Tensors& t, Shape s) {

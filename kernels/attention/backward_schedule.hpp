@@ -6,9 +6,11 @@
 // its group, the query tiles (kv_step_queries rows) that see its keys. dQ: a work item per (batch,
 // query head, kQBlock queries) walks the key tiles (kQStepKeys keys) its queries see; or, on the
 // reducing path (DqPath::reducing), the dK/dV items add each step's share of
-// dQ into an fp32 accumulator laid out as below, and a conversion writes it out.
+// dQ into an fp32 accumulator laid out as below, and a conversion writes it out. Which keys a
+// query sees is the Mask's rule (mask.hpp), with as many keys as queries or not.
 #include <cstddef>
 
+#include "kernels/attention/mask.hpp"
 #include "kernels/attention/work_order.hpp"
 
 namespace attention::backward {
@@ -34,42 +36,43 @@ inline constexpr int kRowPad = 128;
 static_assert(kRowPad % kv_step_queries(64) == 0 && kRowPad % kv_step_queries(128) == 0 && kRowPad % kQBlock == 0,
               "query tiles lie inside the padded scratch");
 static_assert(kKvBlock % kv_step_queries(64) == 0 && kKvBlock % kv_step_queries(128) == 0,
-              "a causal dK/dV item's first query tile starts at its first key");
+              "a key block spans whole query tiles (the staggered items' rotation)");
 
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 constexpr int padded(int seq) { return ceil_div(seq, kRowPad) * kRowPad; }
 
-// The scratch's floats: two vectors of [batch][heads][padded(seq)].
+// The scratch's floats: two vectors of [batch][heads][padded(seq)], seq the queries.
 constexpr std::size_t scratch_floats(int batch, int heads, int seq) {
   return 2 * std::size_t(batch) * heads * padded(seq);
 }
 
-// Whether `query` attends `key`: the key exists, and is not in the future when causal.
-constexpr bool attends(int query, int key, int seq, bool causal) { return key < seq && !(causal && key > query); }
-
+// seq: queries per sequence; mask: the keys per sequence (mask.keys) and which each query attends.
 struct Schedule {
   int batch, heads, kv_heads, seq;
-  bool causal;
+  Mask mask;
   constexpr int group() const { return heads / kv_heads; }
+  constexpr int keys() const { return mask.keys; }
 };
 
 // A dK/dV work item: key block `kv_block` of key/value matrix `kvm` (batch x kv_heads + head).
 // Step s reads query matrix qm(s) (batch x heads + head), query tile q_tile(s) of `step` queries
-// (kv_step_queries): for each of the group's query heads in turn, tiles first_q .. (with a causal
-// mask the tiles before the block's first key see none of its keys).
+// (kv_step_queries): for each of the group's query heads in turn, tiles first_q .. to the queries'
+// end (with a causal mask the tiles before the one holding the first query that attends the
+// block's first key see none of its keys).
 //
 // Staggered (the reducing path, without a mask): each head's tiles are walked from tile `rotate`
 // on, wrapping, with rotate = kv_block x (kKvBlock / step), so the items in flight, which
 // start together, reduce their dQ into different query tiles instead of all into tile 0 (the L2
 // reduces ~3.1 TB/s into distinct tiles, ~1.3 TB/s into one: probes/tma-reduce). With a mask the
-// items start at their own first tile already.
+// items start at their own first tile already. With more keys than queries the rotations wrap,
+// and items whose rotations meet share tiles.
 struct KvItem {
   int kv_block, kvm, first_qm, first_q, per_head, steps, rotate = 0;
   constexpr int qm(int step) const { return first_qm + step / per_head; }
   constexpr int q_tile(int step) const { return first_q + (step + rotate) % per_head; }
 };
 
-constexpr int kv_items(const Schedule& s) { return ceil_div(s.seq, kKvBlock) * s.batch * s.kv_heads; }
+constexpr int kv_items(const Schedule& s) { return ceil_div(s.keys(), kKvBlock) * s.batch * s.kv_heads; }
 
 // With a causal mask, items run a group of matrices (heads) at a time, kCausalGroupItems items
 // (about two waves of blocks), longest first within the group, so the grid still finishes
@@ -90,18 +93,20 @@ constexpr WorkOrder causal_order(int t, int matrices, int per_matrix) {
 // dO in L2; with one, the longest items (the first keys, which every later query sees) first
 // within each group of heads (above).
 constexpr KvItem kv_item(const Schedule& s, int t, int step, bool staggered = false) {
-  const int kv_blocks = ceil_div(s.seq, kKvBlock), matrices = s.batch * s.kv_heads;
-  const WorkOrder c = s.causal ? causal_order(t, matrices, kv_blocks) : head_by_head(t, kv_blocks);
+  const int kv_blocks = ceil_div(s.keys(), kKvBlock), matrices = s.batch * s.kv_heads;
+  const WorkOrder c = s.mask.causal ? causal_order(t, matrices, kv_blocks) : head_by_head(t, kv_blocks);
   const int kvm = c.matrix, kv_block = c.order;
   const int batch = kvm / s.kv_heads, kvh = kvm % s.kv_heads;
-  const int first_q = s.causal ? kv_block * kKvBlock / step : 0;
+  // Every key is attended by the last query at least (mask.hpp), so every item has a tile.
+  const int first_q = s.mask.first_query(kv_block * kKvBlock) / step;
   const int per_head = ceil_div(s.seq, step) - first_q;
-  const int rotate = staggered && !s.causal ? kv_block * (kKvBlock / step) % per_head : 0;
+  const int rotate = staggered && !s.mask.causal ? kv_block * (kKvBlock / step) % per_head : 0;
   return {kv_block, kvm, batch * s.heads + kvh * s.group(), first_q, per_head, per_head * s.group(), rotate};
 }
 
 // A dQ work item: query block `q_block` of query matrix `qm`, reading key/value matrix `kvm`, key
-// tiles of kQStepKeys keys 0 .. tiles - 1 (with a causal mask those up to the block's last query).
+// tiles of kQStepKeys keys 0 .. tiles - 1: those holding a key the block's queries attend. None
+// where they attend no key (a causal mask, more queries than keys): the item stores dQ = 0.
 struct QItem {
   int q_block, qm, kvm, tiles;
 };
@@ -112,20 +117,11 @@ constexpr int q_items(const Schedule& s) { return ceil_div(s.seq, kQBlock) * s.b
 // group of heads, as the dK/dV items.
 constexpr QItem q_item(const Schedule& s, int t) {
   const int q_blocks = ceil_div(s.seq, kQBlock), matrices = s.batch * s.heads;
-  const WorkOrder c = s.causal ? causal_order(t, matrices, q_blocks) : head_by_head(t, q_blocks);
+  const WorkOrder c = s.mask.causal ? causal_order(t, matrices, q_blocks) : head_by_head(t, q_blocks);
   const int qm = c.matrix, order = c.order;
-  const int q_block = s.causal ? q_blocks - 1 - order : order;
+  const int q_block = s.mask.causal ? q_blocks - 1 - order : order;
   const int kvm = qm / s.heads * s.kv_heads + qm % s.heads / s.group();
-  const int end = (q_block + 1) * kQBlock;
-  const int last_key = s.causal && end < s.seq ? end : s.seq;
-  return {q_block, qm, kvm, ceil_div(last_key, kQStepKeys)};
-}
-
-// Whether a tile of `keys` keys from key0 against queries from query0 on holds a pair that is
-// not attended (a key past the sequence, or with a causal mask one after the first query), so
-// its scores must be masked.
-constexpr bool needs_mask(int query0, int key0, int keys, int seq, bool causal) {
-  return key0 + keys > seq || (causal && key0 + keys - 1 > query0);
+  return {q_block, qm, kvm, ceil_div(s.mask.key_end((q_block + 1) * kQBlock), kQStepKeys)};
 }
 
 // ---- the reducing path's dQ accumulator ----

@@ -10,6 +10,10 @@
 // tensor, {batch, head, seq, dim} in elements as torch.Tensor.stride() gives them, tensor after
 // tensor in the order of the pointer arguments (forward: q, k, v, o; backward: q, k, v, o, d_o,
 // dq, dk, dv). LSE is always contiguous float [batch][heads][seq].
+//
+// seq_k: keys per sequence where the entry takes it (0: as many as seq, the queries); K, V, dK
+// and dV have seq_k rows. With a causal mask query i attends keys up to i + seq_k - seq (the
+// bottom-right corner: kernels/attention/mask.hpp).
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -70,9 +74,9 @@ extern "C" {
 // A prepared forward pass (kernel 0: wgmma, 1: mma_sync; the latter takes contiguous tensors
 // only). Free it with tk_attention_destroy.
 void* tk_attention_create_strided(const void* q, const void* k, const void* v, void* o, float* lse, int batch,
-                                  int heads, int kv_heads, int seq, int head_dim, int causal, int kernel,
+                                  int heads, int kv_heads, int seq, int seq_k, int head_dim, int causal, int kernel,
                                   const std::int64_t* strides) {
-  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
+  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0, seq_k};
   const auto which = kernel == 0 ? attention::Kernel::wgmma : attention::Kernel::mma_sync;
   const attention::Tensors t{static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
                              static_cast<bf16*>(o), lse};
@@ -81,10 +85,11 @@ void* tk_attention_create_strided(const void* q, const void* k, const void* v, v
                            [&] { return new attention::Forward(t, s, which, layout); });
 }
 
-// The same for contiguous tensors.
+// The same for contiguous tensors, as many keys as queries.
 void* tk_attention_create(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int heads,
                           int kv_heads, int seq, int head_dim, int causal, int kernel) {
-  return tk_attention_create_strided(q, k, v, o, lse, batch, heads, kv_heads, seq, head_dim, causal, kernel, nullptr);
+  return tk_attention_create_strided(q, k, v, o, lse, batch, heads, kv_heads, seq, 0, head_dim, causal, kernel,
+                                     nullptr);
 }
 
 // Launches it on `stream`: 0 on success, 1 on a CUDA error.
@@ -97,8 +102,9 @@ void tk_attention_destroy(void* forward) { delete static_cast<attention::Forward
 
 // The path a backward of this shape takes on `dq_path` (1 or 2: `fastest` resolved), 0 when
 // refused.
-int tk_attention_backward_dq_path(int batch, int heads, int kv_heads, int seq, int head_dim, int causal, int dq_path) {
-  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
+int tk_attention_backward_dq_path(int batch, int heads, int kv_heads, int seq, int seq_k, int head_dim, int causal,
+                                  int dq_path) {
+  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0, seq_k};
   attention::BackwardOptions options;
   if (!dq_options(dq_path, options) || !attention::refusal(s, attention::Kernel::wgmma).empty()) return 0;
   return static_cast<int>(attention::dq_path(s, options));
@@ -106,16 +112,16 @@ int tk_attention_backward_dq_path(int batch, int heads, int kv_heads, int seq, i
 
 // The device scratch a backward of this shape takes (0 when the shape is refused); _opts: on
 // `dq_path` (above; the plain one on the default, 0).
-long long tk_attention_backward_scratch_bytes_opts(int batch, int heads, int kv_heads, int seq, int head_dim,
+long long tk_attention_backward_scratch_bytes_opts(int batch, int heads, int kv_heads, int seq, int seq_k, int head_dim,
                                                    int causal, int dq_path) {
-  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
+  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0, seq_k};
   attention::BackwardOptions options;
   return dq_options(dq_path, options) && attention::refusal(s, attention::Kernel::wgmma).empty()
              ? (long long)attention::backward_scratch_bytes(s, options)
              : 0;
 }
 long long tk_attention_backward_scratch_bytes(int batch, int heads, int kv_heads, int seq, int head_dim, int causal) {
-  return tk_attention_backward_scratch_bytes_opts(batch, heads, kv_heads, seq, head_dim, causal, 0);
+  return tk_attention_backward_scratch_bytes_opts(batch, heads, kv_heads, seq, 0, head_dim, causal, 0);
 }
 
 // A prepared backward pass (the wgmma kernels, sm_90a): dq, dk, dv from q, k, v, the forward's o
@@ -125,9 +131,9 @@ long long tk_attention_backward_scratch_bytes(int batch, int heads, int kv_heads
 // scratch must be the size for the same dq_path).
 void* tk_attention_backward_create_opts(const void* q, const void* k, const void* v, const void* o, const void* d_o,
                                         const float* lse, void* dq, void* dk, void* dv, int batch, int heads,
-                                        int kv_heads, int seq, int head_dim, int causal, const std::int64_t* strides,
-                                        void* scratch, int dq_path) {
-  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
+                                        int kv_heads, int seq, int seq_k, int head_dim, int causal,
+                                        const std::int64_t* strides, void* scratch, int dq_path) {
+  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0, seq_k};
   attention::BackwardOptions options;
   if (!dq_options(dq_path, options)) return nullptr;
   const attention::BackwardTensors t{static_cast<const bf16*>(q), static_cast<const bf16*>(k),
@@ -144,7 +150,7 @@ void* tk_attention_backward_create_opts(const void* q, const void* k, const void
 void* tk_attention_backward_create(const void* q, const void* k, const void* v, const void* o, const void* d_o,
                                    const float* lse, void* dq, void* dk, void* dv, int batch, int heads, int kv_heads,
                                    int seq, int head_dim, int causal, const std::int64_t* strides, void* scratch) {
-  return tk_attention_backward_create_opts(q, k, v, o, d_o, lse, dq, dk, dv, batch, heads, kv_heads, seq, head_dim,
+  return tk_attention_backward_create_opts(q, k, v, o, d_o, lse, dq, dk, dv, batch, heads, kv_heads, seq, 0, head_dim,
                                            causal, strides, scratch, 0);
 }
 

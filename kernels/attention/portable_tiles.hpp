@@ -2,8 +2,10 @@
 // How the portable attention forward (attention_portable.cu) cuts the work, as constexpr math
 // that the host tests check for every edge (tests/host/test_attention_tiles.cpp): a block of
 // kWarps warps takes kBlockRows queries of one (batch, head), each warp kRowsPerWarp of them (one
-// mma.sync M), and walks the keys kKeys at a time. Causal blocks walk keys only up to their last
-// query, so with kKeys == kBlockRows only their last key tile crosses the diagonal.
+// mma.sync M), and walks the keys kKeys at a time. Which keys a query attends is mask.hpp's rule;
+// causal blocks walk keys only up to the last one their queries attend.
+#include "kernels/attention/mask.hpp"
+
 namespace attention::portable {
 
 inline constexpr int kWarps = 4;
@@ -19,20 +21,18 @@ constexpr int query_tiles(int seq) { return ceil_div(seq, kBlockRows); }
 // the grid runs them last to first, and the short ones fill in behind the long ones.
 constexpr int query_tile(int block, int tiles, bool causal) { return causal ? tiles - 1 - block : block; }
 
-// Key tiles a block starting at query `q0` walks.
-constexpr int key_tiles(int q0, int seq, bool causal) {
-  const int keys = causal && q0 + kBlockRows < seq ? q0 + kBlockRows : seq;
-  return ceil_div(keys, kKeys);
+// Key tiles a block starting at query `q0` walks: up to the last key its queries attend, and at
+// least one, so that queries attending no key still end with a finite softmax (masked below).
+constexpr int key_tiles(int q0, Mask mask) {
+  const int keys = mask.key_end(q0 + kBlockRows);
+  return keys > 0 ? ceil_div(keys, kKeys) : 1;
 }
 
-// Whether `query` attends `key`: the key exists, and is not in the future when causal.
-constexpr bool attends(int query, int key, int seq, bool causal) { return key < seq && !(causal && key > query); }
-
-// Whether the key tile from `key0` holds a key that some query from `warp_q0` (a warp's
-// kRowsPerWarp queries) does not attend, so the warp must mask its scores.
-constexpr bool needs_mask(int key0, int warp_q0, int seq, bool causal) {
-  const int last_key = key0 + kKeys - 1;
-  return last_key >= seq || (causal && last_key > warp_q0);
+// Whether the kernel masks the score of (query, key): each pair the query does not attend, except
+// that a query attending no key keeps key 0 (as query -shift does), so its running max is finite
+// and no score becomes NaN; the store gives such a row O = 0 and LSE = +inf (Mask::attends_none).
+constexpr bool masked(Mask mask, int query, int key) {
+  return !mask.attends(query < -mask.shift ? -mask.shift : query, key);
 }
 
 }  // namespace attention::portable

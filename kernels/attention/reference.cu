@@ -66,7 +66,7 @@ __device__ void load_tile(float (*dst)[Pitch], const bf16* src, int row0, int ro
 
 // P = Q K^T / sqrt(D) for this block's queries and keys [k0, k0 + 64), masked keys at -inf.
 template <int D>
-__device__ void scores(Smem<D>& sm, int q0, int k0, attention::Shape s, float scale) {
+__device__ void scores(Smem<D>& sm, int q0, int k0, attention::Mask mask, float scale) {
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   float acc[4][4] = {};
   for (int d = 0; d < D; ++d) {
@@ -79,14 +79,13 @@ __device__ void scores(Smem<D>& sm, int q0, int k0, attention::Shape s, float sc
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) {
       const int query = q0 + 4 * ty + i, key = k0 + tx + 16 * j;
-      const bool seen = key < s.seq && (!s.causal || key <= query);
-      sm.p[4 * ty + i][tx + 16 * j] = seen ? acc[i][j] * scale : -INFINITY;
+      sm.p[4 * ty + i][tx + 16 * j] = mask.attends(query, key) ? acc[i][j] * scale : -INFINITY;
     }
 }
 
-// The online softmax step: four neighbouring lanes share a row. Every row sees at least one key
-// in every step the kernel takes (key k0 itself: k0 < N, and under the causal mask k0 <= q0), so
-// the new maximum is finite and exp(-inf - max) = 0 drops the masked keys.
+// The online softmax step: four neighbouring lanes share a row. exp(-inf - max) = 0 drops the
+// masked keys; a row that has seen no key yet keeps max -inf and sum 0, its exponentials taken
+// against 0 rather than -inf (which would make -inf - -inf = NaN).
 template <int D>
 __device__ void softmax_step(Smem<D>& sm) {
   const int row = threadIdx.x / 4, part = threadIdx.x % 4;
@@ -97,9 +96,10 @@ __device__ void softmax_step(Smem<D>& sm) {
   top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 1));
   top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 2));
   const float m_new = fmaxf(m_old, top);
+  const float m_base = m_new == -INFINITY ? 0.0f : m_new;
   float sum = 0;
   for (int c = 0; c < 16; ++c) {
-    p[c] = expf(p[c] - m_new);
+    p[c] = expf(p[c] - m_base);
     sum += p[c];
   }
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
@@ -108,7 +108,7 @@ __device__ void softmax_step(Smem<D>& sm) {
   // compute-sanitizer's racecheck counts only barriers as ordering shared-memory accesses.
   __syncwarp();
   if (part == 0) {
-    const float alpha = expf(m_old - m_new);  // 0 on the first step (m_old = -inf)
+    const float alpha = expf(m_old - m_base);  // 0 until the row sees a key (m_old = -inf)
     sm.alpha[row] = alpha;
     sm.l[row] = sm.l[row] * alpha + sum;
     sm.m[row] = m_new;
@@ -138,8 +138,9 @@ __global__ void __launch_bounds__(kThreads)
   Smem<D>& sm = *reinterpret_cast<Smem<D>*>(smem_raw);
   const int q0 = blockIdx.x * kTile, head = blockIdx.y, batch = blockIdx.z;
   const int kv_head = head / (s.heads / s.kv_heads);
+  const attention::Mask mask = attention::mask_of(s);
   const std::size_t q_rows = (std::size_t(batch) * s.heads + head) * s.seq;  // row (batch, head, 0)
-  const std::size_t kv_rows = (std::size_t(batch) * s.kv_heads + kv_head) * s.seq;
+  const std::size_t kv_rows = (std::size_t(batch) * s.kv_heads + kv_head) * mask.keys;
   const float scale = rsqrtf(float(D));
 
   load_tile<D>(sm.q, q + q_rows * D, q0, s.seq);
@@ -148,26 +149,28 @@ __global__ void __launch_bounds__(kThreads)
     sm.l[threadIdx.x] = 0;
   }
   float acc[4][D / 16] = {};
-  const int keys = s.causal ? min(s.seq, q0 + kTile) : s.seq;  // the causal mask hides keys past the tile
-  for (int k0 = 0; k0 < keys; k0 += kTile) {
+  const int key_end = mask.key_end(min(s.seq, q0 + kTile));  // the causal mask hides the keys past it
+  for (int k0 = 0; k0 < key_end; k0 += kTile) {
     __syncthreads();  // the previous step is done with K, V and P
-    load_tile<D>(sm.k, k + kv_rows * D, k0, s.seq);
-    load_tile<D>(sm.v, v + kv_rows * D, k0, s.seq);
+    load_tile<D>(sm.k, k + kv_rows * D, k0, mask.keys);
+    load_tile<D>(sm.v, v + kv_rows * D, k0, mask.keys);
     __syncthreads();
-    scores(sm, q0, k0, s, scale);
+    scores(sm, q0, k0, mask, scale);
     __syncthreads();
     softmax_step(sm);
     __syncthreads();
     accumulate<D>(acc, sm);
   }
 
+  __syncthreads();  // a block that saw no key has not synchronised since setting m and l
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   for (int i = 0; i < 4; ++i) {
     const int row = 4 * ty + i;
     if (q0 + row >= s.seq) break;
+    const float l = sm.l[row];  // 0 for a row attending no key: O = 0, LSE = +inf
     float* out = o + (q_rows + q0 + row) * D;
-    for (int j = 0; j < D / 16; ++j) out[tx + 16 * j] = acc[i][j] / sm.l[row];
-    if (tx == 0) lse[q_rows + q0 + row] = sm.m[row] + logf(sm.l[row]);
+    for (int j = 0; j < D / 16; ++j) out[tx + 16 * j] = l > 0 ? acc[i][j] / l : 0.0f;
+    if (tx == 0) lse[q_rows + q0 + row] = l > 0 ? sm.m[row] + logf(l) : INFINITY;
   }
 }
 
@@ -195,9 +198,10 @@ template <int D>
 constexpr int kBackwardSmemBytes = int(sizeof(BackwardSmem<D>));
 
 // P and dS for queries [q0, q0 + 64) and keys [k0, k0 + 64): each thread 4 queries (4ty..) by 4
-// keys (tx, tx + 16, ...). Pairs not attended (either past the sequence, or causal) get P = 0.
+// keys (tx, tx + 16, ...). Pairs not attended (either past the sequences, or causal) get P = 0,
+// so a row attending no key (LSE +inf) has P = 0 throughout.
 template <int D>
-__device__ void score_gradients(BackwardSmem<D>& sm, int q0, int k0, attention::Shape s, float scale) {
+__device__ void score_gradients(BackwardSmem<D>& sm, int q0, int k0, int seq, attention::Mask mask, float scale) {
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   float sc[4][4] = {}, dp[4][4] = {};
   for (int d = 0; d < D; ++d) {
@@ -219,7 +223,7 @@ __device__ void score_gradients(BackwardSmem<D>& sm, int q0, int k0, attention::
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) {
       const int row = 4 * ty + i, col = tx + 16 * j, query = q0 + row, key = k0 + col;
-      const bool seen = query < s.seq && key < s.seq && (!s.causal || key <= query);
+      const bool seen = query < seq && mask.attends(query, key);
       const float p = seen ? expf(sc[i][j] * scale - sm.lse[row]) : 0.0f;
       sm.p[row][col] = p;
       sm.ds[row][col] = p * (dp[i][j] - sm.delta[row]);
@@ -236,8 +240,9 @@ __global__ void __launch_bounds__(kThreads)
   BackwardSmem<D>& sm = *reinterpret_cast<BackwardSmem<D>*>(smem_raw);
   const int q0 = blockIdx.x * kTile, head = blockIdx.y, batch = blockIdx.z;
   const int kv_head = head / (s.heads / s.kv_heads);
+  const attention::Mask mask = attention::mask_of(s);
   const std::size_t q_rows = (std::size_t(batch) * s.heads + head) * s.seq;
-  const std::size_t kv_rows = (std::size_t(batch) * s.kv_heads + kv_head) * s.seq;
+  const std::size_t kv_rows = (std::size_t(batch) * s.kv_heads + kv_head) * mask.keys;
   const float scale = rsqrtf(float(D));
 
   load_tile<D>(sm.q, q + q_rows * D, q0, s.seq);
@@ -256,13 +261,13 @@ __global__ void __launch_bounds__(kThreads)
   }
   float acc[4][D / 16] = {};
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  const int keys = s.causal ? min(s.seq, q0 + kTile) : s.seq;
-  for (int k0 = 0; k0 < keys; k0 += kTile) {
+  const int key_end = mask.key_end(min(s.seq, q0 + kTile));
+  for (int k0 = 0; k0 < key_end; k0 += kTile) {
     __syncthreads();  // the previous step (or D) is done with K
-    load_tile<D>(sm.k, k + kv_rows * D, k0, s.seq);
-    load_tile<D>(sm.v, v + kv_rows * D, k0, s.seq);
+    load_tile<D>(sm.k, k + kv_rows * D, k0, mask.keys);
+    load_tile<D>(sm.v, v + kv_rows * D, k0, mask.keys);
     __syncthreads();
-    score_gradients(sm, q0, k0, s, scale);
+    score_gradients(sm, q0, k0, s.seq, mask, scale);
     __syncthreads();
     for (int c = 0; c < kTile; ++c) {
       float g[4], b[D / 16];
@@ -289,16 +294,17 @@ __global__ void __launch_bounds__(kThreads)
   BackwardSmem<D>& sm = *reinterpret_cast<BackwardSmem<D>*>(smem_raw);
   const int k0 = blockIdx.x * kTile, kv_head = blockIdx.y, batch = blockIdx.z;
   const int group = s.heads / s.kv_heads;
-  const std::size_t kv_rows = (std::size_t(batch) * s.kv_heads + kv_head) * s.seq;
+  const attention::Mask mask = attention::mask_of(s);
+  const std::size_t kv_rows = (std::size_t(batch) * s.kv_heads + kv_head) * mask.keys;
   const float scale = rsqrtf(float(D));
 
-  load_tile<D>(sm.k, k + kv_rows * D, k0, s.seq);
-  load_tile<D>(sm.v, v + kv_rows * D, k0, s.seq);
+  load_tile<D>(sm.k, k + kv_rows * D, k0, mask.keys);
+  load_tile<D>(sm.v, v + kv_rows * D, k0, mask.keys);
   float dk_acc[4][D / 16] = {}, dv_acc[4][D / 16] = {};  // keys 4ty.., columns tx, tx + 16, ...
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   for (int head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const std::size_t q_rows = (std::size_t(batch) * s.heads + head) * s.seq;
-    for (int q0 = s.causal ? k0 : 0; q0 < s.seq; q0 += kTile) {  // causal: earlier queries see none of these keys
+    for (int q0 = mask.first_query(k0); q0 < s.seq; q0 += kTile) {  // causal: earlier queries see none of these keys
       __syncthreads();  // the previous step is done with Q, dO, P and dS
       load_tile<D>(sm.q, q + q_rows * D, q0, s.seq);
       load_tile<D>(sm.d_o, d_o + q_rows * D, q0, s.seq);
@@ -308,7 +314,7 @@ __global__ void __launch_bounds__(kThreads)
         sm.delta[threadIdx.x] = real ? delta[q_rows + q0 + threadIdx.x] : 0.0f;
       }
       __syncthreads();
-      score_gradients(sm, q0, k0, s, scale);
+      score_gradients(sm, q0, k0, s.seq, mask, scale);
       __syncthreads();
       for (int c = 0; c < kTile; ++c) {
         float p[4], g[4], x[D / 16], y[D / 16];
@@ -330,7 +336,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   for (int i = 0; i < 4; ++i) {
     const int row = k0 + 4 * ty + i;
-    if (row >= s.seq) break;
+    if (row >= mask.keys) break;
     for (int j = 0; j < D / 16; ++j) {
       dk[(kv_rows + row) * D + tx + 16 * j] = dk_acc[i][j] * scale;
       dv[(kv_rows + row) * D + tx + 16 * j] = dv_acc[i][j];
@@ -346,22 +352,26 @@ void launch_reference_backward(const bf16* q, const bf16* k, const bf16* v, cons
                                kBackwardSmemBytes<D>));
   TK_CUDA(cudaFuncSetAttribute(reference_dkdv_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                kBackwardSmemBytes<D>));
-  const int tiles = (s.seq + kTile - 1) / kTile;
-  reference_dq_kernel<D><<<dim3(tiles, s.heads, s.batch), kThreads, kBackwardSmemBytes<D>, stream>>>(
+  const int query_tiles = (s.seq + kTile - 1) / kTile, key_tiles = (attention::keys(s) + kTile - 1) / kTile;
+  reference_dq_kernel<D><<<dim3(query_tiles, s.heads, s.batch), kThreads, kBackwardSmemBytes<D>, stream>>>(
       q, k, v, o, d_o, lse, dq, delta, s);
   TK_CUDA(cudaGetLastError());
-  reference_dkdv_kernel<D><<<dim3(tiles, s.kv_heads, s.batch), kThreads, kBackwardSmemBytes<D>, stream>>>(
+  reference_dkdv_kernel<D><<<dim3(key_tiles, s.kv_heads, s.batch), kThreads, kBackwardSmemBytes<D>, stream>>>(
       q, k, v, d_o, lse, delta, dk, dv, s);
   TK_CUDA(cudaGetLastError());
 }
 
 // ---- errors against the reference ----
 
+// |LSE - LSE_ref|, 0 where they are equal: a row attending no key has LSE +inf in both, and
+// inf - inf would be NaN. Any other infinity or NaN stays one.
+__device__ float lse_difference(float lse, float lse_ref) { return lse == lse_ref ? 0.0f : fabsf(lse - lse_ref); }
+
 // max |LSE - LSE_ref| as float bits, NaN's bits exceeding every number's.
 __global__ void lse_error_kernel(const float* lse, const float* lse_ref, std::size_t rows, unsigned* worst_bits) {
   unsigned worst = 0;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < rows; i += std::size_t(gridDim.x) * blockDim.x)
-    worst = max(worst, __float_as_uint(fabsf(lse[i] - lse_ref[i])));
+    worst = max(worst, __float_as_uint(lse_difference(lse[i], lse_ref[i])));
   worst = __reduce_max_sync(0xffffffffu, worst);
   if (threadIdx.x % 32 == 0) atomicMax(worst_bits, worst);
 }
@@ -411,7 +421,8 @@ void reference_backward(const bf16* q, const bf16* k, const bf16* v, const bf16*
 
 BackwardErrors compare_backward(const bf16* dq, const bf16* dk, const bf16* dv, const float* dq_ref,
                                 const float* dk_ref, const float* dv_ref, attention::Shape s, cudaStream_t stream) {
-  const std::size_t q_rows = std::size_t(s.batch) * s.heads * s.seq, kv_rows = std::size_t(s.batch) * s.kv_heads * s.seq;
+  const std::size_t q_rows = std::size_t(s.batch) * s.heads * s.seq;
+  const std::size_t kv_rows = std::size_t(s.batch) * s.kv_heads * attention::keys(s);
   return {check::compare_rows(dq, dq_ref, q_rows, s.head_dim, stream),
           check::compare_rows(dk, dk_ref, kv_rows, s.head_dim, stream),
           check::compare_rows(dv, dv_ref, kv_rows, s.head_dim, stream)};

@@ -30,16 +30,17 @@ inline std::vector<attention::Shape> sweep() {
 // seed gives the same values on any GPU and launch shape, and different seeds independent ones.
 void fill_normal(__nv_bfloat16* out, std::size_t count, std::uint64_t seed, cudaStream_t stream);
 
-// The forward pass attention.hpp defines (same layout, grouped-query heads, causal mask and LSE,
-// any sequence length) from the same bf16 inputs in fp32 arithmetic: O as float [B][H][N][D],
-// LSE as float [B][H][N]. Head dim 64 or 128. SIMT fp32: each block keeps 64 queries in shared
-// memory and streams K and V through it 64 keys at a time with an online softmax.
+// The forward pass attention.hpp defines (same layout, grouped-query heads, mask.hpp's mask and
+// LSE, any numbers of queries and keys) from the same bf16 inputs in fp32 arithmetic: O as float
+// [B][H][N][D], LSE as float [B][H][N]; a row attending no key gets O = 0 and LSE = +inf. Head
+// dim 64 or 128. SIMT fp32: each block keeps 64 queries in shared memory and streams K and V
+// through it 64 keys at a time with an online softmax.
 void reference_forward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, float* o, float* lse,
                        attention::Shape s, cudaStream_t stream);
 
 struct Errors {
   double rel_error;        // ||O - O_ref||_F / ||O_ref||_F
-  double lse_error;        // max |LSE - LSE_ref|
+  double lse_error;        // max |LSE - LSE_ref| (0 for a row whose LSE is +inf in both)
   double worst_row_error;  // max over rows of ||O_row - O_ref_row|| / ||O_ref_row|| (check::compare_rows)
 };
 
@@ -50,7 +51,8 @@ Errors compare_to_reference(const __nv_bfloat16* o, const float* lse, const floa
 
 // The backward pass attention.hpp defines, from the same bf16 inputs (Q, K, V, the forward's O,
 // dO) and float LSE, in fp32 arithmetic: dQ as float [B][H][N][D], dK and dV as float
-// [B][KVH][N][D] (summed over the query heads of each group). P = exp(S / sqrt(D) - LSE),
+// [B][KVH][keys(s)][D] (summed over the query heads of each group). P = exp(S / sqrt(D) - LSE)
+// where the query attends the key, else 0 (so a row attending no key has dQ = 0),
 // D = rowsum(dO * O), dS = P (dP - D) with dP = dO V^T; dV = P^T dO, dK = dS^T Q / sqrt(D),
 // dQ = dS K / sqrt(D). SIMT fp32 in 64 x 64 tiles through shared memory: one kernel per query
 // tile for dQ (which also writes D to `delta`, float [B][H][N]), then one per key tile for dK

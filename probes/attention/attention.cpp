@@ -89,27 +89,37 @@ double pass_flops(Pass p, const Shape& s) {
 }
 
 std::string describe(const Shape& s) {
-  return fmt::format("B={} H={} HKV={} N={} D={}{}", s.batch, s.heads, s.kv_heads, s.seq, s.head_dim,
+  const std::string keys = attention::keys(s) == s.seq ? "" : fmt::format(" Nk={}", attention::keys(s));
+  return fmt::format("B={} H={} HKV={} N={}{} D={}{}", s.batch, s.heads, s.kv_heads, s.seq, keys, s.head_dim,
                      s.causal ? " causal" : "");
 }
 
+// seq_k only where it differs from seq, so rows of equal lengths keep their identity in reports.
 Json params_json(Kernel k, const Shape& s, Pass p, const std::string& dtype = "bf16") {
-  return {{"kernel", kernel_name(k)}, {"pass", pass_name(p)}, {"head_dim", s.head_dim}, {"seq", s.seq},
-          {"batch", s.batch},         {"heads", s.heads},     {"kv_heads", s.kv_heads}, {"causal", s.causal},
-          {"dtype", dtype}};
+  Json params = {{"kernel", kernel_name(k)},
+                 {"pass", pass_name(p)},
+                 {"head_dim", s.head_dim},
+                 {"seq", s.seq},
+                 {"batch", s.batch},
+                 {"heads", s.heads},
+                 {"kv_heads", s.kv_heads},
+                 {"causal", s.causal},
+                 {"dtype", dtype}};
+  if (attention::keys(s) != s.seq) params["seq_k"] = attention::keys(s);
+  return params;
 }
 
 // Inputs, outputs and the reference of one shape, on the GPU.
 struct Buffers {
   explicit Buffers(const Shape& s)
-      : q(rows(s, s.heads) * s.head_dim),
-        k(rows(s, s.kv_heads) * s.head_dim),
+      : q(rows(s, s.heads, s.seq) * s.head_dim),
+        k(rows(s, s.kv_heads, attention::keys(s)) * s.head_dim),
         v(k.size()),
         o(q.size()),
-        lse(rows(s, s.heads)),
+        lse(rows(s, s.heads, s.seq)),
         o_ref(q.size()),
         lse_ref(lse.size()) {}
-  static std::size_t rows(const Shape& s, int heads) { return std::size_t(s.batch) * heads * s.seq; }
+  static std::size_t rows(const Shape& s, int heads, int seq) { return std::size_t(s.batch) * heads * seq; }
   attention::Tensors tensors() { return {q.get(), k.get(), v.get(), o.get(), lse.get()}; }
 
   DeviceBuffer<bf16> q, k, v, o;
@@ -161,7 +171,11 @@ class AttentionProbe final : public Probe {
     cmd.add_option("--batch", batch_, "Batch size (with --heads, --seq and --head-dim; default: the sweep)");
     cmd.add_option("--heads", heads_, "Query heads");
     cmd.add_option("--kv-heads", kv_heads_, "Key/value heads, dividing --heads (default: --heads)");
-    cmd.add_option("--seq", seq_, "Sequence length (queries and keys)");
+    cmd.add_option("--seq", seq_, "Sequence length (queries, and keys unless --seq-k)");
+    cmd.add_option("--seq-k", seq_k_,
+                   "Keys per sequence (default: --seq); with --causal the mask aligns to the bottom-right corner "
+                   "(query i sees keys up to i + seq-k - seq)")
+        ->check(CLI::PositiveNumber);
     cmd.add_option("--head-dim", head_dim_, "Head dimension: 64 or 128");
     cmd.add_flag("--causal", causal_, "Causal mask (query i sees keys 0..i)");
     cmd.add_option("--kernel", kernel_, "wgmma or mma-sync (default: both)")->check(CLI::IsMember(kKernels));
@@ -196,14 +210,16 @@ class AttentionProbe final : public Probe {
                       energy_s_, kMinEnergySeconds, kMaxEnergySeconds));
     }
     const int given = batch_.has_value() + heads_.has_value() + seq_.has_value() + head_dim_.has_value();
-    const bool shape_options = given > 0 || kv_heads_ || causal_;
+    const bool shape_options = given > 0 || kv_heads_ || seq_k_ || causal_;
     if (sweep_ && shape_options) {
-      throw UsageError("--sweep runs the standard shapes: give it no --batch, --heads, --kv-heads, --seq, "
-                       "--head-dim or --causal");
+      throw UsageError(
+          "--sweep runs the standard shapes: give it no --batch, --heads, --kv-heads, --seq, "
+          "--seq-k, --head-dim or --causal");
     }
     if (shape_options && given != 4) {
-      throw UsageError("--batch, --heads, --seq, --head-dim: give all four (--kv-heads and --causal are optional), "
-                       "or none for the sweep");
+      throw UsageError(
+          "--batch, --heads, --seq, --head-dim: give all four (--kv-heads, --seq-k and --causal are "
+          "optional), or none for the sweep");
     }
     if (kernel_ == "mma-sync" && any_backward()) {
       throw UsageError(fmt::format("--pass {} --kernel mma-sync: the backward is written for the wgmma kernel "
@@ -253,7 +269,7 @@ class AttentionProbe final : public Probe {
   }
 
  private:
-  std::optional<int> batch_, heads_, kv_heads_, seq_, head_dim_;
+  std::optional<int> batch_, heads_, kv_heads_, seq_, seq_k_, head_dim_;
   bool causal_ = false;
   std::string kernel_;
   std::string pass_ = "fwd";
@@ -301,7 +317,9 @@ class AttentionProbe final : public Probe {
   }
   bool any_backward() const { return has(Pass::bwd) || has(Pass::fwd_bwd); }
 
-  Shape given_shape() const { return {*batch_, *heads_, kv_heads_.value_or(*heads_), *seq_, *head_dim_, causal_}; }
+  Shape given_shape() const {
+    return {*batch_, *heads_, kv_heads_.value_or(*heads_), *seq_, *head_dim_, causal_, seq_k_.value_or(0)};
+  }
 
   std::vector<Kernel> kernels() const {
     if (!kernel_.empty()) return {kKernels.at(kernel_)};

@@ -3,6 +3,9 @@
     import tk_attention
     out = tk_attention.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
     out.sum().backward()  # dq, dk, dv from the DSL's backward kernels
+    # fewer queries than keys (chunked prefill), the causal mask at the bottom-right corner:
+    mask = torch.nn.attention.bias.causal_lower_right(q.shape[2], k.shape[2])
+    out = tk_attention.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 Forward and backward are the `wgmma` kernels (sm_90a) of kernels/attention, reached through the C
 library the package carries (library.py), registered as the PyTorch operators tk_attention::forward
@@ -37,7 +40,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     raises Unsupported for the rest."""
     if torch is None:
         raise ImportError("tk_attention.scaled_dot_product_attention needs PyTorch: install torch")
-    check_call(ops.describe("q", query), ops.describe("k", key), ops.describe("v", value), attn_mask, dropout_p,
-               is_causal, scale, enable_gqa)
+    p = check_call(ops.describe("q", query), ops.describe("k", key), ops.describe("v", value), attn_mask, dropout_p,
+                   is_causal, scale, enable_gqa)
     deterministic = deterministic_backward or torch.are_deterministic_algorithms_enabled()
-    return ops.attention(query, key, value, bool(is_causal), deterministic)
+    return ops.attention(query, key, value, p.causal, deterministic)

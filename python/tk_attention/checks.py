@@ -3,8 +3,11 @@ an unsupported call raises Unsupported before any library is reached, and
 tests/host/test_dropin_checks.py runs the checks without torch or a GPU.
 
 SDPA's semantics: bf16 CUDA tensors (B, H, N, D) of one device, head dim 64 or 128, queries and keys
-of one length N, is_causal, enable_gqa (H a multiple of the key/value heads), scale None or
-1/sqrt(D), no attn_mask, no dropout; strides as PyTorch hands them (the (B, N, H, D) layout of
+of any lengths, enable_gqa (H a multiple of the key/value heads), scale None or 1/sqrt(D), no
+dropout; the causal mask as is_causal where queries and keys are of one length, else as
+attn_mask=torch.nn.attention.bias.causal_lower_right(Nq, Nk): the kernels align it to the
+bottom-right corner (query i sees keys up to i + Nk - Nq), and PyTorch's is_causal to the top-left
+one, which they do not take; no other attn_mask; strides as PyTorch hands them (the (B, N, H, D) layout of
 x.view(B, N, H, D).transpose(1, 2) is read in place) wherever the TMA can describe them: the head
 dim contiguous, the other strides multiples of 8 elements (16 bytes), the base 16-byte aligned.
 """
@@ -14,8 +17,9 @@ import math
 HEAD_DIMS = (64, 128)
 ELEMENT_BYTES = 2  # bf16
 MAX_STRIDE_BYTES = 1 << 40  # cuTensorMapEncodeTiled's bound
-SUPPORTED = ("supported: bf16 CUDA tensors (B, H, N, D) with D 64 or 128, one length N for queries and keys, "
-             "is_causal, enable_gqa, scale None or 1/sqrt(D)")
+SUPPORTED = ("supported: bf16 CUDA tensors (B, H, N, D) with D 64 or 128, is_causal (queries and keys of one "
+             "length) or attn_mask=causal_lower_right(Nq, Nk), enable_gqa, scale None or 1/sqrt(D)")
+LOWER_RIGHT = "LOWER_RIGHT"  # torch.nn.attention.bias.CausalVariant's name for the bottom-right causal mask
 
 
 class Unsupported(ValueError):
@@ -25,7 +29,7 @@ class Unsupported(ValueError):
 # What the checks need of a tensor: torch.Tensor's shape, stride(), dtype, device and data_ptr();
 # address None while torch.compile traces (no data yet: the operator checks it when it runs).
 Tensor = collections.namedtuple("Tensor", "name shape stride dtype device address")
-Problem = collections.namedtuple("Problem", "batch heads kv_heads seq head_dim causal")
+Problem = collections.namedtuple("Problem", "batch heads kv_heads seq seq_k head_dim causal")
 
 
 def refuse(why):
@@ -70,10 +74,26 @@ def check_tensor(t):
         refuse(why)
 
 
+def causal_mask(attn_mask, is_causal, n, kn):
+    """Whether the call asks for the causal mask the kernels take (mask.hpp), or Unsupported."""
+    if attn_mask is None:
+        if is_causal and n != kn:
+            refuse(f"is_causal with {n} queries and {kn} keys: PyTorch aligns that mask to the top-left corner and "
+                   f"the kernels to the bottom-right (query i sees keys up to i + Nk - Nq): give "
+                   f"attn_mask=torch.nn.attention.bias.causal_lower_right({n}, {kn})")
+        return bool(is_causal)
+    variant = getattr(getattr(attn_mask, "variant", None), "name", None)
+    if variant != LOWER_RIGHT and not (variant and n == kn):
+        refuse("attn_mask is not supported but as torch.nn.attention.bias.causal_lower_right(Nq, Nk) (or either "
+               "causal bias where Nq = Nk): give is_causal=True for the causal mask of one length, or no mask")
+    if (attn_mask.seq_len_q, attn_mask.seq_len_kv) != (n, kn):
+        refuse(f"attn_mask is a causal bias of {attn_mask.seq_len_q} x {attn_mask.seq_len_kv}: give one of the "
+               f"queries' and keys' lengths, {n} x {kn}")
+    return True
+
+
 def check_call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """The Problem an SDPA call describes, or Unsupported. q, k, v are Tensor descriptions."""
-    if attn_mask is not None:
-        refuse("attn_mask is not supported: give is_causal=True for the causal mask, or no mask")
     if dropout_p != 0.0:
         refuse(f"dropout_p = {dropout_p}: only 0.0 is supported")
     for t in (q, k, v):
@@ -85,8 +105,6 @@ def check_call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
         refuse(f"k is {tuple(k.shape)} and v {tuple(v.shape)}: give k and v of one shape")
     if kb != b or kd != d:
         refuse(f"q is {tuple(q.shape)} and k {tuple(k.shape)}: give q and k of one batch and head dim")
-    if kn != n:
-        refuse(f"queries have length {n} and keys {kn}: give one length")
     if kh != h and not enable_gqa:
         refuse(f"q has {h} heads and k {kh}: give equal heads, or enable_gqa=True for grouped-query attention")
     if h % kh:
@@ -94,4 +112,4 @@ def check_call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
                f"the key/value heads")
     if scale is not None and not math.isclose(scale, 1 / math.sqrt(d), rel_tol=1e-6):
         refuse(f"scale = {scale}: only the default 1/sqrt(D) = {1 / math.sqrt(d):.6g} is supported")
-    return Problem(b, h, kh, n, d, bool(is_causal))
+    return Problem(b, h, kh, n, kn, d, causal_mask(attn_mask, is_causal, n, kn))

@@ -20,12 +20,14 @@ def describe(name, tensor, address=False):
 
 
 def _problem(q, k, v, causal, address=False):
+    """The Problem of an operator call: `causal` is the kernels' mask (the bottom-right corner where
+    the lengths differ), which the drop-in resolved from SDPA's arguments."""
     return check_call(describe("q", q, address), describe("k", k, address), describe("v", v, address),
-                      is_causal=causal, enable_gqa=True)
+                      enable_gqa=True)._replace(causal=causal)
 
 
 def _shape_args(p):
-    return p.batch, p.heads, p.kv_heads, p.seq, p.head_dim, int(p.causal)
+    return p.batch, p.heads, p.kv_heads, p.seq, p.seq_k, p.head_dim, int(p.causal)
 
 
 def _strides(tensors):

@@ -40,11 +40,13 @@ const Kernel kKernels[] = {Kernel::wgmma, Kernel::mma_sync};
 const char* name(Kernel k) { return k == Kernel::wgmma ? "wgmma" : "mma-sync"; }
 
 std::string describe(const Shape& s) {
+  const std::string keys = attention::keys(s) == s.seq ? "" : " Nk=" + std::to_string(attention::keys(s));
   return "B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " HKV=" + std::to_string(s.kv_heads) +
-         " N=" + std::to_string(s.seq) + " D=" + std::to_string(s.head_dim) + (s.causal ? " causal" : "");
+         " N=" + std::to_string(s.seq) + keys + " D=" + std::to_string(s.head_dim) + (s.causal ? " causal" : "");
 }
 
 std::size_t rows(const Shape& s, int heads) { return std::size_t(s.batch) * heads * s.seq; }
+std::size_t key_rows(const Shape& s) { return std::size_t(s.batch) * s.kv_heads * attention::keys(s); }
 
 using bf16_host::to_bf16;
 using bf16_host::to_float;
@@ -53,7 +55,7 @@ using bf16_host::to_floats;
 // Fresh random Q, K, V on the GPU, and their values on the host.
 struct Inputs {
   Inputs(const Shape& shape, std::mt19937_64& rng)
-      : s(shape), q(rows(s, s.heads) * s.head_dim), k(rows(s, s.kv_heads) * s.head_dim), v(k.size()) {
+      : s(shape), q(rows(s, s.heads) * s.head_dim), k(key_rows(s) * s.head_dim), v(k.size()) {
     for (DeviceBuffer<bf16>* b : {&q, &k, &v}) check::fill_normal(b->get(), b->size(), rng(), nullptr);
     TK_CUDA(cudaDeviceSynchronize());
   }
@@ -74,20 +76,27 @@ std::vector<int> host_rows(int n, std::mt19937_64& rng) {
 }
 
 // The forward pass in double for the chosen rows: O[(bh, row)][d] and LSE[(bh, row)], bh-major.
+// A row that attends no key (attention::Mask) has O = 0 and LSE = +inf.
 struct HostReference {
   HostReference(const Inputs& in, std::vector<int> chosen) : rows(std::move(chosen)) {
     const Shape& s = in.s;
-    const int d = s.head_dim;
+    const int d = s.head_dim, nk = attention::keys(s);
+    const attention::Mask mask = attention::mask_of(s);
     const auto q = in.host(in.q), k = in.host(in.k), v = in.host(in.v);
     const double scale = 1 / std::sqrt(double(d));
-    std::vector<double> p(s.seq);
+    std::vector<double> p(nk);
     for (int bh = 0; bh < s.batch * s.heads; ++bh) {
       const int batch = bh / s.heads, kv_head = bh % s.heads / (s.heads / s.kv_heads);
       const float* qs = &q[std::size_t(bh) * s.seq * d];
-      const float* ks = &k[(std::size_t(batch) * s.kv_heads + kv_head) * s.seq * d];
-      const float* vs = &v[(std::size_t(batch) * s.kv_heads + kv_head) * s.seq * d];
+      const float* ks = &k[(std::size_t(batch) * s.kv_heads + kv_head) * nk * d];
+      const float* vs = &v[(std::size_t(batch) * s.kv_heads + kv_head) * nk * d];
       for (int i : rows) {
-        const int keys = s.causal ? i + 1 : s.seq;
+        const int keys = mask.key_end(i + 1);  // the keys row i attends: 0 .. keys - 1
+        if (keys == 0) {
+          o.insert(o.end(), d, 0.0);
+          lse.push_back(INFINITY);
+          continue;
+        }
         double top = -INFINITY;
         for (int j = 0; j < keys; ++j) {
           double dot = 0;
@@ -109,7 +118,8 @@ struct HostReference {
   struct Errors {
     double rel, worst_row, lse;
   };
-  // `got_o` [B][H][N][D] and `got_lse` [B][H][N] on the chosen rows. NaN anywhere gives NaN.
+  // `got_o` [B][H][N][D] and `got_lse` [B][H][N] on the chosen rows. NaN anywhere gives NaN; a
+  // row without keys counts as infinitely wrong unless its O is exactly 0 and its LSE +inf.
   Errors errors(const Shape& s, const std::vector<float>& got_o, const std::vector<float>& got_lse) const {
     double diff2 = 0, ref2 = 0, worst_row = 0, lse_error = 0;
     const auto worse = [](double a, double b) { return std::isnan(b) || b > a ? b : a; };
@@ -117,6 +127,14 @@ struct HostReference {
     for (int bh = 0; bh < s.batch * s.heads; ++bh)
       for (std::size_t r = 0; r < rows.size(); ++r, ++at) {
         const std::size_t row = std::size_t(bh) * s.seq + rows[r];
+        if (std::isinf(lse[at])) {
+          const float* got = &got_o[row * s.head_dim];
+          const bool zero = std::all_of(got, got + s.head_dim, [](float x) { return x == 0; });
+          const double wrong = zero && got_lse[row] == INFINITY ? 0 : INFINITY;
+          worst_row = worse(worst_row, wrong);
+          lse_error = worse(lse_error, wrong);
+          continue;
+        }
         double row_diff2 = 0, row_ref2 = 0;
         for (int x = 0; x < s.head_dim; ++x) {
           const double want = o[at * s.head_dim + x], d = got_o[row * s.head_dim + x] - want;
@@ -137,6 +155,9 @@ struct HostReference {
 
 int non_finite(const std::vector<float>& v) {
   return int(std::count_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); }));
+}
+int nans(const std::vector<float>& v) {
+  return int(std::count_if(v.begin(), v.end(), [](float x) { return std::isnan(x); }));
 }
 
 // One kernel's output on poisoned buffers.
@@ -165,6 +186,28 @@ struct GpuReference {
 };
 
 std::mt19937_64 fresh_rng() { return std::mt19937_64(std::random_device{}()); }
+
+// Both kernels on fresh inputs of shape s against the host reference. LSE may be +inf (a row
+// without keys), which the reference's errors judge; NaN is poison left unwritten.
+void expect_kernels_match_the_host(const Shape& s, std::mt19937_64& rng) {
+  SCOPED_TRACE(describe(s));
+  Inputs in(s, rng);
+  const HostReference host(in, host_rows(s.seq, rng));
+  for (Kernel k : kKernels) {
+    SCOPED_TRACE(name(k));
+    if (const std::string why = attention::refusal(s, k); !why.empty()) {
+      ADD_FAILURE() << "refused: " << why;
+      continue;
+    }
+    const Output out = run_kernel(k, in);
+    EXPECT_EQ(non_finite(out.o), 0) << "O elements left unwritten (poison) or not finite";
+    EXPECT_EQ(nans(out.lse), 0) << "LSE rows left unwritten (poison)";
+    const auto e = host.errors(s, out.o, out.lse);
+    EXPECT_LT(e.rel, kMaxRelError);
+    EXPECT_LT(e.worst_row, kMaxRowError);
+    EXPECT_LT(e.lse, kMaxLseError);
+  }
+}
 
 }  // namespace
 
@@ -195,9 +238,11 @@ TEST(AttentionInputs, FillNormalIsStandardNormalNeverZeroAndSeeded) {
 
 TEST(AttentionReference, AgreesWithTheHostInDouble) {
   auto rng = fresh_rng();
-  const std::vector<Shape> shapes = {{2, 4, 2, 1, 64, false},   {2, 4, 2, 100, 64, true},   {1, 4, 1, 1000, 64, false},
-                                     {2, 4, 4, 100, 128, false}, {1, 4, 1, 1000, 128, true}, {1, 2, 1, 4097, 128, true},
-                                     {1, 2, 2, 4097, 64, false}};
+  const std::vector<Shape> shapes = {
+      {2, 4, 2, 1, 64, false},      {2, 4, 2, 100, 64, true},       {1, 4, 1, 1000, 64, false},
+      {2, 4, 4, 100, 128, false},   {1, 4, 1, 1000, 128, true},     {1, 2, 1, 4097, 128, true},
+      {1, 2, 2, 4097, 64, false},   {2, 4, 2, 100, 64, true, 1000}, {2, 4, 2, 1000, 128, true, 100},
+      {1, 2, 1, 1, 64, true, 4097}, {1, 2, 2, 4097, 128, true, 1}};
   for (const Shape& s : shapes) {
     SCOPED_TRACE(describe(s));
     Inputs in(s, rng);
@@ -251,25 +296,49 @@ TEST(AttentionKernels, MatchTheHostReference) {
     for (bool causal : {false, true})
       for (int kv_heads : {4, 2, 1})
         for (int n : {1, 100, 1000, 4097}) {
-          const Shape s{n <= 100 ? 2 : 1, 4, kv_heads, n, d, causal};
-          SCOPED_TRACE(describe(s));
-          Inputs in(s, rng);
-          const HostReference host(in, host_rows(n, rng));
-          for (Kernel k : kKernels) {
-            SCOPED_TRACE(name(k));
-            if (const std::string why = attention::refusal(s, k); !why.empty()) {
-              ADD_FAILURE() << "refused: " << why;
-              continue;
-            }
-            const Output out = run_kernel(k, in);
-            EXPECT_EQ(non_finite(out.o), 0) << "O elements left unwritten (poison) or not finite";
-            EXPECT_EQ(non_finite(out.lse), 0) << "LSE rows left unwritten (poison) or not finite";
-            const auto e = host.errors(s, out.o, out.lse);
-            EXPECT_LT(e.rel, kMaxRelError);
-            EXPECT_LT(e.worst_row, kMaxRowError);
-            EXPECT_LT(e.lse, kMaxLseError);
-          }
+          expect_kernels_match_the_host({n <= 100 ? 2 : 1, 4, kv_heads, n, d, causal}, rng);
         }
+}
+
+// Fewer or more keys than queries (attention::Mask: the causal diagonal at the bottom-right
+// corner; with fewer keys the first rows attend none, O = 0 and LSE = +inf): one query against
+// many keys (decoding), one key against many queries, and lengths that are no multiple of a tile.
+TEST(AttentionKernels, MatchTheHostReferenceWithOtherKeyCounts) {
+  auto rng = fresh_rng();
+  const std::pair<int, int> lengths[] = {{1, 4097}, {4097, 1}, {100, 1000}, {1000, 100}, {300, 4097}, {129, 200}};
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (int kv_heads : {4, 1})
+        for (const auto& [nq, nk] : lengths) {
+          expect_kernels_match_the_host({2, 4, kv_heads, nq, d, causal, nk}, rng);
+        }
+}
+
+// The GPU reference against the kernels where the host's would be slow: 1000 queries against
+// 16384 keys (chunked prefill) and the reverse.
+TEST(AttentionKernels, MatchTheGpuReferenceWithOtherKeyCounts) {
+  auto rng = fresh_rng();
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (const auto& [nq, nk] : {std::pair{1000, 16384}, std::pair{16384, 1000}}) {
+        const Shape s{1, 4, 2, nq, d, causal, nk};
+        SCOPED_TRACE(describe(s));
+        Inputs in(s, rng);
+        const GpuReference ref(in);
+        DeviceBuffer<bf16> o(in.q.size());
+        DeviceBuffer<float> lse(rows(s, s.heads));
+        for (Kernel k : kKernels) {
+          SCOPED_TRACE(name(k));
+          o.poison();
+          lse.poison();
+          const attention::Forward forward({in.q.get(), in.k.get(), in.v.get(), o.get(), lse.get()}, s, k);
+          forward(nullptr);
+          const auto e = check::compare_to_reference(o.get(), lse.get(), ref.o.get(), ref.lse.get(), s, nullptr);
+          EXPECT_LT(e.rel_error, kMaxRelError);
+          EXPECT_LT(e.worst_row_error, kMaxRowError);
+          EXPECT_LT(e.lse_error, kMaxLseError);
+        }
+      }
 }
 
 // Long sequences, against the GPU reference: N = 16384, and 8193 at D = 128 without a mask, whose

@@ -35,12 +35,14 @@ constexpr double kMaxZeroGradient = 1e-3;
 constexpr double kRefMaxRelError = 5e-4;
 
 std::string describe(const Shape& s, float q_scale) {
+  const std::string keys = attention::keys(s) == s.seq ? "" : " Nk=" + std::to_string(attention::keys(s));
   return "B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " HKV=" + std::to_string(s.kv_heads) +
-         " N=" + std::to_string(s.seq) + " D=" + std::to_string(s.head_dim) + (s.causal ? " causal" : "") +
+         " N=" + std::to_string(s.seq) + keys + " D=" + std::to_string(s.head_dim) + (s.causal ? " causal" : "") +
          (q_scale != 1 ? " Q x" + std::to_string(int(q_scale)) : "");
 }
 
 std::size_t elements(const Shape& s, int heads) { return std::size_t(s.batch) * heads * s.seq * s.head_dim; }
+std::size_t key_elements(const Shape& s) { return std::size_t(s.batch) * s.kv_heads * attention::keys(s) * s.head_dim; }
 std::size_t rows(const Shape& s) { return std::size_t(s.batch) * s.heads * s.seq; }
 
 using bf16_host::to_bf16;
@@ -55,8 +57,7 @@ std::vector<double> to_doubles(const std::vector<bf16>& v) {
 // Fresh random Q (times q_scale), K, V and dO; O and LSE from the wgmma forward.
 struct Problem {
   Problem(const Shape& shape, float q_scale, std::mt19937_64& rng)
-      : s(shape), q(elements(s, s.heads)), k(elements(s, s.kv_heads)), v(k.size()), o(q.size()), d_o(q.size()),
-        lse(rows(s)) {
+      : s(shape), q(elements(s, s.heads)), k(key_elements(s)), v(k.size()), o(q.size()), d_o(q.size()), lse(rows(s)) {
     for (DeviceBuffer<bf16>* b : {&q, &k, &v, &d_o}) check::fill_normal(b->get(), b->size(), rng(), nullptr);
     if (q_scale != 1) {  // x10 is exact in bf16 up to rounding once
       std::vector<bf16> h = q.download();
@@ -106,7 +107,8 @@ struct KernelGradients {
 struct HostReference {
   explicit HostReference(const Problem& p) {
     const Shape& s = p.s;
-    const int d = s.head_dim, group = s.heads / s.kv_heads;
+    const int d = s.head_dim, group = s.heads / s.kv_heads, nk = attention::keys(s);
+    const attention::Mask mask = attention::mask_of(s);
     const auto q = to_doubles(p.q.download()), k = to_doubles(p.k.download()), v = to_doubles(p.v.download());
     const auto o = to_doubles(p.o.download()), d_o = to_doubles(p.d_o.download());
     const auto lse = p.lse.download();
@@ -115,13 +117,13 @@ struct HostReference {
     dk.assign(k.size(), 0);
     dv.assign(k.size(), 0);
     for (int bh = 0; bh < s.batch * s.heads; ++bh) {
-      const std::size_t kv = std::size_t(bh / s.heads * s.kv_heads + bh % s.heads / group) * s.seq * d;
+      const std::size_t kv = std::size_t(bh / s.heads * s.kv_heads + bh % s.heads / group) * nk * d;
       const std::size_t qo = std::size_t(bh) * s.seq * d;
       for (int i = 0; i < s.seq; ++i) {
         const std::size_t qi = qo + std::size_t(i) * d;
         double delta = 0;
         for (int x = 0; x < d; ++x) delta += d_o[qi + x] * o[qi + x];
-        for (int j = 0; j < (s.causal ? i + 1 : s.seq); ++j) {
+        for (int j = 0; j < mask.key_end(i + 1); ++j) {
           const std::size_t kj = kv + std::size_t(j) * d;
           double dot = 0, dp = 0;
           for (int x = 0; x < d; ++x) {
@@ -197,7 +199,7 @@ void check_kernels(const Problem& p, const GpuReference& ref, Worst& worst, atte
   const KernelGradients got(p, options);
   const auto e = check::compare_backward(got.dq.get(), got.dk.get(), got.dv.get(), ref.dq.get(), ref.dk.get(),
                                          ref.dv.get(), p.s, nullptr);
-  const bool one_key = p.s.seq == 1;
+  const bool one_key = attention::keys(p.s) == 1;
   expect_within(e.dq, "dQ", one_key);
   expect_within(e.dk, "dK", one_key);
   expect_within(e.dv, "dV", false);
@@ -236,6 +238,25 @@ TEST(AttentionBackwardReference, AgreesWithTheHostInDouble) {
               EXPECT_LE(e.max_abs, 1e-3) << "finite, and near";
             }
           }
+}
+
+// The same with fewer or more keys than queries (the causal diagonal at the bottom-right corner;
+// with fewer keys the first queries attend none, and their dQ is 0).
+TEST(AttentionBackwardReference, AgreesWithTheHostInDoubleWithOtherKeyCounts) {
+  auto rng = fresh_rng();
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (const auto& [nq, nk] : {std::pair{1, 130}, std::pair{130, 1}, std::pair{7, 100}, std::pair{100, 7}})
+        for (Shape s : layouts(nq, d, causal)) {
+          s.seq_k = nk;
+          SCOPED_TRACE(describe(s, 1));
+          const Problem p(s, 1, rng);
+          const GpuReference gpu(p);
+          const HostReference host(p);
+          EXPECT_LE(host_errors(gpu.dq.download(), host.dq).rel, kRefMaxRelError) << "dQ";
+          EXPECT_LE(host_errors(gpu.dk.download(), host.dk).rel, kRefMaxRelError) << "dK";
+          EXPECT_LE(host_errors(gpu.dv.download(), host.dv).rel, kRefMaxRelError) << "dV";
+        }
 }
 
 // compare_backward must pass the reference rounded to bf16 and fail poisoned gradients.
@@ -307,6 +328,23 @@ TEST(AttentionBackwardKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
     for (bool causal : {false, true})
       for (const Shape& s : {Shape{1, 4, 1, 16384, d, causal}, Shape{1, 3, 3, 16384, d, causal}})
         for (float q_scale : {1.0f, 10.0f}) check_both_paths(s, q_scale, rng, worst);
+}
+
+// Fewer or more keys than queries, both dQ paths: one query against many keys, one key against
+// many queries, lengths that are no multiple of a tile, and 1000 against 16384 both ways.
+TEST(AttentionBackwardKernels, MatchTheGpuReferenceWithOtherKeyCounts) {
+  auto rng = fresh_rng();
+  Worst worst[2] = {{"deterministic"}, {"reducing"}};
+  const std::pair<int, int> lengths[] = {{1, 4097},  {4097, 1},     {100, 1000},  {1000, 100},
+                                         {129, 200}, {1000, 16384}, {16384, 1000}};
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (const auto& [nq, nk] : lengths)
+        for (float q_scale : {1.0f, 10.0f}) {
+          Shape s{2, 8, 2, nq, d, causal, nk};
+          if (nq * nk > 4'000'000) s = {1, 4, 1, nq, d, causal, nk};  // the long ones once, smaller
+          check_both_paths(s, q_scale, rng, worst);
+        }
 }
 
 // No atomics (the deterministic path): two runs give the same bits.

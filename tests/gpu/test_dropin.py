@@ -88,6 +88,42 @@ def test_matches_the_fp32_reference_as_well_as_flash(torch, F):
                     f"{shape} {name}: {err:.3e}, over {MAX_OVER_FLASH}x flash's {flash_err:.3e}"
 
 
+def attend_fp32(torch, q, k, v, causal):
+    """SDPA in fp32 with the kernels' mask: causal at the bottom-right corner, and rows that see no
+    key (more queries than keys) O = 0 with zero gradients, where SDPA's softmax would give NaN."""
+    n, kn, group = q.shape[2], k.shape[2], q.shape[1] // k.shape[1]
+    k, v = (t.repeat_interleave(group, dim=1) for t in (k, v))
+    s = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    seen = torch.ones(n, kn, dtype=torch.bool, device=q.device)
+    if causal:
+        seen = seen.tril(diagonal=kn - n)
+    has_key = seen.any(-1, keepdim=True)
+    p = torch.softmax(s.masked_fill(~(seen | ~has_key), float("-inf")), dim=-1) * has_key
+    return p @ v
+
+
+def test_fewer_or_more_keys_than_queries(torch, F):
+    """Nq != Nk, the causal mask as causal_lower_right(Nq, Nk): O and gradients against fp32."""
+    from torch.nn.attention.bias import causal_lower_right
+    shapes = [(2, 8, 2, 100, 1000, 128), (1, 4, 4, 1000, 100, 64), (2, 4, 1, 1, 4097, 128), (1, 4, 4, 4097, 1, 64)]
+    for i, (b, h, kvh, n, kn, d) in enumerate(shapes):
+        g = torch.Generator(device="cuda").manual_seed(100 + i)
+        draw = lambda heads, rows: torch.randn(b, heads, rows, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        q, k, v, d_o = draw(h, n), draw(kvh, kn), draw(kvh, kn), draw(h, n)
+        for causal in (False, True):
+            mask = causal_lower_right(n, kn) if causal else None
+            leaves = [t.detach().float().requires_grad_() for t in (q, k, v)]
+            out = attend_fp32(torch, *leaves, causal)
+            want = [out.detach(), *torch.autograd.grad(out, leaves, d_o.float())]
+            leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+            out = tk_attention.scaled_dot_product_attention(*leaves, attn_mask=mask, enable_gqa=h != kvh)
+            ours = [out.detach(), *torch.autograd.grad(out, leaves, d_o)]
+            for j, name in enumerate(("O", "dQ", "dK", "dV")):
+                err, bound = error(ours[j], want[j])
+                print(f"  {(b, h, kvh, n, kn, d)} causal={causal} {name}: {err:.2e} (bound {bound:.0e})")
+                assert err <= bound, f"{(b, h, kvh, n, kn, d)} causal={causal} {name}: error {err:.3e} > {bound}"
+
+
 def test_projection_layouts_are_read_in_place(torch, F):
     """q, k, v as x @ W viewed (B, N, H, D) and transposed, and as slices of one fused QKV: the same
     bits as the same values contiguous, and O laid out as q (empty_like keeps a dense layout)."""
@@ -159,7 +195,9 @@ def test_refusals_name_what_is_supported(torch, F):
         "head dim 96": lambda: tk_attention.scaled_dot_product_attention(*(t[..., :96] for t in inputs(
             torch, (1, 2, 2, 64, 128, False), seed=1)[:3])),
         "cpu": lambda: tk_attention.scaled_dot_product_attention(q.cpu(), k.cpu(), v.cpu()),
-        "mismatched": lambda: tk_attention.scaled_dot_product_attention(q, k[:, :, :32], v[:, :, :32]),
+        "mismatched": lambda: tk_attention.scaled_dot_product_attention(q, k[:, :, :32], v[:, :48]),
+        "is_causal, two lengths": lambda: tk_attention.scaled_dot_product_attention(q, k[:, :, :32], v[:, :, :32],
+                                                                                    is_causal=True),
         "strided head dim": lambda: tk_attention.scaled_dot_product_attention(
             *(torch.cat([t, t], -1)[..., ::2] for t in (q, k, v))),
     }

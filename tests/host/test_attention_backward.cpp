@@ -1,6 +1,7 @@
 // The attention backward's host side: its FLOP count, its refusals, and the work split of the
 // Hopper kernels (kernels/attention/backward_schedule.hpp) simulated for every key and query of
-// every work item: each attended (query, key) pair is visited exactly once by each kernel, every
+// every work item, with as many keys as queries, more or fewer: each attended (query, key) pair
+// is visited exactly once by each kernel, no item starts past the queries' or keys' end, every
 // scratch read lies inside the padded vectors, and the masks cover every pair not attended.
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention/attention.hpp"
@@ -21,18 +23,35 @@ namespace bw = attention::backward;
 
 namespace {
 
+bw::Schedule schedule(int batch, int heads, int kv_heads, int queries, int keys, bool causal) {
+  return {batch, heads, kv_heads, queries, attention::Mask{keys, keys - queries, causal}};
+}
+
+// (queries, keys): as many of each, then more queries than keys and fewer, few of them multiples
+// of a tile. With a causal mask, 1000 x 65 and 300 x 64 leave whole query blocks no key, and
+// 1000 x 65, 200 x 63 start the key blocks' first query tiles past the first.
+std::vector<std::pair<int, int>> lengths() {
+  std::vector<std::pair<int, int>> out;
+  for (int seq : {1, 7, 63, 64, 65, 100, 127, 128, 129, 130, 257, 1000}) out.push_back({seq, seq});
+  for (auto [queries, keys] : {std::pair{7, 1}, {200, 63}, {129, 100}, {300, 64}, {257, 130}, {1000, 65}, {192, 128}}) {
+    out.push_back({queries, keys});
+    out.push_back({keys, queries});
+  }
+  return out;
+}
+
 std::vector<bw::Schedule> schedules() {
   std::vector<bw::Schedule> out;
-  for (int seq : {1, 7, 63, 64, 65, 100, 127, 128, 129, 130, 257, 1000})
+  for (auto [queries, keys] : lengths())
     for (bool causal : {false, true})
       for (auto [batch, heads, kv_heads] : {std::tuple{1, 1, 1}, {2, 8, 2}, {3, 5, 1}, {1, 3, 3}})
-        out.push_back({batch, heads, kv_heads, seq, causal});
+        out.push_back(schedule(batch, heads, kv_heads, queries, keys, causal));
   return out;
 }
 
 std::string describe(const bw::Schedule& s) {
   return "B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " HKV=" + std::to_string(s.kv_heads) +
-         " N=" + std::to_string(s.seq) + (s.causal ? " causal" : "");
+         " Nq=" + std::to_string(s.seq) + " Nk=" + std::to_string(s.keys()) + (s.mask.causal ? " causal" : "");
 }
 
 }  // namespace
@@ -71,9 +90,10 @@ TEST(AttentionBackward, ScratchIsPaddedForEveryTile) {
   EXPECT_EQ(bw::scratch_floats(2, 8, 100), 2u * 2 * 8 * 128);
 }
 
-// dK/dV items: each (key/value matrix, key block) once; each item's steps visit, for every query
-// head of its group, every query tile holding a query that attends one of its keys, once, and
-// only tiles inside the padded scratch; a tile holding a pair not attended is masked.
+// dK/dV items: each (key/value matrix, key block) once, none past the keys' end; each item's
+// steps visit, for every query head of its group, query tiles that start before the queries' end
+// and lie inside the padded scratch, and cover every (query, key) pair of its keys that is
+// attended exactly once; a tile holding a pair not attended is masked.
 // At every step size the kernels take (kv_step_queries); staggered (the reducing path) as well:
 // the same tiles in another order.
 TEST(AttentionBackward, KeyItemsVisitEveryAttendedPairOnce) {
@@ -81,62 +101,69 @@ TEST(AttentionBackward, KeyItemsVisitEveryAttendedPairOnce) {
                                     {bw::kv_step_queries(128), true}, {bw::kv_step_queries(64), true}})
   for (const bw::Schedule& s : schedules()) {
     SCOPED_TRACE(describe(s) + " step " + std::to_string(queries) + (staggered ? " staggered" : ""));
+    const int kv_blocks = bw::ceil_div(s.keys(), bw::kKvBlock);
     std::set<std::pair<int, int>> items;
     int last_steps = 1 << 30;
     for (int t = 0; t < bw::kv_items(s); ++t) {
       const bw::KvItem it = bw::kv_item(s, t, queries, staggered);
       EXPECT_TRUE(items.insert({it.kvm, it.kv_block}).second) << "item " << t << " repeats";
       ASSERT_LT(it.kvm, s.batch * s.kv_heads);
-      ASSERT_LT(it.kv_block * bw::kKvBlock, s.seq);
+      ASSERT_LT(it.kv_block * bw::kKvBlock, s.keys()) << "no key block wholly past the keys";
       ASSERT_GE(it.steps, 1);
-      if (s.causal) {
-        if (bw::causal_order(t, s.batch * s.kv_heads, bw::ceil_div(s.seq, bw::kKvBlock)).order == 0 &&
-            it.steps > last_steps) {
+      if (s.mask.causal) {
+        if (bw::causal_order(t, s.batch * s.kv_heads, kv_blocks).order == 0 && it.steps > last_steps) {
           last_steps = 1 << 30;  // a new group of heads
         }
         EXPECT_LE(it.steps, last_steps) << "causal items go longest first within a group";
         last_steps = it.steps;
       }
+      const int key0 = it.kv_block * bw::kKvBlock, key_end = std::min(s.keys(), key0 + bw::kKvBlock);
+      // Visits of (query head of the group, query, key - key0).
+      std::vector<int> visits(std::size_t(s.group()) * s.seq * bw::kKvBlock, 0);
+      const auto at = [&](int head, int query, int key) {
+        return (std::size_t(head) * s.seq + query) * bw::kKvBlock + key - key0;
+      };
       std::set<std::pair<int, int>> visited;  // (query matrix, query tile)
       for (int step = 0; step < it.steps; ++step) {
-        const int qm = it.qm(step), tile = it.q_tile(step);
+        const int qm = it.qm(step), tile = it.q_tile(step), query0 = tile * queries;
         EXPECT_TRUE(visited.insert({qm, tile}).second) << "step " << step << " repeats a tile";
-        EXPECT_EQ(qm / s.heads, it.kvm / s.kv_heads) << "same batch";
-        EXPECT_EQ(qm % s.heads / s.group(), it.kvm % s.kv_heads) << "a query head of the item's group";
-        EXPECT_LE((tile + 1) * queries, bw::padded(s.seq)) << "inside the padded scratch";
-        for (int key0 = it.kv_block * bw::kKvBlock; key0 < (it.kv_block + 1) * bw::kKvBlock; key0 += 16) {
+        ASSERT_EQ(qm / s.heads, it.kvm / s.kv_heads) << "same batch";
+        ASSERT_EQ(qm % s.heads / s.group(), it.kvm % s.kv_heads) << "a query head of the item's group";
+        ASSERT_GE(query0, 0);
+        ASSERT_LT(query0, s.seq) << "no query tile wholly past the queries";
+        EXPECT_LE(query0 + queries, bw::padded(s.seq)) << "inside the padded scratch";
+        const int head = qm % s.heads % s.group();
+        for (int query = query0; query < std::min(s.seq, query0 + queries); ++query)
+          for (int key = key0; key < key_end; ++key) ++visits[at(head, query, key)];
+        for (int warp_key0 = key0; warp_key0 < key0 + bw::kKvBlock; warp_key0 += 16) {
           bool unattended = false;
-          for (int key = key0; key < key0 + 16; ++key)
-            for (int query = tile * queries; query < (tile + 1) * queries; ++query)
-              unattended |= query < s.seq && !bw::attends(query, key, s.seq, s.causal);
+          for (int key = warp_key0; key < warp_key0 + 16; ++key)
+            for (int query = query0; query < query0 + queries; ++query)
+              unattended |= query < s.seq && !s.mask.attends(query, key);
           if (unattended) {
-            EXPECT_TRUE(bw::needs_mask(tile * queries, key0, 16, s.seq, s.causal))
-                << "keys " << key0 << ".. against query tile " << tile;
+            EXPECT_TRUE(s.mask.needs_mask(query0, warp_key0, 16)) << "keys " << warp_key0 << ".. query tile " << tile;
           }
         }
       }
-      const int block_key0 = it.kv_block * bw::kKvBlock;
-      for (int qm = 0; qm < s.batch * s.heads; ++qm) {
-        if (qm / s.heads != it.kvm / s.kv_heads || qm % s.heads / s.group() != it.kvm % s.kv_heads) continue;
-        for (int query = 0; query < s.seq; ++query) {
-          bool attends_one = false;
-          for (int key = block_key0; key < block_key0 + bw::kKvBlock; ++key)
-            attends_one |= bw::attends(query, key, s.seq, s.causal);
-          if (attends_one) {
-            EXPECT_EQ(visited.count({qm, query / queries}), 1u) << "query " << query << " of " << qm;
+      for (int head = 0; head < s.group(); ++head)
+        for (int query = 0; query < s.seq; ++query)
+          for (int key = key0; key < key_end; ++key) {
+            const int n = visits[at(head, query, key)];
+            if (s.mask.attends(query, key) && n != 1) {
+              FAIL() << "head " << head << " query " << query << " key " << key << ": " << n << " visits";
+            }
           }
-        }
-      }
     }
-    EXPECT_EQ(int(items.size()), s.batch * s.kv_heads * bw::ceil_div(s.seq, bw::kKvBlock));
+    EXPECT_EQ(int(items.size()), s.batch * s.kv_heads * kv_blocks);
   }
 }
 
-// dQ items: each (query matrix, query block) once, reading its group's key/value matrix; the key
-// tiles walked hold every key its queries attend; the scratch rows read lie inside the padding;
-// a key tile holding a pair not attended is masked for the warp's 16 rows.
-TEST(AttentionBackward, QueryItemsSeeEveryAttendedKey) {
-  const int keys = bw::kQStepKeys;
+// dQ items: each (query matrix, query block) once, none past the queries' end, reading its
+// group's key/value matrix; the key tiles walked start before the keys' end and cover every key
+// its queries attend exactly once; the scratch rows read lie inside the padding; a key tile
+// holding a pair not attended is masked for the warp's 16 rows.
+TEST(AttentionBackward, QueryItemsVisitEveryAttendedPairOnce) {
+  const int step = bw::kQStepKeys;
   for (const bw::Schedule& s : schedules()) {
     SCOPED_TRACE(describe(s));
     std::set<std::pair<int, int>> items;
@@ -144,10 +171,13 @@ TEST(AttentionBackward, QueryItemsSeeEveryAttendedKey) {
     for (int t = 0; t < bw::q_items(s); ++t) {
       const bw::QItem it = bw::q_item(s, t);
       EXPECT_TRUE(items.insert({it.qm, it.q_block}).second) << "item " << t << " repeats";
-      ASSERT_LT(it.q_block * bw::kQBlock, s.seq);
+      ASSERT_LT(it.qm, s.batch * s.heads);
+      ASSERT_LT(it.q_block * bw::kQBlock, s.seq) << "no query block wholly past the queries";
       EXPECT_EQ(it.kvm, it.qm / s.heads * s.kv_heads + it.qm % s.heads / s.group());
       EXPECT_LE((it.q_block + 1) * bw::kQBlock, bw::padded(s.seq)) << "inside the padded scratch";
-      if (s.causal) {
+      ASSERT_GE(it.tiles, 0);
+      EXPECT_LT((it.tiles - 1) * step, s.keys()) << "no key tile wholly past the keys";
+      if (s.mask.causal) {
         if (bw::causal_order(t, s.batch * s.heads, bw::ceil_div(s.seq, bw::kQBlock)).order == 0 &&
             it.tiles > last_tiles) {
           last_tiles = 1 << 30;  // a new group of heads
@@ -155,20 +185,25 @@ TEST(AttentionBackward, QueryItemsSeeEveryAttendedKey) {
         EXPECT_LE(it.tiles, last_tiles) << "causal items go longest first within a group";
         last_tiles = it.tiles;
       }
-      for (int query = it.q_block * bw::kQBlock; query < std::min(s.seq, (it.q_block + 1) * bw::kQBlock); ++query)
-        for (int key = 0; key < s.seq; ++key)
-          if (bw::attends(query, key, s.seq, s.causal)) {
-            ASSERT_LT(key / keys, it.tiles) << query << " " << key;
-          }
-      EXPECT_LE((it.tiles - 1) * keys, s.seq - 1) << "no tile wholly past the sequence";
-      for (int row0 = it.q_block * bw::kQBlock; row0 < (it.q_block + 1) * bw::kQBlock; row0 += 16)
+      const int query0 = it.q_block * bw::kQBlock, query_end = std::min(s.seq, query0 + bw::kQBlock);
+      std::vector<int> visits(std::size_t(bw::kQBlock) * s.keys(), 0);  // (query - query0, key)
+      for (int tile = 0; tile < it.tiles; ++tile)
+        for (int query = query0; query < query_end; ++query)
+          for (int key = tile * step; key < std::min(s.keys(), (tile + 1) * step); ++key)
+            ++visits[std::size_t(query - query0) * s.keys() + key];
+      for (int query = query0; query < query_end; ++query)
+        for (int key = 0; key < s.keys(); ++key) {
+          const int n = visits[std::size_t(query - query0) * s.keys() + key];
+          if (s.mask.attends(query, key) && n != 1) FAIL() << "query " << query << " key " << key << ": " << n;
+        }
+      for (int row0 = query0; row0 < query0 + bw::kQBlock; row0 += 16)
         for (int tile = 0; tile < it.tiles; ++tile) {
           bool unattended = false;
           for (int query = row0; query < row0 + 16; ++query)
-            for (int key = tile * keys; key < (tile + 1) * keys; ++key)
-              unattended |= query < s.seq && !bw::attends(query, key, s.seq, s.causal);
+            for (int key = tile * step; key < (tile + 1) * step; ++key)
+              unattended |= query < s.seq && !s.mask.attends(query, key);
           if (unattended) {
-            EXPECT_TRUE(bw::needs_mask(row0, tile * keys, keys, s.seq, s.causal));
+            EXPECT_TRUE(s.mask.needs_mask(row0, tile * step, step)) << "queries " << row0 << ".. key tile " << tile;
           }
         }
     }
@@ -176,12 +211,25 @@ TEST(AttentionBackward, QueryItemsSeeEveryAttendedKey) {
   }
 }
 
+// With more queries than keys the causal mask leaves the first queries - keys queries no key: a
+// dQ item holding only those takes no step (it stores dQ = 0, reading no K or V); one holding the
+// first query with a key takes the tiles up to its last query's keys.
+TEST(AttentionBackward, QueriesThatAttendNoKeyTakeNoStep) {
+  const bw::Schedule s = schedule(1, 1, 1, 1000, 200, true);  // queries 0 .. 799 attend no key
+  for (int t = 0; t < bw::q_items(s); ++t) {
+    const bw::QItem it = bw::q_item(s, t);
+    const int query_end = std::min(s.seq, (it.q_block + 1) * bw::kQBlock);
+    EXPECT_EQ(it.tiles, query_end <= 800 ? 0 : bw::ceil_div(query_end - 800, bw::kQStepKeys)) << "block " << it.q_block;
+  }
+}
+
 // Staggered items of one key/value matrix, which start together, reduce into different query
-// tiles at every step (without a mask; with one they start at their own first tile).
+// tiles at every step (without a mask; with one they start at their own first tile), where there
+// are no more keys than queries (with more the rotations wrap: kv_item).
 TEST(AttentionBackward, StaggeredItemsReduceIntoDistinctTiles) {
   for (int d : {64, 128})
   for (const bw::Schedule& s : schedules()) {
-    if (s.causal) continue;
+    if (s.mask.causal || s.keys() > s.seq) continue;
     SCOPED_TRACE(describe(s) + " D " + std::to_string(d));
     for (int kvm = 0; kvm < s.batch * s.kv_heads; ++kvm) {
       std::vector<bw::KvItem> same_matrix;

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import types
 
 
 def load_package(source_dir):
@@ -37,21 +38,21 @@ def load_package(source_dir):
 def library_calls(source_dir, library):
     """Prints what the library answers (run in a child, whose stderr, the library's fprintf, the test reads)."""
     lib = load_package(source_dir).load(library)
-    print("scratch", lib.tk_attention_backward_scratch_bytes_opts(2, 8, 2, 1000, 128, 1, 1))
+    print("scratch", lib.tk_attention_backward_scratch_bytes_opts(2, 8, 2, 1000, 0, 128, 1, 1))
     strides = (ctypes.c_int64 * 16)(*([8 * 1000 * 128, 1000 * 128, 128, 2] * 4))
-    print("forward", lib.tk_attention_create_strided(*[1 << 20] * 5, 2, 8, 8, 1000, 128, 1, 0, strides))
+    print("forward", lib.tk_attention_create_strided(*[1 << 20] * 5, 2, 8, 8, 1000, 0, 128, 1, 0, strides))
     print("backward", lib.tk_attention_backward_create(*[1 << 20] * 9, 2, 8, 8, 1000, 96, 1, None, None))
-    print("scratch reducing", lib.tk_attention_backward_scratch_bytes_opts(2, 8, 2, 1000, 128, 1, 2))
+    print("scratch reducing", lib.tk_attention_backward_scratch_bytes_opts(2, 8, 2, 1000, 0, 128, 1, 2))
     print("backward reducing",
-          lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 2, 8, 8, 1000, 96, 1, None, None, 2))
-    print("paths", *(lib.tk_attention_backward_dq_path(1, 8, 2, n, d, causal, 0) for n, d, causal in
+          lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 2, 8, 8, 1000, 0, 96, 1, None, None, 2))
+    print("paths", *(lib.tk_attention_backward_dq_path(1, 8, 2, n, 0, d, causal, 0) for n, d, causal in
                      ((2048, 128, 0), (4096, 128, 1), (2048, 128, 1), (1024, 128, 0), (16384, 64, 0))))
-    print("forced", lib.tk_attention_backward_dq_path(1, 8, 2, 64, 64, 0, 2),
-          lib.tk_attention_backward_dq_path(1, 8, 2, 16384, 128, 0, 1))
+    print("forced", lib.tk_attention_backward_dq_path(1, 8, 2, 64, 0, 64, 0, 2),
+          lib.tk_attention_backward_dq_path(1, 8, 2, 16384, 0, 128, 0, 1))
     print("scratch fastest", lib.tk_attention_backward_scratch_bytes(1, 8, 2, 4096, 128, 0))
-    print("bad path", lib.tk_attention_backward_dq_path(1, 8, 2, 64, 64, 0, 3),
-          lib.tk_attention_backward_scratch_bytes_opts(1, 8, 2, 64, 64, 0, -1),
-          lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 1, 8, 8, 64, 64, 0, None, None, 7))
+    print("bad path", lib.tk_attention_backward_dq_path(1, 8, 2, 64, 0, 64, 0, 3),
+          lib.tk_attention_backward_scratch_bytes_opts(1, 8, 2, 64, 0, 64, 0, -1),
+          lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 1, 8, 8, 64, 0, 64, 0, None, None, 7))
 
 
 def check_library(where, failures):
@@ -86,6 +87,12 @@ def transposed(shape, pad=0):
     b, h, n, d = shape
     row = h * d + pad
     return (n * row, d, row, 1)
+
+
+def causal_bias(variant, seq_len_q, seq_len_kv):
+    """What the checks read of torch.nn.attention.bias.CausalBias, without torch."""
+    return types.SimpleNamespace(variant=types.SimpleNamespace(name=variant), seq_len_q=seq_len_q,
+                                 seq_len_kv=seq_len_kv)
 
 
 def main():
@@ -124,11 +131,21 @@ def main():
 
     # What passes, and the problem it describes.
     p = accepts("contiguous", *qkv())
-    if p != m.Problem(2, 8, 8, 1000, 128, False):
+    if p != m.Problem(2, 8, 8, 1000, 1000, 128, False):
         failures.append(f"contiguous: problem {p}")
     p = accepts("GQA 4:1, causal", *qkv((3, 8, 100, 64), kv_heads=2), is_causal=True, enable_gqa=True)
-    if p != m.Problem(3, 8, 2, 100, 64, True):
+    if p != m.Problem(3, 8, 2, 100, 100, 64, True):
         failures.append(f"GQA: problem {p}")
+    longer_keys = {"k": tensor("k", (2, 8, 4096, 128)), "v": tensor("v", (2, 8, 4096, 128))}
+    p = accepts("fewer queries than keys", *qkv(**longer_keys))
+    if p != m.Problem(2, 8, 8, 1000, 4096, 128, False):
+        failures.append(f"fewer queries than keys: problem {p}")
+    p = accepts("causal_lower_right", *qkv(**longer_keys), attn_mask=causal_bias("LOWER_RIGHT", 1000, 4096))
+    if p != m.Problem(2, 8, 8, 1000, 4096, 128, True):
+        failures.append(f"causal_lower_right: problem {p}")
+    p = accepts("causal_upper_left of one length", *qkv(), attn_mask=causal_bias("UPPER_LEFT", 1000, 1000))
+    if p is None or not p.causal:
+        failures.append(f"causal_upper_left of one length: problem {p}")
     shape = (2, 8, 1000, 128)
     accepts("(B, N, H, D) transposed", *qkv(q=tensor("q", shape, transposed(shape)),
                                             k=tensor("k", shape, transposed(shape)),
@@ -141,6 +158,12 @@ def main():
 
     # SDPA's options the kernels do not take.
     refuses("attn_mask", "attn_mask is not supported", *qkv(), attn_mask=object())
+    refuses("is_causal of two lengths", "give attn_mask=torch.nn.attention.bias.causal_lower_right(1000, 4096)",
+            *qkv(**longer_keys), is_causal=True)
+    refuses("causal_upper_left of two lengths", "attn_mask is not supported but as",
+            *qkv(**longer_keys), attn_mask=causal_bias("UPPER_LEFT", 1000, 4096))
+    refuses("a causal bias of other lengths", "give one of the queries' and keys' lengths, 1000 x 4096",
+            *qkv(**longer_keys), attn_mask=causal_bias("LOWER_RIGHT", 1000, 1000))
     refuses("dropout", "dropout_p = 0.1: only 0.0 is supported", *qkv(), dropout_p=0.1)
     refuses("scale", "scale = 0.5: only the default 1/sqrt(D)", *qkv(), scale=0.5)
     # Dtypes, devices, shapes.
@@ -152,8 +175,6 @@ def main():
     refuses("3-d", "q has 3 dims (8, 100, 64): give (B, H, N, D)", *qkv(q=tensor("q", (8, 100, 64), (6400, 64, 1))))
     refuses("empty", "q is empty (0, 8, 100, 64)", *qkv((0, 8, 100, 64)))
     refuses("k and v differ", "give k and v of one shape", *qkv(v=tensor("v", (2, 8, 999, 128))))
-    refuses("lengths differ", "queries have length 1000 and keys 999: give one length",
-            *qkv(k=tensor("k", (2, 8, 999, 128)), v=tensor("v", (2, 8, 999, 128))))
     refuses("batch differs", "give q and k of one batch and head dim",
             *qkv(k=tensor("k", (1, 8, 1000, 128)), v=tensor("v", (1, 8, 1000, 128))))
     refuses("GQA without enable_gqa", "enable_gqa=True", *qkv(kv_heads=2))

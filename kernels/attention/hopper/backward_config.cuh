@@ -231,7 +231,7 @@ struct RowStrides {
 // D; each [batch][heads][padded(seq)]; on the reducing path then the fp32 dQ accumulator
 // (../backward_schedule.hpp), null on the deterministic one.
 struct Problem {
-  Schedule schedule;
+  Schedule schedule;  // with the keys' count and which keys each query attends (its Mask)
   float scale;       // 1 / sqrt(D): dQ and dK take it once, at the end
   float scale_log2;  // log2(e) / sqrt(D)
   float *lse2, *delta;

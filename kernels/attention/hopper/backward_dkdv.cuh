@@ -5,8 +5,8 @@
 // two consumer warpgroups of 64 keys each work in the transposed frame, keys down and queries
 // across, so that P^T and dS^T come out of the tensor cores as the A operands of dV += P^T dO and
 // dK += dS^T Q, straight from registers. The TMA zero-fills the rows of K, V, Q and dO past the
-// sequence and drops the rows of dK and dV past it; pad queries have P = 0 (lse2 = +inf), and
-// keys past the sequence or after a query (causal) are masked to -inf.
+// keys' or queries' end and drops the rows of dK and dV past the keys'; pad queries have P = 0
+// (lse2 = +inf), and the pairs the mask leaves out (../mask.hpp) are masked to -inf.
 //
 // FusedDq (the reducing path): each step also stages both consumers' dS^T in shared memory and
 // computes the step's dQ = dS K, consumer w its part w (dq_step_parts: a query tile at D = 64, a
@@ -121,7 +121,7 @@ __device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& 
                         const typename KvConfig<D, FusedDq>::Turns& turn) {
   using C = KvConfig<D, FusedDq>;
   using slice = typename C::slice_tile;
-  const Schedule& sc = p.schedule;
+  const Mask& mask = p.schedule.mask;
   const int stage = sm.pipe.stage(step), query0 = it.q_tile(step) * C::step;
   typename C::scores s, dp;
   typename C::probs pr, ds;
@@ -133,8 +133,8 @@ __device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& 
   warpgroup::mma_commit();
   turn.pass();
   warpgroup::mma_wait<1>();  // S^T
-  if (needs_mask(query0, warp_key0, warpgroup::kWarpRows, sc.seq, sc.causal)) {
-    warp::fill_where(s, -INFINITY, [&](int r, int c) { return !attends(query0 + c, warp_key0 + r, sc.seq, sc.causal); });
+  if (mask.needs_mask(query0, warp_key0, warpgroup::kWarpRows)) {
+    warp::fill_where(s, -INFINITY, [&](int r, int c) { return !mask.attends(query0 + c, warp_key0 + r); });
   }
   per_query_slice<C>(s, dp, sm.lse2[stage], [&](slice& s_i, slice&, const typename C::slice_vec& lse2) {
     warp::exp2_col(s_i, s_i, p.scale_log2, lse2);  // P^T

@@ -5,8 +5,9 @@
 // recompute S = Q K^T and dP = dO V^T, form P = 2^(S scale log2(e) - lse2) and dS = P (dP - D) in
 // registers, and accumulate dQ += dS K. Each dQ element is summed in one thread, in key order:
 // deterministic, with no atomics and no scratch beyond the preprocess's vectors. The TMA
-// zero-fills the rows past the sequence and drops the rows of dQ past it; pad queries have
-// P = 0 (lse2 = +inf), and keys past the sequence or after a query (causal) are masked to -inf.
+// zero-fills the rows past the queries' or keys' end and drops the rows of dQ past the queries';
+// pad queries have P = 0 (lse2 = +inf), and the pairs the mask leaves out (../mask.hpp) are
+// masked to -inf. An item whose queries attend no key takes no step and stores dQ = 0.
 #include "kernels/attention/hopper/backward_config.cuh"
 
 namespace attention::hopper::backward {
@@ -36,7 +37,7 @@ __device__ void q_step(const QSmem<D>& sm, const Problem& p, int step, int w, in
                        const typename QConfig<D>::rows& lse2, const typename QConfig<D>::rows& delta,
                        typename QConfig<D>::grad& dq, const typename QConfig<D>::Turns& turn) {
   using C = QConfig<D>;
-  const Schedule& sc = p.schedule;
+  const Mask& mask = p.schedule.mask;
   const int stage = sm.pipe.stage(step), key0 = step * C::step;
   typename C::scores s, dp;
   typename C::probs ds;
@@ -48,8 +49,8 @@ __device__ void q_step(const QSmem<D>& sm, const Problem& p, int step, int w, in
   warpgroup::mma_commit();
   turn.pass();
   warpgroup::mma_wait<1>();  // S
-  if (needs_mask(row0, key0, C::step, sc.seq, sc.causal)) {
-    warp::fill_where(s, -INFINITY, [&](int r, int c) { return !attends(row0 + r, key0 + c, sc.seq, sc.causal); });
+  if (mask.needs_mask(row0, key0, C::step)) {
+    warp::fill_where(s, -INFINITY, [&](int r, int c) { return !mask.attends(row0 + r, key0 + c); });
   }
   warp::exp2_row(s, s, p.scale_log2, lse2);  // P
   warpgroup::mma_wait<0>();  // dP

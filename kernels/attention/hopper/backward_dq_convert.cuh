@@ -2,7 +2,8 @@
 // The reducing path's last kernel (backward_config.cuh): dQ = scale x the fp32 accumulator the
 // dK/dV items reduced into (../backward_schedule.hpp), in bf16 at dQ's strides. A thread per float4
 // of the accumulator, read in its order (coalesced): two rows' pair of columns each, written as
-// bf16 pairs; rows past the sequence (the padding) are not written.
+// bf16 pairs; rows past the queries' end (the padding) are not written. Queries that attend no
+// key get 0: the dK/dV items add only 0 (masked scores) into their rows, if anything.
 #include "kernels/attention/hopper/backward_config.cuh"
 
 namespace attention::hopper::backward {

@@ -2,7 +2,8 @@
 // The backward's first kernel: per query row, D = rowsum(dO * O) (in fp32 from the bf16 O the
 // forward stored, as FlashAttention-2 does: dS = P (dP - D) then vanishes exactly where the
 // softmax rows sum to one) and LSE log2(e), into the padded scratch; pad rows get D = 0 and
-// lse2 = +inf, so P = 0 there. On the reducing path it also zeroes the fp32 dQ accumulator
+// lse2 = +inf, so P = 0 there, as rows that attend no key have already (the forward stored O = 0
+// and LSE = +inf for them: ../mask.hpp). On the reducing path it also zeroes the fp32 dQ accumulator
 // (batch x heads x padded(seq) x D floats, D per row it takes: in place of a cudaMemsetAsync, one
 // launch fewer).
 #include <cmath>

@@ -23,9 +23,15 @@ constexpr int kBlockKV = 128;  // keys per tile
 // 3 x 160) <= 64K), and keep the tensor cores busy while any one of them is in its softmax. At
 // D = 128 a consumer's S and O take 128 registers: ptxas serialises the wgmmas below 168, so
 // two consumers of 240.
-template <int D>
+//
+// Shifted: keys and queries of different counts (the causal diagonal off the corner: ../mask.hpp).
+// A config of its own, so that the kernel of equal counts masks as it did without the shift: with
+// the shift in its mask, ptxas placed the D = 128 forward's wait for P V before the softmax's
+// exponentials, 2.3-2.5% slower per clock (docs/decisions/031-causal-mask-at-the-bottom-right.md).
+template <int D, bool Shifted = false>
 struct Config {
   static constexpr int head_dim = D;
+  static constexpr bool shifted = Shifted;
   static constexpr int consumers = D == 64 ? 3 : 2;
   static constexpr int consumer_registers = D == 64 ? 160 : 240;
   static constexpr int producer_registers = 24;
@@ -99,9 +105,10 @@ struct Maps {
 };
 
 struct Problem {
-  int seq, heads, kv_heads, matrices, q_blocks;  // matrices: batch x heads
+  int seq, heads, kv_heads, matrices, q_blocks;  // seq: queries; matrices: batch x heads
   int lead_tiles;  // 64-row tiles the first block of rows starts before row 0 (forward_problem)
   bool causal;
+  Mask mask;         // the keys each query attends (../mask.hpp)
   float scale_log2;  // log2(e) / sqrt(D): the softmax runs in base 2 (e4m3: times q_scale k_scale)
   float* lse;
   float o_scale;     // e4m3: what O is multiplied by before its store (v_scale over P's scale); bf16: unused
@@ -109,8 +116,9 @@ struct Problem {
 };
 
 // Work item t: a block of query rows of one (batch, head) and the key tiles it reads (all, or
-// with a causal mask those up to its last row). Without a mask items run head by head, so the
-// blocks in flight share one head's K and V in L2 (at N = 16384 a head's are 4-8 MB; 132 heads'
+// with a causal mask those its last row attends; at least one, which a block whose rows attend
+// no key computes and stores as O = 0, LSE = +inf: kernel.cuh). Without a mask items run head by
+// head, so the blocks in flight share one head's K and V in L2 (at N = 16384 a head's are 4-8 MB; 132 heads'
 // would overflow it). With one, longest first, each block's longest of a wave followed by its
 // shortest of the next, so the grid's blocks, taking items in turn, finish together: across every
 // head, or a chunk of heads at a time (../work_order.hpp; the config's causal_chunks).
@@ -125,14 +133,15 @@ __device__ Item item(const Problem& p, int t) {
   const int qh = c.matrix, q_block = p.causal ? p.q_blocks - 1 - c.order : c.order;
   const int head = qh % p.heads, kvh = qh / p.heads * p.kv_heads + head / (p.heads / p.kv_heads);
   const int q_tile = q_block * C::consumers - p.lead_tiles;
-  const int last_key = p.causal ? min(p.seq, (q_tile + C::consumers) * warpgroup::kRows) : p.seq;
-  return {q_tile, qh, kvh, (last_key + kBlockKV - 1) / kBlockKV};
+  const int rows_end = (q_tile + C::consumers) * warpgroup::kRows;
+  const int key_end = p.causal ? min(p.mask.keys, rows_end + p.mask.shift) : p.mask.keys;
+  return {q_tile, qh, kvh, max(1, (key_end + kBlockKV - 1) / kBlockKV)};
 }
 
 // The first key tile whose scores the kernel masks for the 64 rows from q0 >= 0 (every later one
-// too): the one that holds the sequence's end or, with a causal mask, a key past q0.
+// too): the one that holds the keys' end or, with a causal mask, a key past q0's diagonal.
 __device__ inline int first_masked_tile(const Problem& p, int q0) {
-  return p.causal ? min(p.seq / kBlockKV, (q0 + 1) / kBlockKV) : p.seq / kBlockKV;
+  return p.causal ? min(p.mask.keys / kBlockKV, (q0 + 1 + p.mask.shift) / kBlockKV) : p.mask.keys / kBlockKV;
 }
 
 // Shape s's problem for config C, its blocks of C::block_q rows. With a causal mask they end at
@@ -143,7 +152,8 @@ template <class C>
 Problem forward_problem(const Shape& s, float scale_log2, float* lse, float o_scale) {
   const int q_blocks = (s.seq + C::block_q - 1) / C::block_q;
   const int lead_tiles = s.causal ? padding_tiles(s.seq, C::block_q, warpgroup::kRows) : 0;
-  return {s.seq, s.heads, s.kv_heads, s.batch * s.heads, q_blocks, lead_tiles, s.causal, scale_log2, lse, o_scale};
+  return {s.seq,      s.heads, s.kv_heads, s.batch * s.heads, q_blocks, lead_tiles, s.causal, mask_of(s),
+          scale_log2, lse,     o_scale};
 }
 
 }  // namespace attention::hopper

@@ -4,8 +4,9 @@
 // producer warpgroup streams Q and the K and V tiles with the TMA, through a ring of stages
 // that runs on from one item to the next, and two or three consumer warpgroups of 64 query rows
 // each run the online softmax between two wgmma products (S = Q K^T, O += P V). The TMA
-// zero-fills the rows of Q, K and V past the sequence and drops the rows of O past it; the
-// scores of keys past it are masked to -inf. One kernel for every element type: the config
+// zero-fills the rows of Q, K and V past their ends and drops the rows of O past it; the
+// scores of keys past it are masked to -inf, as are, with a causal mask, those right of the
+// diagonal (../mask.hpp). One kernel for every element type: the config
 // (config.cuh: bf16; config_fp8.cuh: e4m3) gives the tiles, P's conversion and the P V product.
 #include <cmath>
 #include <type_traits>
@@ -45,7 +46,9 @@ __device__ void produce(Smem<C>& sm, const Maps& maps, const Problem& p, Stream 
   }
 }
 
-// O / l (times o_scale where the config says so) leaves through the consumer's O tile (named barrier 1 + w), and the row logsumexp beside it: ln(sum exp(q.k / sqrt(D))) = (m scale + log2 l) ln 2 (m the raw max).
+// O / l (times o_scale where the config says so) leaves through the consumer's O tile (named barrier 1 + w), and the
+// row logsumexp beside it: ln(sum exp(q.k / sqrt(D))) = (m scale + log2 l) ln 2 (m the raw max). Rows that attend no
+// key (mask.hpp; a shifted config's), computed against key 0, leave as O = 0 and LSE = +inf.
 template <class C>
 __device__ void store_output(Smem<C>& sm, const Maps& maps, const Problem& p, const Item& it,
                              typename C::out& o, const typename C::rows& m, typename C::rows& l, int row0) {
@@ -55,6 +58,9 @@ __device__ void store_output(Smem<C>& sm, const Maps& maps, const Problem& p, co
   warp::fill(lse, C::scaled_output ? p.o_scale : 1.0f);
   warp::sum_row_parts(l);  // the online softmax kept each lane's part of the row sums
   warp::div(lse, lse, l);  // 1 / l (o_scale / l): one division per row instead of per element
+  const auto keyless = [&](int r) { return C::shifted && p.mask.attends_none(row0 + r); };
+  const bool any_keyless = keyless(0);  // the warp's first row: the mask leaves a prefix of rows keyless
+  if (any_keyless) warp::fill_where(lse, 0.0f, keyless);
   warp::mul_row(o, o, lse);
   warp::copy(o_bf, o);
   warpgroup::store_async(maps.o, sm.o[w], o_bf, it.q_tile + w, 0, 1 + w, it.qh);
@@ -62,16 +68,26 @@ __device__ void store_output(Smem<C>& sm, const Maps& maps, const Problem& p, co
   warp::mul(lse, m, p.scale_log2);
   warp::add(lse, lse, l);
   warp::mul(lse, lse, float(M_LN2));
+  if (any_keyless) warp::fill_where(lse, INFINITY, keyless);
   warp::store(p.lse + std::size_t(it.qh) * p.seq + row0, lse, p.seq - row0);
 }
 
 // Masks the scores of keys kv0.. against rows row0.. (this warp's; q0 its warpgroup's first) that
-// lie past the sequence or, with a causal mask, in a row's future. Rows before row 0 (a causal
-// first block's padding) stay unmasked: finite, and never stored.
+// lie past the keys or, with a causal mask, right of a row's diagonal (../mask.hpp). Rows before
+// row 0 (a causal first block's padding) stay unmasked, and rows that attend no key keep key 0:
+// finite, and never stored as they are. Without a shift, the diagonal is row0 + r as written
+// here: ptxas schedules the kernel's loops by it (Config's Shifted).
 template <class C>
 __device__ void mask(typename C::scores& s, const Problem& p, int kv0, int q0, int row0) {
-  if (q0 >= 0 && (kv0 + kBlockKV > p.seq || (p.causal && kv0 + kBlockKV - 1 > q0))) {
-    warp::fill_where(s, -INFINITY, [&](int r, int c) { return kv0 + c >= p.seq || (p.causal && kv0 + c > row0 + r); });
+  if constexpr (!C::shifted) {
+    if (q0 >= 0 && (kv0 + kBlockKV > p.seq || (p.causal && kv0 + kBlockKV - 1 > q0))) {
+      warp::fill_where(s, -INFINITY,
+                       [&](int r, int c) { return kv0 + c >= p.seq || (p.causal && kv0 + c > row0 + r); });
+    }
+  } else if (q0 >= 0 && (kv0 + kBlockKV > p.mask.keys || (p.causal && kv0 + kBlockKV - 1 > q0 + p.mask.shift))) {
+    warp::fill_where(s, -INFINITY, [&](int r, int c) {
+      return kv0 + c >= p.mask.keys || (p.causal && kv0 + c > max(row0 + r + p.mask.shift, 0));
+    });
   }
 }
 
@@ -99,7 +115,8 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
   const int q0 = (it.q_tile + w) * warpgroup::kRows, row0 = q0 + warpgroup::warp_row();
   // With a causal mask the tiles past these 64 rows' diagonal are all future: only released (all
   // but the first, for rows before row 0).
-  const int mine = p.causal ? max(1, min(it.tiles, (q0 + warpgroup::kRows + kBlockKV - 1) / kBlockKV)) : it.tiles;
+  const int key_end = q0 + warpgroup::kRows + p.mask.shift;  // past the rows' last key (<= 0: they attend none)
+  const int mine = p.causal ? max(1, min(it.tiles, (key_end + kBlockKV - 1) / kBlockKV)) : it.tiles;
   const bool releaser = threadIdx.x % 32 == 0;
   const Turns<C> turn{w};
   const typename C::q& q = sm.q[sm.q_pipe.stage(n)][w];

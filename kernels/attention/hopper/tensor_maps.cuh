@@ -2,6 +2,7 @@
 // The tensor maps both Hopper passes read their (B, H, N, D) tensors through: a grid of N x D
 // matrices, [batch][heads], at the tensor's own strides (attention::Strides), so a transposed
 // view is read in place. Kernels name matrix b * heads + h, as the contiguous layout orders them.
+// `rows`: the queries' count for Q, O and their gradients, the keys' for K, V and theirs.
 #include <cstdint>
 
 #include "kernels/attention/attention.hpp"
@@ -10,8 +11,8 @@
 namespace attention::hopper {
 
 template <class ST>
-tk::grid_map tensor_map(const typename ST::element* data, Shape s, int heads, Strides at) {
-  return tk::tma_map<ST>(data, std::uint64_t(s.seq), std::uint64_t(s.head_dim), std::uint64_t(heads),
+tk::grid_map tensor_map(const typename ST::element* data, Shape s, int heads, int rows, Strides at) {
+  return tk::tma_map<ST>(data, std::uint64_t(rows), std::uint64_t(s.head_dim), std::uint64_t(heads),
                          std::uint64_t(s.batch),
                          {std::uint64_t(at.seq), std::uint64_t(at.head), std::uint64_t(at.batch)});
 }

@@ -7,6 +7,7 @@
 #include "tk/ops/warp/pair_math.cuh"
 #include "tk/ops/warp/pairs.cuh"
 #include "tk/types/rt.cuh"
+#include "tk/types/rv.cuh"
 
 namespace tk::warp {
 
@@ -20,6 +21,20 @@ __device__ __forceinline__ void fill_where(RT& d, float value, Pred&& pred) {
     if (pred(y.row, y.col)) v.y = value;
     d.at(i, j, p) = detail::from_float2<packed<T>>(v);
   });
+}
+
+// v[e] = value where pred(e), else unchanged: the entries of a register vector (each lane sets
+// the ones it holds), e.g. the rows of a tile that a mask leaves without a key.
+template <class T, int N, class L, class Pred>
+__device__ __forceinline__ void fill_where(rv<T, N, L>& v, float value, Pred&& pred) {
+  const int lane = detail::lane_id();
+#pragma unroll
+  for (int s = 0; s < rv<T, N, L>::pairs; ++s) {
+    float2 pair = detail::to_float2(v.data[s]);
+    if (pred(layout::rv_entry(lane, 2 * s, L::value))) pair.x = value;
+    if (pred(layout::rv_entry(lane, 2 * s + 1, L::value))) pair.y = value;
+    v.data[s] = detail::from_float2<packed<T>>(pair);
+  }
 }
 
 }  // namespace tk::warp
