@@ -172,12 +172,9 @@ class AttentionProbe final : public Probe {
     cmd.add_option("--heads", heads_, "Query heads");
     cmd.add_option("--kv-heads", kv_heads_, "Key/value heads, dividing --heads (default: --heads)");
     cmd.add_option("--seq", seq_, "Sequence length (queries, and keys unless --seq-k)");
-    cmd.add_option("--seq-k", seq_k_,
-                   "Keys per sequence (default: --seq); with --causal the mask aligns to the bottom-right corner "
-                   "(query i sees keys up to i + seq-k - seq)")
-        ->check(CLI::PositiveNumber);
+    cmd.add_option("--seq-k", seq_k_, "Keys per sequence (default, or 0: --seq)");
     cmd.add_option("--head-dim", head_dim_, "Head dimension: 64 or 128");
-    cmd.add_flag("--causal", causal_, "Causal mask (query i sees keys 0..i)");
+    cmd.add_flag("--causal", causal_, "Causal mask: query i sees keys 0 .. i + seq-k - seq (the bottom-right corner)");
     cmd.add_option("--kernel", kernel_, "wgmma or mma-sync (default: both)")->check(CLI::IsMember(kKernels));
     cmd.add_option("--pass", pass_,
                    "fwd, bwd (the backward alone, from the forward's O and LSE; wgmma kernels only), fwd+bwd (both "

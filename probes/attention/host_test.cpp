@@ -30,7 +30,8 @@ TEST(Cli, AttentionShapeOptionsAreAllOrNothingAndNotWithSweep) {
   for (const std::vector<std::string>& partial :
        {std::vector<std::string>{"attention", "--batch", "1", "--heads", "4"},
         std::vector<std::string>{"attention", "--batch", "1", "--heads", "4", "--seq", "128"},
-        std::vector<std::string>{"attention", "--causal"}, std::vector<std::string>{"attention", "--kv-heads", "2"}}) {
+        std::vector<std::string>{"attention", "--causal"}, std::vector<std::string>{"attention", "--kv-heads", "2"},
+        std::vector<std::string>{"attention", "--seq-k", "4096"}}) {
     const auto r = run(partial);
     EXPECT_EQ(r.code, 2) << partial.back();
     EXPECT_TRUE(mentions(r.err, "--batch, --heads, --seq, --head-dim: give all four")) << r.err;
@@ -100,6 +101,8 @@ TEST(Cli, AttentionShapesTheKernelsRefuseExitTwoWithTheRule) {
        "kv heads = 0: give a positive number"},
       {{"--batch", "1", "--heads", "4", "--seq", "128", "--head-dim", "96"}, "head dim = 96: give 64 or 128"},
       {{"--batch", "1", "--heads", "70000", "--kv-heads", "1", "--seq", "128", "--head-dim", "64"}, "at most 65535"},
+      {{"--batch", "1", "--heads", "4", "--seq", "128", "--seq-k", "-3", "--head-dim", "64"},
+       "seq k = -3: give a positive number (0: as many as seq)"},
   };
   for (const auto& [options, why] : cases) {
     std::vector<std::string> args{"attention"};
