@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(kThreads, Tiles<D>::blocks_per_sm)
       warp::mma_ABt(scores, queries[c], keys, scores);
     }
     if (mask.needs_mask(warp_q0, key0, kKeys)) {
-      warp::fill_where(scores, -kInfinity, [&](int row, int col) { return masked(mask, warp_q0 + row, key0 + col); });
+      warp::fill_where(scores, -kInfinity, [&](int row, int col) { return mask.hides(warp_q0 + row, key0 + col); });
     }
     online_softmax<D>(scores, max, sum, o, scale_log2);
     typename F::p_reg probs;

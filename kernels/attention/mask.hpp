@@ -14,6 +14,10 @@ struct Mask {
   bool causal;
 
   constexpr bool attends(int query, int key) const { return key < keys && !(causal && key > query + shift); }
+  // Whether a kernel masks the score of (query, key): each pair not attended, except that a query
+  // attending no key keeps key 0 (as query -shift does), so its softmax stays finite; the store
+  // then gives such a row O = 0 and LSE = +inf (attends_none).
+  constexpr bool hides(int query, int key) const { return !attends(query < -shift ? -shift : query, key); }
   // Whether query `query` attends no key (causal, more queries than keys: the first ones).
   constexpr bool attends_none(int query) const { return causal && query + shift < 0; }
   // One past the last key query `query_end` - 1 attends, and so every query before it (0: none).

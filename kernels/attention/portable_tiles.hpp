@@ -28,11 +28,4 @@ constexpr int key_tiles(int q0, Mask mask) {
   return keys > 0 ? ceil_div(keys, kKeys) : 1;
 }
 
-// Whether the kernel masks the score of (query, key): each pair the query does not attend, except
-// that a query attending no key keeps key 0 (as query -shift does), so its running max is finite
-// and no score becomes NaN; the store gives such a row O = 0 and LSE = +inf (Mask::attends_none).
-constexpr bool masked(Mask mask, int query, int key) {
-  return !mask.attends(query < -mask.shift ? -mask.shift : query, key);
-}
-
 }  // namespace attention::portable

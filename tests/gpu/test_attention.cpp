@@ -187,6 +187,30 @@ struct GpuReference {
 
 std::mt19937_64 fresh_rng() { return std::mt19937_64(std::random_device{}()); }
 
+// Both kernels on fresh inputs of shape s, outputs poisoned, against the GPU fp32 reference.
+void expect_kernels_match_the_gpu_reference(const Shape& s, std::mt19937_64& rng) {
+  SCOPED_TRACE(describe(s));
+  Inputs in(s, rng);
+  const GpuReference ref(in);
+  DeviceBuffer<bf16> o(in.q.size());
+  DeviceBuffer<float> lse(rows(s, s.heads));
+  for (Kernel k : kKernels) {
+    SCOPED_TRACE(name(k));
+    if (const std::string why = attention::refusal(s, k); !why.empty()) {
+      ADD_FAILURE() << "refused: " << why;
+      continue;
+    }
+    o.poison();
+    lse.poison();
+    const attention::Forward forward({in.q.get(), in.k.get(), in.v.get(), o.get(), lse.get()}, s, k);
+    forward(nullptr);
+    const auto e = check::compare_to_reference(o.get(), lse.get(), ref.o.get(), ref.lse.get(), s, nullptr);
+    EXPECT_LT(e.rel_error, kMaxRelError);
+    EXPECT_LT(e.worst_row_error, kMaxRowError);
+    EXPECT_LT(e.lse_error, kMaxLseError);
+  }
+}
+
 // Both kernels on fresh inputs of shape s against the host reference. LSE may be +inf (a row
 // without keys), which the reference's errors judge; NaN is poison left unwritten.
 void expect_kernels_match_the_host(const Shape& s, std::mt19937_64& rng) {
@@ -320,25 +344,8 @@ TEST(AttentionKernels, MatchTheGpuReferenceWithOtherKeyCounts) {
   auto rng = fresh_rng();
   for (int d : {64, 128})
     for (bool causal : {false, true})
-      for (const auto& [nq, nk] : {std::pair{1000, 16384}, std::pair{16384, 1000}}) {
-        const Shape s{1, 4, 2, nq, d, causal, nk};
-        SCOPED_TRACE(describe(s));
-        Inputs in(s, rng);
-        const GpuReference ref(in);
-        DeviceBuffer<bf16> o(in.q.size());
-        DeviceBuffer<float> lse(rows(s, s.heads));
-        for (Kernel k : kKernels) {
-          SCOPED_TRACE(name(k));
-          o.poison();
-          lse.poison();
-          const attention::Forward forward({in.q.get(), in.k.get(), in.v.get(), o.get(), lse.get()}, s, k);
-          forward(nullptr);
-          const auto e = check::compare_to_reference(o.get(), lse.get(), ref.o.get(), ref.lse.get(), s, nullptr);
-          EXPECT_LT(e.rel_error, kMaxRelError);
-          EXPECT_LT(e.worst_row_error, kMaxRowError);
-          EXPECT_LT(e.lse_error, kMaxLseError);
-        }
-      }
+      for (const auto& [nq, nk] : {std::pair{1000, 16384}, std::pair{16384, 1000}})
+        expect_kernels_match_the_gpu_reference({1, 4, 2, nq, d, causal, nk}, rng);
 }
 
 // Long sequences, against the GPU reference: N = 16384, and 8193 at D = 128 without a mask, whose
@@ -348,28 +355,7 @@ TEST(AttentionKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
   std::vector<Shape> shapes{{1, 4, 1, 8193, 128, false}};
   for (int d : {64, 128})
     for (bool causal : {false, true}) shapes.push_back({2, 4, 2, 16384, d, causal});
-  for (const Shape& s : shapes) {
-    SCOPED_TRACE(describe(s));
-    Inputs in(s, rng);
-    const GpuReference ref(in);
-    DeviceBuffer<bf16> o(in.q.size());
-    DeviceBuffer<float> lse(rows(s, s.heads));
-    for (Kernel k : kKernels) {
-      SCOPED_TRACE(name(k));
-      if (const std::string why = attention::refusal(s, k); !why.empty()) {
-        ADD_FAILURE() << "refused: " << why;
-        continue;
-      }
-      o.poison();
-      lse.poison();
-      const attention::Forward forward({in.q.get(), in.k.get(), in.v.get(), o.get(), lse.get()}, s, k);
-      forward(nullptr);
-      const auto e = check::compare_to_reference(o.get(), lse.get(), ref.o.get(), ref.lse.get(), s, nullptr);
-      EXPECT_LT(e.rel_error, kMaxRelError);
-      EXPECT_LT(e.worst_row_error, kMaxRowError);
-      EXPECT_LT(e.lse_error, kMaxLseError);
-    }
-  }
+  for (const Shape& s : shapes) expect_kernels_match_the_gpu_reference(s, rng);
 }
 
 // The e4m3 forward (attention::Fp8Forward, D = 128) against the fp32 reference on the dequantized

@@ -123,7 +123,7 @@ TEST(AttentionTiles, EveryRowKeepsAKeyOfItsFirstTile) {
     for (int qt = 0; qt < query_tiles(seq); ++qt) {
       ASSERT_GE(key_tiles(qt * kBlockRows, mask), 1);
       for_each_row(qt * kBlockRows, [&](int, int query) {
-        ASSERT_FALSE(masked(mask, query, 0)) << describe(seq, mask) << " query " << query;
+        ASSERT_FALSE(mask.hides(query, 0)) << describe(seq, mask) << " query " << query;
       });
     }
   });
@@ -138,7 +138,7 @@ TEST(AttentionTiles, MaskingDiffersOnlyForRowsAttendingNoKey) {
       for (int key = 0; key < key_tiles(query / kBlockRows * kBlockRows, mask) * kKeys; ++key) {
         any = any || mask.attends(query, key);
         if (!mask.attends_none(query)) {
-          ASSERT_EQ(masked(mask, query, key), !mask.attends(query, key))
+          ASSERT_EQ(mask.hides(query, key), !mask.attends(query, key))
               << describe(seq, mask) << " query " << query << " key " << key;
         }
       }

@@ -133,6 +133,8 @@ __device__ Item item(const Problem& p, int t) {
   const int qh = c.matrix, q_block = p.causal ? p.q_blocks - 1 - c.order : c.order;
   const int head = qh % p.heads, kvh = qh / p.heads * p.kv_heads + head / (p.heads / p.kv_heads);
   const int q_tile = q_block * C::consumers - p.lead_tiles;
+  // Mask::key_end without its clamp at 0 (max(1, ...) covers it): the clamp's branches moved a
+  // wgmma wait in the item loop of the kernel of equal counts.
   const int rows_end = (q_tile + C::consumers) * warpgroup::kRows;
   const int key_end = p.causal ? min(p.mask.keys, rows_end + p.mask.shift) : p.mask.keys;
   return {q_tile, qh, kvh, max(1, (key_end + kBlockKV - 1) / kBlockKV)};

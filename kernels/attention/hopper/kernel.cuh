@@ -84,10 +84,8 @@ __device__ void mask(typename C::scores& s, const Problem& p, int kv0, int q0, i
       warp::fill_where(s, -INFINITY,
                        [&](int r, int c) { return kv0 + c >= p.seq || (p.causal && kv0 + c > row0 + r); });
     }
-  } else if (q0 >= 0 && (kv0 + kBlockKV > p.mask.keys || (p.causal && kv0 + kBlockKV - 1 > q0 + p.mask.shift))) {
-    warp::fill_where(s, -INFINITY, [&](int r, int c) {
-      return kv0 + c >= p.mask.keys || (p.causal && kv0 + c > max(row0 + r + p.mask.shift, 0));
-    });
+  } else if (q0 >= 0 && p.mask.needs_mask(q0, kv0, kBlockKV)) {
+    warp::fill_where(s, -INFINITY, [&](int r, int c) { return p.mask.hides(row0 + r, kv0 + c); });
   }
 }
 
