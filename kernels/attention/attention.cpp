@@ -20,6 +20,16 @@ double flops(Shape s) {
 
 double flops_backward(Shape s) { return 2.5 * flops(s); }
 
+double flops(const Varlen& s) {
+  double sum = 0;
+  for (int b = 0; b < s.batch(); ++b) {
+    if (s.queries(b) > 0 && s.keys(b) > 0) {
+      sum += flops(Shape{1, s.heads, s.kv_heads, s.queries(b), s.head_dim, s.causal, s.keys(b)});
+    }
+  }
+  return sum;
+}
+
 std::string refusal(Shape s, Kernel kernel) {
   const auto positive = [](const char* name, int v) {
     return v > 0 ? std::string() : std::string(name) + " = " + std::to_string(v) + ": give a positive number";
@@ -197,6 +207,49 @@ std::string refusal(const Tensors& t, Shape s, Kernel kernel, const ForwardLayou
       s, kernel);
 }
 
+namespace {
+
+// A packed batch's tensors as one batch of the total rows: what the TMA's rules and the overlap
+// check see (an empty side as one row, which no item reads).
+Shape packed_as_one(const Varlen& s) {
+  return {1, s.heads, s.kv_heads, std::max(1, s.total_q()), s.head_dim, s.causal, std::max(1, s.total_k())};
+}
+
+// `given`, or a contiguous (total, H, D) tensor's; an axis of extent 1 takes its contiguous stride.
+PackedStrides resolved(const std::optional<PackedStrides>& given, int heads, int rows, int head_dim) {
+  const PackedStrides dense{std::int64_t(heads) * head_dim, head_dim};
+  PackedStrides at = given.value_or(dense);
+  if (heads == 1) at.head = dense.head;
+  if (rows == 1) at.row = dense.row;
+  return at;
+}
+
+detail::VarlenStrides resolved(const VarlenLayout& l, const Varlen& s) {
+  const Shape one = packed_as_one(s);
+  const int nk = keys(one);
+  return {resolved(l.q, s.heads, one.seq, s.head_dim), resolved(l.k, s.kv_heads, nk, s.head_dim),
+          resolved(l.v, s.kv_heads, nk, s.head_dim), resolved(l.o, s.heads, one.seq, s.head_dim)};
+}
+
+Strides as_batch_of_one(PackedStrides p, Extent e) {
+  return {std::int64_t(e.rows) * p.row, p.head, p.row, 1};  // the batch stride: never stepped over
+}
+
+}  // namespace
+
+std::string refusal(const Tensors& t, const Varlen& s, const VarlenLayout& layout) {
+  if (std::string why = offsets_refusal(s); !why.empty()) return why;
+  const Shape one = packed_as_one(s);
+  if (std::string why = refusal(one, Kernel::wgmma); !why.empty()) return why;
+  const detail::VarlenStrides at = resolved(layout, s);
+  const Extent q = queries(one), k = keys_of(one);
+  return layout_refusal({{"q", t.q, as_batch_of_one(at.q, q), q, false},
+                         {"k", t.k, as_batch_of_one(at.k, k), k, false},
+                         {"v", t.v, as_batch_of_one(at.v, k), k, false},
+                         {"o", t.o, as_batch_of_one(at.o, q), q, true}},
+                        one, Kernel::wgmma);
+}
+
 std::string refusal(const BackwardTensors& t, Shape s, const BackwardLayout& layout) {
   if (std::string why = refusal(s, Kernel::wgmma); !why.empty()) return why;
   const detail::BackwardStrides at = resolved(layout, s);
@@ -221,6 +274,11 @@ void throw_if_refused(const char* pass, const std::string& why) {
 detail::Launch forward_launch(const Tensors& t, Shape s, Kernel kernel, const ForwardLayout& layout) {
   throw_if_refused("forward", refusal(t, s, kernel, layout));
   return kernel == Kernel::wgmma ? detail::hopper_forward(t, s, resolved(layout, s)) : detail::portable_forward(t, s);
+}
+
+detail::Launch varlen_launch(const Tensors& t, const Varlen& s, const VarlenLayout& layout) {
+  throw_if_refused("varlen forward", refusal(t, s, layout));
+  return detail::hopper_varlen_forward(t, s, resolved(layout, s));
 }
 
 std::shared_ptr<void> allocate_bytes(const char* pass, std::size_t bytes) {
@@ -256,6 +314,9 @@ Shape checked(const BackwardTensors& t, Shape s, const BackwardLayout& layout) {
 
 Forward::Forward(const Tensors& t, Shape s, Kernel kernel, const ForwardLayout& layout)
     : launch_(forward_launch(t, s, kernel, layout)) {}
+
+VarlenForward::VarlenForward(const Tensors& t, const Varlen& s, const VarlenLayout& layout)
+    : launch_(varlen_launch(t, s, layout)) {}
 
 Fp8Forward::Fp8Forward(const Fp8Tensors& t, Shape s)
     : scratch_(allocate_bytes("e4m3 forward", detail::hopper_fp8_scratch_bytes(checked_fp8(t, s)))),

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "kernels/attention/mask.hpp"
+#include "kernels/attention/varlen.hpp"
 
 namespace attention {
 
@@ -84,6 +85,38 @@ std::string refusal(const Tensors& t, Shape s, Kernel kernel, const ForwardLayou
 class Forward {
  public:
   Forward(const Tensors& t, Shape s, Kernel kernel, const ForwardLayout& layout = {});
+  void operator()(cudaStream_t stream) const { launch_(stream); }
+
+ private:
+  std::function<void(cudaStream_t)> launch_;
+};
+
+// Packed batches of sequences of different lengths (varlen.hpp: layout, LSE, masks), `wgmma`
+// kernel. A packed tensor's element strides between rows and heads, as torch.Tensor.stride()
+// gives them for (total, H, D); the head dim contiguous. The TMA's rules as Strides' above: the
+// base 16-byte aligned, the strides positive multiples of 8 elements. A (total, 3, H, D) projection's
+// Q, K and V slices have strides {3 H D, D}: read in place.
+struct PackedStrides {
+  std::int64_t row, head;
+};
+struct VarlenLayout {
+  std::optional<PackedStrides> q = {}, k = {}, v = {}, o = {};  // empty: contiguous (total, H, D)
+};
+
+// 4 H D times the pairs attended, summed over the sequences (flops(Shape) of each).
+double flops(const Varlen& s);
+
+// Why the `wgmma` forward cannot run the packed batch ("" when it can): the offsets
+// (offsets_refusal), heads and head dim as refusal(Shape), the tensors' bases and strides.
+std::string refusal(const Tensors& t, const Varlen& s, const VarlenLayout& layout = {});
+
+// A packed batch's forward ready to launch: each sequence's tensor maps and the work items made
+// once and copied to the device (a few hundred bytes per sequence). Throws std::invalid_argument
+// with refusal(t, s, layout) when that is not empty, std::runtime_error when the device memory
+// cannot be allocated.
+class VarlenForward {
+ public:
+  VarlenForward(const Tensors& t, const Varlen& s, const VarlenLayout& layout = {});
   void operator()(cudaStream_t stream) const { launch_(stream); }
 
  private:

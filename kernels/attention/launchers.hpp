@@ -23,6 +23,12 @@ struct BackwardStrides {
 std::string hopper_refusal(Shape s);  // attention_hopper.cu
 Launch hopper_forward(const Tensors& t, Shape s, const ForwardStrides& strides);
 
+// attention_hopper_varlen.cu: a packed batch's forward, its tables in device memory it owns.
+struct VarlenStrides {
+  PackedStrides q, k, v, o;
+};
+Launch hopper_varlen_forward(const Tensors& t, const Varlen& s, const VarlenStrides& strides);
+
 // attention_hopper_fp8.cu: the e4m3 forward's V^T bytes, and its two launches given them.
 std::size_t hopper_fp8_scratch_bytes(Shape s);
 Launch hopper_fp8_forward(const Fp8Tensors& t, Shape s, void* scratch);

@@ -2,8 +2,10 @@
 // The Hopper attention forward's shapes, shared memory and work schedule (the kernel is in
 // kernel.cuh, its launcher in ../attention_hopper.cu).
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/attention/attention.hpp"
+#include "kernels/attention/varlen.hpp"
 #include "kernels/attention/work_order.hpp"
 #include "tk/warpgroup.cuh"
 
@@ -28,10 +30,16 @@ constexpr int kBlockKV = 128;  // keys per tile
 // A config of its own, so that the kernel of equal counts masks as it did without the shift: with
 // the shift in its mask, ptxas placed the D = 128 forward's wait for P V before the softmax's
 // exponentials, 2.3-2.5% slower per clock (docs/decisions/031-causal-mask-at-the-bottom-right.md).
-template <int D, bool Shifted = false>
+// Varlen: a packed batch (../varlen.hpp), its items from a table, each sequence with maps and a
+// mask of its own (shifted, as its counts may differ).
+struct Maps;
+struct VarlenMaps;
+template <int D, bool Shifted = false, bool Varlen = false>
 struct Config {
   static constexpr int head_dim = D;
-  static constexpr bool shifted = Shifted;
+  static constexpr bool varlen = Varlen;
+  static constexpr bool shifted = Shifted || Varlen;
+  using maps = std::conditional_t<Varlen, VarlenMaps, Maps>;  // the kernel's tensor maps
   static constexpr int consumers = D == 64 ? 3 : 2;
   static constexpr int consumer_registers = D == 64 ? 160 : 240;
   static constexpr int producer_registers = 24;
@@ -103,9 +111,19 @@ static_assert(kSmemBytes<Config<64>> <= kMaxSmemBytes && kSmemBytes<Config<128>>
 struct Maps {
   grid_map q, k, v, o;  // [batch][heads] grids of N x D matrices (tensor_maps.cuh); e4m3: v is V^T's, D x N
 };
+// A packed batch's: each tensor a map per sequence (a grid of one batch, [heads] of its rows x D),
+// and the work items (../varlen.hpp's varlen_items), in global memory.
+struct VarlenMaps {
+  const grid_map *q, *k, *v, *o;
+  const VarlenItem* items;
+};
+
+// The map an item's tiles of a tensor come from: the batch's, or its sequence's.
+__device__ inline const grid_map& map_of(const grid_map& batch, int) { return batch; }
+__device__ inline const grid_map& map_of(const grid_map* sequences, int seq) { return sequences[seq]; }
 
 struct Problem {
-  int seq, heads, kv_heads, matrices, q_blocks;  // seq: queries; matrices: batch x heads
+  int seq, heads, kv_heads, matrices, q_blocks;  // seq: queries; matrices: batch x heads (varlen: total_q; 1)
   int lead_tiles;  // 64-row tiles the first block of rows starts before row 0 (forward_problem)
   bool causal;
   Mask mask;         // the keys each query attends (../mask.hpp)
@@ -124,9 +142,18 @@ struct Problem {
 // head, or a chunk of heads at a time (../work_order.hpp; the config's causal_chunks).
 struct Item {
   int q_tile, qh, kvh, tiles;  // q_tile: the first 64-row tile (< 0: before row 0); qh, kvh: the Q/O and K/V matrices
+  int seq, first_row;          // varlen: the sequence, its first row of the packed Q
+  Mask mask;                   // varlen: the sequence's
 };
+// A packed batch's item t: its table's entry, heads within the sequence's maps.
 template <class C>
-__device__ Item item(const Problem& p, int t) {
+__device__ Item item(const VarlenMaps& maps, const Problem& p, int t) {
+  const VarlenItem it = maps.items[t];
+  const Mask mask{it.keys, it.keys - it.queries, p.causal};
+  return {it.q_tile, it.head, it.head / (p.heads / p.kv_heads), it.tiles, it.seq, it.first_row, mask};
+}
+template <class C>
+__device__ Item item(const Maps&, const Problem& p, int t) {
   const WorkOrder c = !p.causal                     ? head_by_head(t, p.q_blocks)
                       : C::causal_chunks(p.matrices) ? chunked(t, gridDim.x, p.matrices, p.q_blocks)
                                                      : snaked(t, gridDim.x, p.matrices, p.q_blocks);
@@ -140,10 +167,16 @@ __device__ Item item(const Problem& p, int t) {
   return {q_tile, qh, kvh, max(1, (key_end + kBlockKV - 1) / kBlockKV)};
 }
 
+// The mask of item `it`'s rows: the problem's, or a packed batch's sequence's.
+template <class C>
+__device__ Mask mask_of(const Problem& p, const Item& it) {
+  return C::varlen ? it.mask : p.mask;
+}
+
 // The first key tile whose scores the kernel masks for the 64 rows from q0 >= 0 (every later one
 // too): the one that holds the keys' end or, with a causal mask, a key past q0's diagonal.
-__device__ inline int first_masked_tile(const Problem& p, int q0) {
-  return p.causal ? min(p.mask.keys / kBlockKV, (q0 + 1 + p.mask.shift) / kBlockKV) : p.mask.keys / kBlockKV;
+__device__ inline int first_masked_tile(const Problem& p, const Mask& m, int q0) {
+  return p.causal ? min(m.keys / kBlockKV, (q0 + 1 + m.shift) / kBlockKV) : m.keys / kBlockKV;
 }
 
 // Shape s's problem for config C, its blocks of C::block_q rows. With a causal mask they end at

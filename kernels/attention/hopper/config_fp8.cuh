@@ -41,6 +41,8 @@ struct Fp8Config {
   using v_tile = st<e4m3, head_dim, kBlockKV>;         // V^T: D rows of 128 keys (K-major B of P V)
   static constexpr bool v_transposed = true;
   static constexpr bool shifted = false;  // as many keys as queries (attention::refusal)
+  static constexpr bool varlen = false;   // one batch of equal sequences
+  using maps = Maps;
   using scores = rt_fl<16, kBlockKV>;
   using probs = rt_e4m3<kBlockKV>;  // each warp's 16 rows of P, keys permuted per 32
   using out = rt_fl<16, head_dim>;

@@ -30,27 +30,29 @@ __device__ void stream_tiles(Ring& ring, Tile* tiles, const grid_map& map, const
 }
 
 template <class C>
-__device__ void produce(Smem<C>& sm, const Maps& maps, const Problem& p, Stream stream) {
+__device__ void produce(Smem<C>& sm, const typename C::maps& maps, const Problem& p, Stream stream) {
   for (int t = blockIdx.x, n = 0, step = 0; t < p.items(); t += gridDim.x, ++n) {
-    const Item it = item<C>(p, t);
+    const Item it = item<C>(maps, p, t);
     if (stream == Stream::q) {
       const std::uint32_t full = sm.q_pipe.acquire(n, C::consumers * tma::bytes<typename C::q>());
-      const grid_matrix q = matrix_of(maps.q, it.qh);
+      const grid_map& map = map_of(maps.q, it.seq);
+      const grid_matrix q = matrix_of(map, it.qh);
       for (int w = 0; w < C::consumers; ++w)
-        tma::load_async(sm.q[sm.q_pipe.stage(n)][w], maps.q, it.q_tile + w, 0, full, q);
+        tma::load_async(sm.q[sm.q_pipe.stage(n)][w], map, it.q_tile + w, 0, full, q);
     } else if (stream == Stream::k) {
-      stream_tiles<false>(sm.k_pipe, sm.k, maps.k, it, step);
+      stream_tiles<false>(sm.k_pipe, sm.k, map_of(maps.k, it.seq), it, step);
     } else {
-      stream_tiles<C::v_transposed>(sm.v_pipe, sm.v, maps.v, it, step);
+      stream_tiles<C::v_transposed>(sm.v_pipe, sm.v, map_of(maps.v, it.seq), it, step);
     }
   }
 }
 
 // O / l (times o_scale where the config says so) leaves through the consumer's O tile (named barrier 1 + w), and the
 // row logsumexp beside it: ln(sum exp(q.k / sqrt(D))) = (m scale + log2 l) ln 2 (m the raw max). Rows that attend no
-// key (mask.hpp; a shifted config's), computed against key 0, leave as O = 0 and LSE = +inf.
+// key (mask.hpp; a shifted config's), computed against key 0, leave as O = 0 and LSE = +inf. A packed
+// batch's LSE is [heads][total_q]: the sequence's rows from its first.
 template <class C>
-__device__ void store_output(Smem<C>& sm, const Maps& maps, const Problem& p, const Item& it,
+__device__ void store_output(Smem<C>& sm, const typename C::maps& maps, const Problem& p, const Item& it,
                              typename C::out& o, const typename C::rows& m, typename C::rows& l, int row0) {
   const int w = warpgroup::index() - 1;
   typename C::out_bf o_bf;
@@ -58,18 +60,23 @@ __device__ void store_output(Smem<C>& sm, const Maps& maps, const Problem& p, co
   warp::fill(lse, C::scaled_output ? p.o_scale : 1.0f);
   warp::sum_row_parts(l);  // the online softmax kept each lane's part of the row sums
   warp::div(lse, lse, l);  // 1 / l (o_scale / l): one division per row instead of per element
-  const auto keyless = [&](int r) { return C::shifted && p.mask.attends_none(row0 + r); };
+  const auto keyless = [&](int r) { return C::shifted && mask_of<C>(p, it).attends_none(row0 + r); };
   const bool any_keyless = keyless(0);  // the warp's first row: the mask leaves a prefix of rows keyless
   if (any_keyless) warp::fill_where(lse, 0.0f, keyless);
   warp::mul_row(o, o, lse);
   warp::copy(o_bf, o);
-  warpgroup::store_async(maps.o, sm.o[w], o_bf, it.q_tile + w, 0, 1 + w, it.qh);
+  warpgroup::store_async(map_of(maps.o, it.seq), sm.o[w], o_bf, it.q_tile + w, 0, 1 + w, it.qh);
   warp::log2(l, l);
   warp::mul(lse, m, p.scale_log2);
   warp::add(lse, lse, l);
   warp::mul(lse, lse, float(M_LN2));
   if (any_keyless) warp::fill_where(lse, INFINITY, keyless);
-  warp::store(p.lse + std::size_t(it.qh) * p.seq + row0, lse, p.seq - row0);
+  if constexpr (C::varlen) {
+    const int rows = it.mask.keys - it.mask.shift;
+    warp::store(p.lse + std::size_t(it.qh) * p.seq + it.first_row + row0, lse, rows - row0);
+  } else {
+    warp::store(p.lse + std::size_t(it.qh) * p.seq + row0, lse, p.seq - row0);
+  }
 }
 
 // Masks the scores of keys kv0.. against rows row0.. (this warp's; q0 its warpgroup's first) that
@@ -78,14 +85,14 @@ __device__ void store_output(Smem<C>& sm, const Maps& maps, const Problem& p, co
 // finite, and never stored as they are. Without a shift, the diagonal is row0 + r as written
 // here: ptxas schedules the kernel's loops by it (Config's Shifted).
 template <class C>
-__device__ void mask(typename C::scores& s, const Problem& p, int kv0, int q0, int row0) {
+__device__ void mask(typename C::scores& s, const Problem& p, const Mask& m, int kv0, int q0, int row0) {
   if constexpr (!C::shifted) {
     if (q0 >= 0 && (kv0 + kBlockKV > p.seq || (p.causal && kv0 + kBlockKV - 1 > q0))) {
       warp::fill_where(s, -INFINITY,
                        [&](int r, int c) { return kv0 + c >= p.seq || (p.causal && kv0 + c > row0 + r); });
     }
-  } else if (q0 >= 0 && p.mask.needs_mask(q0, kv0, kBlockKV)) {
-    warp::fill_where(s, -INFINITY, [&](int r, int c) { return p.mask.hides(row0 + r, kv0 + c); });
+  } else if (q0 >= 0 && m.needs_mask(q0, kv0, kBlockKV)) {
+    warp::fill_where(s, -INFINITY, [&](int r, int c) { return m.hides(row0 + r, kv0 + c); });
   }
 }
 
@@ -107,13 +114,14 @@ __device__ void issue_first_scores(Smem<C>& sm, typename C::scores& s, int w, in
 // `Next`: whether another item follows (a template parameter: ptxas serialises every wgmma of a
 // kernel whose wgmmas are issued under a runtime condition, C7515).
 template <class C, bool Next>
-__device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const Item& it, int n, int step,
+__device__ void consume(Smem<C>& sm, const typename C::maps& maps, const Problem& p, const Item& it, int n, int step,
                         typename C::scores& s) {
   const int w = warpgroup::index() - 1;
+  const Mask attended = mask_of<C>(p, it);
   const int q0 = (it.q_tile + w) * warpgroup::kRows, row0 = q0 + warpgroup::warp_row();
   // With a causal mask the tiles past these 64 rows' diagonal are all future: only released (all
   // but the first, for rows before row 0).
-  const int key_end = q0 + warpgroup::kRows + p.mask.shift;  // past the rows' last key (<= 0: they attend none)
+  const int key_end = q0 + warpgroup::kRows + attended.shift;  // past the rows' last key (<= 0: they attend none)
   const int mine = p.causal ? max(1, min(it.tiles, (key_end + kBlockKV - 1) / kBlockKV)) : it.tiles;
   const bool releaser = threadIdx.x % 32 == 0;
   const Turns<C> turn{w};
@@ -127,7 +135,7 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
 
   warpgroup::mma_wait<0>();  // S of tile 0
   if (releaser) sm.k_pipe.release(step);
-  mask<C>(s, p, 0, q0, row0);
+  mask<C>(s, p, attended, 0, q0, row0);
   warp::online_softmax(s, m, l, rescale, p.scale_log2);
   C::to_probs(pr, s);
   // Key tile j >= 1, masked or not (first_masked_tile): the masked tiles, the last, have a loop of
@@ -148,7 +156,7 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
     turn.pass();
     warpgroup::mma_wait<1>();  // S of tile j: its K tile is free
     if (releaser) sm.k_pipe.release(step + j);
-    if constexpr (decltype(masked)::value) mask<C>(s, p, j * kBlockKV, q0, row0);
+    if constexpr (decltype(masked)::value) mask<C>(s, p, attended, j * kBlockKV, q0, row0);
     warp::online_softmax(s, m, l, rescale, p.scale_log2);
     // P V of tile j - 1 (O, P, its V tile free): ptxas places it after the row max, packing P among
     // the exponentials; the whole softmax under P V measured 1.4-3.5% slower (results/experiments).
@@ -157,7 +165,7 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
     warp::mul_row(o, o, rescale);
     C::to_probs(pr, s);
   };
-  const int unmasked = min(mine, first_masked_tile(p, q0));
+  const int unmasked = min(mine, first_masked_tile(p, attended, q0));
   for (int j = 1; j < unmasked; ++j) key_tile(j, std::false_type{});
   for (int j = max(1, unmasked); j < mine; ++j) key_tile(j, std::true_type{});
   if (releaser) sm.q_pipe.release(n);  // no product reads this Q any more
@@ -181,7 +189,8 @@ __device__ void consume(Smem<C>& sm, const Maps& maps, const Problem& p, const I
 }
 
 template <class C>
-__global__ void __launch_bounds__(C::threads, 1) forward_kernel(const __grid_constant__ Maps maps, const Problem p) {
+__global__ void __launch_bounds__(C::threads, 1)
+    forward_kernel(const __grid_constant__ typename C::maps maps, const Problem p) {
   extern __shared__ std::uint8_t raw[];
   Smem<C>& sm = aligned_smem<Smem<C>>(raw);
   if (threadIdx.x == 0) sm.init();
@@ -202,11 +211,11 @@ __global__ void __launch_bounds__(C::threads, 1) forward_kernel(const __grid_con
   turn.pass();
   int t = blockIdx.x, n = 0, step = 0;
   for (; t + int(gridDim.x) < p.items(); t += gridDim.x, ++n) {
-    const Item it = item<C>(p, t);
+    const Item it = item<C>(maps, p, t);
     consume<C, true>(sm, maps, p, it, n, step, s);
     step += it.tiles;
   }
-  consume<C, false>(sm, maps, p, item<C>(p, t), n, step, s);
+  consume<C, false>(sm, maps, p, item<C>(maps, p, t), n, step, s);
   turn.finish();
   if (warpgroup::thread() == 0) tma::store_wait_read<0>();  // the O tile must outlive its last store
 }

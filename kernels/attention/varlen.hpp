@@ -1,0 +1,116 @@
+#pragma once
+// Packed batches of sequences of different lengths (FlashAttention's varlen): Q and O are (total_q,
+// heads, D), K and V (total_k, kv_heads, D), sequence b's queries rows [cu_q[b], cu_q[b + 1]) and
+// its keys rows [cu_k[b], cu_k[b + 1]); LSE is float [heads][total_q]. Each sequence is attended as
+// a batch of one of shape (1, heads, kv_heads, its queries, D, causal, its keys), mask.hpp's mask
+// included; a sequence with no keys gives O = 0 and LSE = +inf (its rows attend none), one with no
+// queries nothing.
+//
+// The offsets are host data: the Hopper forward gives every sequence tensor maps of its own
+// (their edges are the sequence's, so the TMA zero-fills past its keys and drops what overhangs its
+// queries) and runs the items of a table made here, once, before any launch. A sequence without
+// keys has no items: a fill writes its rows.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/attention/mask.hpp"
+#include "kernels/attention/work_order.hpp"
+
+namespace attention {
+
+struct Varlen {
+  std::vector<int> cu_seqlens_q, cu_seqlens_k;  // B + 1 offsets each: 0, then each sequence's end
+  int heads, kv_heads, head_dim;
+  bool causal;
+
+  int batch() const { return int(cu_seqlens_q.size()) - 1; }
+  int queries(int b) const { return cu_seqlens_q[b + 1] - cu_seqlens_q[b]; }
+  int keys(int b) const { return cu_seqlens_k[b + 1] - cu_seqlens_k[b]; }
+  int total_q() const { return cu_seqlens_q.back(); }
+  int total_k() const { return cu_seqlens_k.back(); }
+  Mask mask(int b) const { return {keys(b), keys(b) - queries(b), causal}; }
+};
+
+// Why `offsets` (named `name`) are no batch's offsets ("" when they are): B + 1 >= 2 entries from
+// 0, none decreasing.
+inline std::string offsets_refusal(const char* name, const std::vector<int>& offsets) {
+  const std::string n = name;
+  if (offsets.size() < 2)
+    return n + ": " + std::to_string(offsets.size()) + " offsets: give B + 1 >= 2 (0, then each sequence's end)";
+  if (offsets[0] != 0) return n + "[0] = " + std::to_string(offsets[0]) + ": the first offset must be 0";
+  for (std::size_t b = 1; b < offsets.size(); ++b) {
+    if (offsets[b] < offsets[b - 1]) {
+      return n + "[" + std::to_string(b) + "] = " + std::to_string(offsets[b]) + " < " + n + "[" +
+             std::to_string(b - 1) + "] = " + std::to_string(offsets[b - 1]) + ": offsets must not decrease";
+    }
+  }
+  return "";
+}
+
+// Why `s` describes no packed batch ("" when it does): both offset lists, and as many of them.
+inline std::string offsets_refusal(const Varlen& s) {
+  if (std::string why = offsets_refusal("cu_seqlens_q", s.cu_seqlens_q); !why.empty()) return why;
+  if (std::string why = offsets_refusal("cu_seqlens_k", s.cu_seqlens_k); !why.empty()) return why;
+  if (s.cu_seqlens_q.size() != s.cu_seqlens_k.size()) {
+    return "cu_seqlens_q has " + std::to_string(s.cu_seqlens_q.size()) + " offsets, cu_seqlens_k " +
+           std::to_string(s.cu_seqlens_k.size()) + ": give B + 1 of each";
+  }
+  return "";
+}
+
+// One work item of the varlen forward, as its kernel reads it: `consumers` 64-row tiles from
+// q_tile (< 0: a causal first block's padding) of head `head` of sequence `seq`, and the key tiles
+// it reads; first_row is the sequence's first row of the packed Q (its LSE's place).
+struct VarlenItem {
+  int seq, head, q_tile, tiles, first_row, queries, keys;
+};
+
+// The items of `s` for a forward of `consumers` 64-row tiles per item and `key_tile` keys per key
+// tile, as a grid of `grid` blocks takes them (block b: items b, b + grid, ...). As the dense
+// forward (hopper/config.cuh's item): every block of rows of every head of every sequence, causal
+// blocks padded at the sequence's start, each reading the key tiles its last row attends (at least
+// one; none for a sequence without keys). Without a mask in order, a sequence's heads one after another, so the blocks
+// in flight share a head's K and V; with one, longest first across the batch, snaking (work_order.hpp), so the blocks
+// finish together.
+inline std::vector<VarlenItem> varlen_items(const Varlen& s, int consumers, int key_tile, int grid) {
+  constexpr int kTileRows = 64;
+  const int block_rows = consumers * kTileRows;
+  std::vector<VarlenItem> items;
+  for (int b = 0; b < s.batch(); ++b) {
+    const int n = s.queries(b);
+    const Mask m = s.mask(b);
+    if (m.keys == 0) continue;
+    const int blocks = (n + block_rows - 1) / block_rows;
+    const int lead = s.causal ? padding_tiles(n, block_rows, kTileRows) : 0;
+    for (int h = 0; h < s.heads; ++h) {
+      for (int q_block = 0; q_block < blocks; ++q_block) {
+        const int q_tile = q_block * consumers - lead;
+        const int key_end = m.key_end(std::min(n, (q_tile + consumers) * kTileRows));
+        const int tiles = std::max(1, (key_end + key_tile - 1) / key_tile);
+        items.push_back({b, h, q_tile, tiles, s.cu_seqlens_q[b], n, m.keys});
+      }
+    }
+  }
+  if (!s.causal) return items;
+  std::stable_sort(items.begin(), items.end(),
+                   [](const VarlenItem& a, const VarlenItem& b) { return a.tiles > b.tiles; });
+  std::vector<VarlenItem> snaked(items.size());
+  const int count = int(items.size());
+  for (int p = 0; p < count; ++p) snaked[p] = items[snake_rank(p, grid, count)];
+  return snaked;
+}
+
+// The rows of the sequences that have queries but no keys, which the forward fills.
+struct RowRange {
+  int first, count;
+};
+inline std::vector<RowRange> keyless_rows(const Varlen& s) {
+  std::vector<RowRange> out;
+  for (int b = 0; b < s.batch(); ++b)
+    if (s.queries(b) > 0 && s.keys(b) == 0) out.push_back({s.cu_seqlens_q[b], s.queries(b)});
+  return out;
+}
+
+}  // namespace attention

@@ -1,0 +1,178 @@
+// The packed-batch forward (attention::VarlenForward) against the fp32 reference run on each
+// sequence alone: O and LSE of every row of every sequence, on poisoned outputs, for batches with
+// sequences of 0 and 1 queries or keys, lengths no multiple of a tile, one long sequence among short
+// ones, more or fewer keys than queries, grouped-query heads, causal or not, and Q, K and V read in
+// place from one (total, 3, H, D) projection.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/attention/attention.hpp"
+#include "kernels/attention/reference.hpp"
+#include "src/device_buffer.hpp"
+#include "tests/gpu/bf16_host.hpp"
+#include "tests/gpu/kernel_bounds.hpp"
+
+namespace check = tkprobe::attention_check;
+using attention::PackedStrides;
+using attention::Varlen;
+using bf16 = __nv_bfloat16;
+using tkprobe::DeviceBuffer;
+
+namespace {
+
+using kernel_bounds::attention_forward::kMaxLseError;
+using kernel_bounds::attention_forward::kMaxRelError;
+using kernel_bounds::attention_forward::kMaxRowError;
+
+std::vector<int> offsets(const std::vector<int>& lengths) {
+  std::vector<int> out{0};
+  for (int n : lengths) out.push_back(out.back() + n);
+  return out;
+}
+
+std::string describe(const std::vector<int>& q, const std::vector<int>& k, const Varlen& s) {
+  std::ostringstream out;
+  out << "H=" << s.heads << " HKV=" << s.kv_heads << " D=" << s.head_dim << (s.causal ? " causal" : "")
+      << " lengths (queries/keys)";
+  for (std::size_t b = 0; b < q.size(); ++b) out << " " << q[b] << "/" << k[b];
+  return out.str();
+}
+
+// Rows [first, first + rows) of `heads` heads of a packed tensor at `at` as a contiguous (1, heads,
+// rows, D) tensor `out`.
+template <class T>
+void gather(T* out, const T* packed, int first, int rows, int heads, int head_dim, PackedStrides at) {
+  for (int h = 0; h < heads; ++h) {
+    TK_CUDA(cudaMemcpy2D(out + std::size_t(h) * rows * head_dim, head_dim * sizeof(T),
+                         packed + first * at.row + h * at.head, at.row * sizeof(T), head_dim * sizeof(T), rows,
+                         cudaMemcpyDeviceToDevice));
+  }
+}
+
+// A packed batch on the GPU, random: Q (total_q, H, D), K and V (total_k, HKV, D) contiguous, each
+// in a buffer of its own, or (`one_projection`, self-attention) all three slices of one (total, 3,
+// H, D) projection.
+enum class Layout { separate, one_projection };
+struct Batch {
+  Batch(const Varlen& shape, Layout layout, std::mt19937_64& rng)
+      : s(shape),
+        storage(std::max<std::size_t>(1, layout == Layout::separate ? separate_elements() : projection_elements())) {
+    check::fill_normal(storage.get(), storage.size(), rng(), nullptr);
+    const std::int64_t d = s.head_dim;
+    if (layout == Layout::separate) {
+      q_at = {s.heads * d, d};
+      k_at = v_at = {s.kv_heads * d, d};
+      q = storage.get();
+      k = q + std::size_t(s.total_q()) * s.heads * d;
+      v = k + std::size_t(s.total_k()) * s.kv_heads * d;
+    } else {
+      q_at = k_at = v_at = {3 * s.heads * d, d};
+      q = storage.get();
+      k = q + s.heads * d;
+      v = k + s.heads * d;
+    }
+  }
+  std::size_t separate_elements() const {
+    return (std::size_t(s.total_q()) * s.heads + 2 * std::size_t(s.total_k()) * s.kv_heads) * s.head_dim;
+  }
+  std::size_t projection_elements() const { return std::size_t(s.total_q()) * 3 * s.heads * s.head_dim; }
+
+  Varlen s;
+  DeviceBuffer<bf16> storage;
+  PackedStrides q_at{}, k_at{}, v_at{};
+  const bf16 *q = nullptr, *k = nullptr, *v = nullptr;
+};
+
+// Sequence b's O and LSE from the kernel's packed output, against the reference on b alone.
+void expect_sequence_matches(const Batch& in, const bf16* o, const float* lse, int b) {
+  const Varlen& s = in.s;
+  const int nq = s.queries(b), nk = s.keys(b), d = s.head_dim, first = s.cu_seqlens_q[b];
+  SCOPED_TRACE("sequence " + std::to_string(b) + ": " + std::to_string(nq) + " queries, " + std::to_string(nk) +
+               " keys");
+  if (nq == 0) return;
+  const PackedStrides o_at{std::int64_t(s.heads) * d, d};
+  DeviceBuffer<bf16> got_o(std::size_t(s.heads) * nq * d);
+  DeviceBuffer<float> got_lse(std::size_t(s.heads) * nq);
+  gather(got_o.get(), o, first, nq, s.heads, d, o_at);
+  gather(got_lse.get(), lse, first, nq, s.heads, 1, PackedStrides{1, s.total_q()});
+  if (nk == 0) {  // every row attends none: O = 0, LSE = +inf
+    for (bf16 x : got_o.download()) ASSERT_EQ(bf16_host::to_float(x), 0.0f);
+    for (float x : got_lse.download()) ASSERT_EQ(x, INFINITY);
+    return;
+  }
+  const attention::Shape one{1, s.heads, s.kv_heads, nq, d, s.causal, nk};
+  DeviceBuffer<bf16> q(std::size_t(s.heads) * nq * d), k(std::size_t(s.kv_heads) * nk * d), v(k.size());
+  gather(q.get(), in.q, first, nq, s.heads, d, in.q_at);
+  gather(k.get(), in.k, s.cu_seqlens_k[b], nk, s.kv_heads, d, in.k_at);
+  gather(v.get(), in.v, s.cu_seqlens_k[b], nk, s.kv_heads, d, in.v_at);
+  DeviceBuffer<float> ref_o(q.size()), ref_lse(got_lse.size());
+  check::reference_forward(q.get(), k.get(), v.get(), ref_o.get(), ref_lse.get(), one, nullptr);
+  const auto e = check::compare_to_reference(got_o.get(), got_lse.get(), ref_o.get(), ref_lse.get(), one, nullptr);
+  EXPECT_LT(e.rel_error, kMaxRelError);
+  EXPECT_LT(e.worst_row_error, kMaxRowError);
+  EXPECT_LT(e.lse_error, kMaxLseError);
+}
+
+// The forward of `in` on poisoned outputs, every sequence against the reference.
+void expect_batch_matches(const Batch& in) {
+  const Varlen& s = in.s;
+  ASSERT_EQ(attention::refusal({in.q, in.k, in.v, nullptr, nullptr}, s, {.q = in.q_at, .k = in.k_at, .v = in.v_at}),
+            "");
+  DeviceBuffer<bf16> o(std::max<std::size_t>(1, std::size_t(s.total_q()) * s.heads * s.head_dim));
+  DeviceBuffer<float> lse(std::max<std::size_t>(1, std::size_t(s.total_q()) * s.heads));
+  o.poison();
+  lse.poison();
+  const attention::VarlenForward forward({in.q, in.k, in.v, o.get(), lse.get()}, s,
+                                         {.q = in.q_at, .k = in.k_at, .v = in.v_at});
+  forward(nullptr);
+  TK_CUDA(cudaDeviceSynchronize());
+  for (int b = 0; b < s.batch() && !testing::Test::HasFatalFailure(); ++b)
+    expect_sequence_matches(in, o.get(), lse.get(), b);
+}
+
+std::mt19937_64 fresh_rng() { return std::mt19937_64(std::random_device{}()); }
+
+}  // namespace
+
+// Self-attention batches: every sequence's queries are its keys.
+TEST(AttentionVarlenKernel, MatchesTheReferencePerSequence) {
+  auto rng = fresh_rng();
+  const std::vector<std::vector<int>> batches = {{1, 0, 300, 129, 1000, 64, 0, 4097}, {16384, 7, 1, 200}};
+  for (const auto& lengths : batches)
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        const Varlen s{offsets(lengths), offsets(lengths), 8, 2, d, causal};
+        SCOPED_TRACE(describe(lengths, lengths, s));
+        expect_batch_matches(Batch(s, Layout::separate, rng));
+      }
+}
+
+// Cross attention and chunked prefill: other key counts than queries, some sequences without keys
+// (O = 0, LSE = +inf) or without queries.
+TEST(AttentionVarlenKernel, MatchesTheReferenceWithOtherKeyCounts) {
+  auto rng = fresh_rng();
+  const std::vector<int> queries = {5, 300, 0, 1000, 1, 129, 64};
+  const std::vector<int> keys = {0, 1000, 7, 300, 4097, 1, 0};
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      const Varlen s{offsets(queries), offsets(keys), 4, 4, d, causal};
+      SCOPED_TRACE(describe(queries, keys, s));
+      expect_batch_matches(Batch(s, Layout::separate, rng));
+    }
+}
+
+TEST(AttentionVarlenKernel, ReadsQKVInPlaceFromOneProjection) {
+  auto rng = fresh_rng();
+  const std::vector<int> lengths = {777, 1, 2048, 63};
+  for (bool causal : {false, true}) {
+    const Varlen s{offsets(lengths), offsets(lengths), 4, 4, 128, causal};
+    SCOPED_TRACE(describe(lengths, lengths, s));
+    expect_batch_matches(Batch(s, Layout::one_projection, rng));
+  }
+}
