@@ -99,7 +99,8 @@ Launch launch_for(const Tensors& t, const Varlen& s, const VarlenStrides& at) {
   int device = 0, sms = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  const std::vector<VarlenItem> items = varlen_items(s, C::consumers, kBlockKV, sms);
+  const int grid = std::min(sms, varlen_item_count(s, C::consumers));
+  const std::vector<VarlenItem> items = varlen_items(s, C::consumers, kBlockKV, sms, varlen_chunks(s, D, grid));
   const std::vector<RowRange> keyless = keyless_rows(s);
   if (items.empty() && keyless.empty()) return [](cudaStream_t) {};  // no sequence has a query
 
@@ -122,7 +123,7 @@ Launch launch_for(const Tensors& t, const Varlen& s, const VarlenStrides& at) {
                   t.lse,
                   1.0f};
   cudaFuncSetAttribute(forward_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<C>);
-  const int grid = std::min(int(items.size()), sms), keyless_count = int(keyless.size());
+  const int keyless_count = int(keyless.size());
   const int heads = s.heads, total_q = s.total_q();
   bf16* const o = t.o;
   const PackedStrides o_at = at.o;

@@ -71,10 +71,12 @@ struct VarlenItem {
 // tile, as a grid of `grid` blocks takes them (block b: items b, b + grid, ...). As the dense
 // forward (hopper/config.cuh's item): every block of rows of every head of every sequence, causal
 // blocks padded at the sequence's start, each reading the key tiles its last row attends (at least
-// one; none for a sequence without keys). Without a mask in order, a sequence's heads one after another, so the blocks
-// in flight share a head's K and V; with one, longest first across the batch, snaking (work_order.hpp), so the blocks
-// finish together.
-inline std::vector<VarlenItem> varlen_items(const Varlen& s, int consumers, int key_tile, int grid) {
+// one; none for a sequence without keys). Without a mask in order, a sequence's heads one after
+// another, so the blocks in flight share a head's K and V; with one, longest first, snaking
+// (work_order.hpp), so the blocks finish together: across the batch, or (`chunks`, the dense
+// forward's causal_chunks) a chunk of whole heads of about two waves at a time, each chunk's heads
+// read from DRAM once.
+inline std::vector<VarlenItem> varlen_items(const Varlen& s, int consumers, int key_tile, int grid, bool chunks) {
   constexpr int kTileRows = 64;
   const int block_rows = consumers * kTileRows;
   std::vector<VarlenItem> items;
@@ -94,12 +96,51 @@ inline std::vector<VarlenItem> varlen_items(const Varlen& s, int consumers, int 
     }
   }
   if (!s.causal) return items;
-  std::stable_sort(items.begin(), items.end(),
-                   [](const VarlenItem& a, const VarlenItem& b) { return a.tiles > b.tiles; });
-  std::vector<VarlenItem> snaked(items.size());
-  const int count = int(items.size());
-  for (int p = 0; p < count; ++p) snaked[p] = items[snake_rank(p, grid, count)];
-  return snaked;
+  // Longest first, snaking, within [first, last) of the items.
+  const auto order = [&](std::size_t first, std::size_t last) {
+    std::vector<VarlenItem> part(items.begin() + first, items.begin() + last);
+    std::stable_sort(part.begin(), part.end(),
+                     [](const VarlenItem& a, const VarlenItem& b) { return a.tiles > b.tiles; });
+    const int count = int(part.size());
+    for (int p = 0; p < count; ++p) items[first + p] = part[snake_rank(p, grid, count)];
+  };
+  if (!chunks) {
+    order(0, items.size());
+    return items;
+  }
+  // Whole heads (runs of one sequence's one head) while they fit two waves, at least one.
+  const auto same_head = [&](std::size_t a, std::size_t b) {
+    return items[a].seq == items[b].seq && items[a].head == items[b].head;
+  };
+  for (std::size_t first = 0; first < items.size();) {
+    std::size_t last = first;
+    while (last < items.size()) {
+      std::size_t head_end = last;
+      while (head_end < items.size() && same_head(head_end, last)) ++head_end;
+      if (last > first && head_end - first > std::size_t(2 * grid)) break;
+      last = head_end;
+    }
+    order(first, last);
+    first = last;
+  }
+  return items;
+}
+
+// How many items varlen_items gives (in any order).
+inline int varlen_item_count(const Varlen& s, int consumers) {
+  const int block_rows = consumers * 64;
+  int count = 0;
+  for (int b = 0; b < s.batch(); ++b)
+    if (s.keys(b) > 0) count += s.heads * ((s.queries(b) + block_rows - 1) / block_rows);
+  return count;
+}
+
+// Whether the forward of `s` on `grid` blocks takes chunks of heads (varlen_items): as the dense
+// forward decides (hopper/config.cuh's causal_chunks: at D = 128, as many heads as blocks or more).
+inline bool varlen_chunks(const Varlen& s, int head_dim, int grid) {
+  int matrices = 0;
+  for (int b = 0; b < s.batch(); ++b) matrices += s.queries(b) > 0 && s.keys(b) > 0 ? s.heads : 0;
+  return head_dim == 128 && matrices >= grid;
 }
 
 // The rows of the sequences that have queries but no keys, which the forward fills.

@@ -14,9 +14,16 @@
 // the dequantized values, the error bounds fp8 implies, rates against the e4m3 peaks. Its rows
 // carry dtype e4m3.
 //
+// --varlen: the wgmma forward on a packed batch of sequences of those lengths (attention::
+// VarlenForward: each sequence's queries are its keys), every sequence checked against the reference
+// on it alone; where all lengths are equal the dense forward is timed on the same tensors after it,
+// and the row carries the ratio.
+//
 // The suite (`tkprobe all`, and so the regression baseline) runs every kernel a caller can reach:
 // bf16 forward and backward with the dQ path a caller gets by default, the deterministic dQ path's
 // backward, and the e4m3 forward on the D = 128 shapes.
+#include "kernels/attention/attention.hpp"
+
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -28,11 +35,12 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/attention/attention.hpp"
 #include "kernels/attention/reference.hpp"
 #include "kernels/attention/reference_fp8.hpp"
+#include "kernels/attention/reference_varlen.hpp"
 #include "probes/attention/metrics.hpp"
 #include "probes/attention/needs.hpp"
+#include "probes/attention/varlen_lengths.hpp"
 #include "probes/measure/clock_bracket.hpp"
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
@@ -195,6 +203,11 @@ class AttentionProbe final : public Probe {
                                "energy counter, over this many seconds of back-to-back calls ({} to {}; default 0: "
                                "not measured)",
                                kMinEnergySeconds, kMaxEnergySeconds));
+    cmd.add_option("--varlen", varlen_,
+                   fmt::format("A packed batch for the wgmma forward, each sequence's queries its keys: LENGTHS "
+                               "separated by commas, or random:SEED (log-uniform {} to {}, {} tokens in all); with "
+                               "--heads and --head-dim (--kv-heads, --causal optional)",
+                               attention_probe::kShortest, attention_probe::kLongest, attention_probe::kRandomTokens));
     cmd.add_flag("--sweep", sweep_,
                  "16k tokens (B x N), hidden 2048 (D 64: 32 heads, D 128: 16), N 1024/4096/16384, causal and not "
                  "(the default without a shape)");
@@ -206,6 +219,7 @@ class AttentionProbe final : public Probe {
                       "counter steps about every 100 ms)",
                       energy_s_, kMinEnergySeconds, kMaxEnergySeconds));
     }
+    if (!varlen_.empty()) return validate_varlen();
     const int given = batch_.has_value() + heads_.has_value() + seq_.has_value() + head_dim_.has_value();
     const bool shape_options = given > 0 || kv_heads_ || seq_k_ || causal_;
     if (sweep_ && shape_options) {
@@ -260,7 +274,11 @@ class AttentionProbe final : public Probe {
   }
 
   void run(ProbeContext& ctx) override {
-    if (!e4m3()) run_bf16(ctx);
+    if (!varlen_.empty()) {
+      run_varlen(ctx);
+    } else if (!e4m3()) {
+      run_bf16(ctx);
+    }
     if (e4m3() || suite_) run_e4m3(ctx);
     if (energy_s_ > 0) summarise_energy(ctx);
   }
@@ -274,6 +292,7 @@ class AttentionProbe final : public Probe {
   bool sweep_ = false;
   std::string dtype_ = "bf16";
   bool suite_ = false;  // also the deterministic backward and the e4m3 forward (use_suite_settings)
+  std::string varlen_;  // --varlen's lengths, as given
   double energy_s_ = 0;     // --energy: each row's energy window, 0 for none
   std::string energy_why_;  // the first row whose energy could not be had, and why
   struct RowEnergy {
@@ -283,6 +302,104 @@ class AttentionProbe final : public Probe {
   std::vector<RowEnergy> energies_;  // for the finding
 
   bool e4m3() const { return dtype_ == "e4m3"; }
+
+  void validate_varlen() const {
+    if (batch_ || seq_ || seq_k_ || sweep_) {
+      throw UsageError("--varlen gives the sequences: give it no --batch, --seq, --seq-k or --sweep");
+    }
+    if (!heads_ || !head_dim_)
+      throw UsageError("--varlen needs --heads and --head-dim (--kv-heads, --causal optional)");
+    if (e4m3() || pass_ != "fwd" || kernel_ == "mma-sync") {
+      throw UsageError(
+          "--varlen runs the wgmma forward in bf16: give it no --dtype e4m3, --pass but fwd, or "
+          "--kernel mma-sync");
+    }
+    const attention::Varlen s = varlen_shape();  // throws on a bad --varlen
+    if (const std::string why = attention::refusal(attention::Tensors{}, s); !why.empty()) {
+      throw UsageError(fmt::format("--varlen {}: {}", varlen_, why));
+    }
+  }
+
+  attention::Varlen varlen_shape() const {
+    std::string why;
+    const std::vector<int> lengths = attention_probe::varlen_lengths(varlen_, why);
+    if (!why.empty()) throw UsageError(why);
+    std::vector<int> offsets{0};
+    for (int n : lengths) offsets.push_back(offsets.back() + n);
+    return {offsets, offsets, *heads_, kv_heads_.value_or(*heads_), *head_dim_, causal_};
+  }
+
+  Json varlen_params(const attention::Varlen& s) const {
+    return {{"kernel", "wgmma"},     {"pass", "fwd"},          {"varlen", varlen_}, {"sequences", s.batch()},
+            {"tokens", s.total_q()}, {"head_dim", s.head_dim}, {"heads", s.heads},  {"kv_heads", s.kv_heads},
+            {"causal", s.causal},    {"dtype", "bf16"}};
+  }
+
+  // The packed batch's forward: fresh inputs, outputs poisoned, timed, every sequence against the
+  // reference on it alone; with equal lengths, the dense forward on the same tensors beside it.
+  void run_varlen(ProbeContext& ctx) {
+    const attention::Varlen s = varlen_shape();
+    Result r(name(), varlen_params(s));
+    if (const std::string why = why_not_runnable(attention_probe::kWgmmaKernelNeeds, ctx.device); !why.empty()) {
+      r.status = Status::skipped;
+      r.reason = why;
+      ctx.add(std::move(r));
+      return;
+    }
+    const std::size_t q_size = std::size_t(s.total_q()) * s.heads * s.head_dim;
+    DeviceBuffer<bf16> q(q_size), k(std::size_t(s.total_k()) * s.kv_heads * s.head_dim), v(k.size()), o(q_size);
+    DeviceBuffer<float> lse(std::size_t(s.total_q()) * s.heads);
+    const cudaStream_t stream = ctx.harness.stream();
+    for (DeviceBuffer<bf16>* x : {&q, &k, &v}) attention_check::fill_normal(x->get(), x->size(), ctx.rng(), stream);
+    const attention::Tensors t{q.get(), k.get(), v.get(), o.get(), lse.get()};
+    const attention::VarlenForward forward(t, s);
+    o.poison();
+    lse.poison();
+    const double tflop = attention::flops(s) / 1e12;
+    const std::string label =
+        fmt::format("attention wgmma fwd varlen {} ({} sequences, {} tokens)", varlen_, s.batch(), s.total_q());
+    const Measurement m = time_pass(ctx, label, tflop, [&](cudaStream_t st) { forward(st); });
+    add_rates(ctx, r, m, tflop);
+    const auto e = attention_check::compare_varlen_to_reference(t, s, {}, stream);
+    r.value(metric::rel_error, e.rel_error);
+    r.value(metric::worst_row_error, e.worst_row_error);
+    r.value(metric::lse_error, e.lse_error);
+    r.checked({{"what",
+                "the worst sequence's ||O - O_ref||_F / ||O_ref||_F, worst row and max |LSE - LSE_ref| "
+                "against the fp32 reference run on each sequence alone"},
+               {"value", e.rel_error},
+               {"max", kMaxRelError},
+               {"worst_row_error", e.worst_row_error},
+               {"lse_error", e.lse_error},
+               {"lse_max", kMaxLseError}},
+              e.rel_error < kMaxRelError && e.worst_row_error < kMaxRelError && e.lse_error < kMaxLseError);
+    if (const int n = s.queries(0); s.total_q() == n * s.batch()) time_dense_beside(ctx, s, t, r, m);
+    ctx.add(std::move(r));
+  }
+
+  // Equal lengths n: the packed tensors are (B, n, H, D), which the dense forward reads in place;
+  // its rate on them (its own rows check its output) and the varlen forward's over it.
+  void time_dense_beside(ProbeContext& ctx, const attention::Varlen& s, const attention::Tensors& t, Result& r,
+                         const Measurement& varlen) {
+    const int n = s.queries(0), d = s.head_dim;
+    const Shape dense{s.batch(), s.heads, s.kv_heads, n, d, s.causal};
+    const auto at = [&](int heads) {
+      return attention::Strides{std::int64_t(n) * heads * d, d, std::int64_t(heads) * d, 1};
+    };
+    const attention::Forward forward(t, dense, Kernel::wgmma,
+                                     {at(s.heads), at(s.kv_heads), at(s.kv_heads), at(s.heads)});
+    const Measurement m =
+        time_pass(ctx, fmt::format("attention wgmma fwd {}, the varlen row's tensors", describe(dense)),
+                  pass_flops(Pass::fwd, dense) / 1e12, [&](cudaStream_t st) { forward(st); });
+    r.value(metric::dense_tflops, m.stats.median);
+    r.value(metric::vs_dense, varlen.stats.median / m.stats.median);
+    const int flop_per_clock = flop_per_clock_per_sm(ctx.device, "bf16");
+    const auto varlen_clock = pct_of_clock_peak(varlen, ctx.device.sms, flop_per_clock);
+    const auto dense_clock = pct_of_clock_peak(m, ctx.device.sms, flop_per_clock);
+    r.value(metric::vs_dense_per_clock, flop_per_clock > 0 && varlen_clock && dense_clock
+                                            ? Json(varlen_clock->median / dense_clock->median)
+                                            : Json(nullptr));
+  }
 
   void run_bf16(ProbeContext& ctx) {
     Runs runs;
@@ -399,13 +516,12 @@ class AttentionProbe final : public Probe {
     return has(Pass::fwd) ? std::vector<Pass>{Pass::fwd} : std::vector<Pass>{};
   }
 
-  // Times `launch` (work: pass_flops) with the SM clock bracketed around every launch.
-  Measurement time_pass(ProbeContext& ctx, const std::string& label, Pass p, const Shape& s,
+  // Times `launch` (`tflop` of work a launch) with the SM clock bracketed around every launch.
+  Measurement time_pass(ProbeContext& ctx, const std::string& label, double tflop,
                         const std::function<void(cudaStream_t)>& launch) {
     SmClockBracket clock(ctx.device.sms);
     const ClockBracket bracket{[&](cudaStream_t st) { clock.begin(st); }, [&](cudaStream_t st) { clock.end(st); },
                                clock.window()};
-    const double tflop = pass_flops(p, s) / 1e12;
     Measurement m = ctx.harness.time_kernel_rate(label, launch, tflop, bracket);
     if (energy_s_ > 0) {
       std::string why;
@@ -466,8 +582,8 @@ class AttentionProbe final : public Probe {
     const attention::Forward forward(b.tensors(), s, k);
     b.o.poison();
     b.lse.poison();
-    const Measurement m = time_pass(ctx, fmt::format("attention {} fwd {}", kernel_name(k), describe(s)), Pass::fwd,
-                                    s, [&](cudaStream_t st) { forward(st); });
+    const Measurement m = time_pass(ctx, fmt::format("attention {} fwd {}", kernel_name(k), describe(s)),
+                                    pass_flops(Pass::fwd, s) / 1e12, [&](cudaStream_t st) { forward(st); });
     Result r(name(), params_json(k, s, Pass::fwd));
     const auto pct_clock = add_rates(ctx, r, m, pass_flops(Pass::fwd, s) / 1e12);
     Json check = {{"what", "||O - O_ref||_F / ||O_ref||_F, the same for the worst row, and max |LSE - LSE_ref| "
@@ -498,8 +614,8 @@ class AttentionProbe final : public Probe {
                                         s);
     b.o.poison();
     b.lse.poison();
-    const Measurement m = time_pass(ctx, fmt::format("attention wgmma fwd e4m3 {}", describe(s)), Pass::fwd, s,
-                                    [&](cudaStream_t st) { forward(st); });
+    const Measurement m = time_pass(ctx, fmt::format("attention wgmma fwd e4m3 {}", describe(s)),
+                                    pass_flops(Pass::fwd, s) / 1e12, [&](cudaStream_t st) { forward(st); });
     Result r(name(), params_json(Kernel::wgmma, s, Pass::fwd, "e4m3"));
     const auto pct_clock = add_rates(ctx, r, m, pass_flops(Pass::fwd, s) / 1e12, "e4m3");
     const auto e = attention_check::compare_to_reference(b.o.get(), b.lse.get(), b.o_ref.get(), b.lse_ref.get(), s,
@@ -551,9 +667,9 @@ class AttentionProbe final : public Probe {
         b.o.poison();
         b.lse.poison();
       }
-      const Measurement m =
-          time_pass(ctx, fmt::format("attention wgmma {} {}{}", pass_name(p), describe(s), reducing ? " dq reduce" : ""), p, s,
-                    [&](cudaStream_t st) {
+      const Measurement m = time_pass(
+          ctx, fmt::format("attention wgmma {} {}{}", pass_name(p), describe(s), reducing ? " dq reduce" : ""),
+          pass_flops(p, s) / 1e12, [&](cudaStream_t st) {
             if (p == Pass::fwd_bwd) forward(st);
             backward(st);
           });

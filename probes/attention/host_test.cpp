@@ -2,11 +2,13 @@
 // valid, exit 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "probes/attention/varlen_lengths.hpp"
 #include "tests/host/cli_fixtures.hpp"
 
 using cli_fixtures::has_gpu;
@@ -133,4 +135,48 @@ TEST(Cli, AttentionEnergyWindowIsZeroOrHalfASecondOrMore) {
     EXPECT_EQ(r.code, 2) << window;
     EXPECT_TRUE(mentions(r.err, "give 0 (not measured) or a window of 0.5 to 3600 seconds")) << window << ": " << r.err;
   }
+}
+
+// --varlen: lengths or random:SEED, with --heads and --head-dim, the wgmma forward alone.
+TEST(Cli, AttentionVarlenTakesLengthsOrARandomMix) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--varlen", "100,x", "--heads", "4", "--head-dim", "64"}, "'x' is no length: give lengths separated by commas"},
+      {{"--varlen", "100,", "--heads", "4", "--head-dim", "64"}, "'' is no length"},
+      {{"--varlen", "0,0", "--heads", "4", "--head-dim", "64"}, "0 tokens in all"},
+      {{"--varlen", "random:-1", "--heads", "4", "--head-dim", "64"}, "the seed must be a non-negative integer"},
+      {{"--varlen", "100", "--heads", "4"}, "--varlen needs --heads and --head-dim"},
+      {{"--varlen", "100", "--heads", "4", "--head-dim", "64", "--seq", "100"}, "give it no --batch, --seq"},
+      {{"--varlen", "100", "--heads", "4", "--head-dim", "64", "--pass", "bwd"}, "--varlen runs the wgmma forward"},
+      {{"--varlen", "100", "--heads", "4", "--head-dim", "96"}, "head dim = 96: give 64 or 128"},
+      {{"--varlen", "100", "--heads", "4", "--kv-heads", "3", "--head-dim", "64"}, "a multiple of the key/value heads"},
+  };
+  for (const auto& [options, why] : cases) {
+    std::vector<std::string> args{"attention"};
+    args.insert(args.end(), options.begin(), options.end());
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << why;
+    EXPECT_TRUE(mentions(r.err, why)) << r.err;
+  }
+  const auto good = run({"attention", "--varlen", "1000,0,1,77", "--heads", "4", "--head-dim", "64", "--causal"});
+  EXPECT_EQ(good.code, has_gpu() ? 0 : 3) << good.err;
+}
+
+// random:SEED: the same lengths for a seed, 16 to 8192 long, 16384 tokens in all; another seed others.
+TEST(AttentionVarlenLengths, ARandomMixIsSeededLongTailedAndSumsToTheSweepsTokens) {
+  std::string why;
+  const std::vector<int> a = tkprobe::attention_probe::varlen_lengths("random:1", why);
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(a, tkprobe::attention_probe::varlen_lengths("random:1", why));
+  EXPECT_NE(a, tkprobe::attention_probe::varlen_lengths("random:2", why));
+  int total = 0, shortest = 1 << 30, longest = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    total += a[i];
+    if (i + 1 < a.size()) shortest = std::min(shortest, a[i]);  // the last is cut to fit
+    longest = std::max(longest, a[i]);
+  }
+  EXPECT_EQ(total, tkprobe::attention_probe::kRandomTokens);
+  EXPECT_GE(shortest, tkprobe::attention_probe::kShortest);
+  EXPECT_LE(longest, tkprobe::attention_probe::kLongest);
+  EXPECT_GE(a.size(), 4u) << "a mix, not one sequence";
+  EXPECT_EQ(tkprobe::attention_probe::varlen_lengths("7,0,1", why), (std::vector<int>{7, 0, 1}));
 }

@@ -13,9 +13,8 @@
 #include <vector>
 
 #include "kernels/attention/attention.hpp"
-#include "kernels/attention/reference.hpp"
+#include "kernels/attention/reference_varlen.hpp"
 #include "src/device_buffer.hpp"
-#include "tests/gpu/bf16_host.hpp"
 #include "tests/gpu/kernel_bounds.hpp"
 
 namespace check = tkprobe::attention_check;
@@ -42,17 +41,6 @@ std::string describe(const std::vector<int>& q, const std::vector<int>& k, const
       << " lengths (queries/keys)";
   for (std::size_t b = 0; b < q.size(); ++b) out << " " << q[b] << "/" << k[b];
   return out.str();
-}
-
-// Rows [first, first + rows) of `heads` heads of a packed tensor at `at` as a contiguous (1, heads,
-// rows, D) tensor `out`.
-template <class T>
-void gather(T* out, const T* packed, int first, int rows, int heads, int head_dim, PackedStrides at) {
-  for (int h = 0; h < heads; ++h) {
-    TK_CUDA(cudaMemcpy2D(out + std::size_t(h) * rows * head_dim, head_dim * sizeof(T),
-                         packed + first * at.row + h * at.head, at.row * sizeof(T), head_dim * sizeof(T), rows,
-                         cudaMemcpyDeviceToDevice));
-  }
 }
 
 // A packed batch on the GPU, random: Q (total_q, H, D), K and V (total_k, HKV, D) contiguous, each
@@ -89,37 +77,7 @@ struct Batch {
   const bf16 *q = nullptr, *k = nullptr, *v = nullptr;
 };
 
-// Sequence b's O and LSE from the kernel's packed output, against the reference on b alone.
-void expect_sequence_matches(const Batch& in, const bf16* o, const float* lse, int b) {
-  const Varlen& s = in.s;
-  const int nq = s.queries(b), nk = s.keys(b), d = s.head_dim, first = s.cu_seqlens_q[b];
-  SCOPED_TRACE("sequence " + std::to_string(b) + ": " + std::to_string(nq) + " queries, " + std::to_string(nk) +
-               " keys");
-  if (nq == 0) return;
-  const PackedStrides o_at{std::int64_t(s.heads) * d, d};
-  DeviceBuffer<bf16> got_o(std::size_t(s.heads) * nq * d);
-  DeviceBuffer<float> got_lse(std::size_t(s.heads) * nq);
-  gather(got_o.get(), o, first, nq, s.heads, d, o_at);
-  gather(got_lse.get(), lse, first, nq, s.heads, 1, PackedStrides{1, s.total_q()});
-  if (nk == 0) {  // every row attends none: O = 0, LSE = +inf
-    for (bf16 x : got_o.download()) ASSERT_EQ(bf16_host::to_float(x), 0.0f);
-    for (float x : got_lse.download()) ASSERT_EQ(x, INFINITY);
-    return;
-  }
-  const attention::Shape one{1, s.heads, s.kv_heads, nq, d, s.causal, nk};
-  DeviceBuffer<bf16> q(std::size_t(s.heads) * nq * d), k(std::size_t(s.kv_heads) * nk * d), v(k.size());
-  gather(q.get(), in.q, first, nq, s.heads, d, in.q_at);
-  gather(k.get(), in.k, s.cu_seqlens_k[b], nk, s.kv_heads, d, in.k_at);
-  gather(v.get(), in.v, s.cu_seqlens_k[b], nk, s.kv_heads, d, in.v_at);
-  DeviceBuffer<float> ref_o(q.size()), ref_lse(got_lse.size());
-  check::reference_forward(q.get(), k.get(), v.get(), ref_o.get(), ref_lse.get(), one, nullptr);
-  const auto e = check::compare_to_reference(got_o.get(), got_lse.get(), ref_o.get(), ref_lse.get(), one, nullptr);
-  EXPECT_LT(e.rel_error, kMaxRelError);
-  EXPECT_LT(e.worst_row_error, kMaxRowError);
-  EXPECT_LT(e.lse_error, kMaxLseError);
-}
-
-// The forward of `in` on poisoned outputs, every sequence against the reference.
+// The forward of `in` on poisoned outputs, every sequence against the reference on it alone.
 void expect_batch_matches(const Batch& in) {
   const Varlen& s = in.s;
   ASSERT_EQ(attention::refusal({in.q, in.k, in.v, nullptr, nullptr}, s, {.q = in.q_at, .k = in.k_at, .v = in.v_at}),
@@ -128,12 +86,14 @@ void expect_batch_matches(const Batch& in) {
   DeviceBuffer<float> lse(std::max<std::size_t>(1, std::size_t(s.total_q()) * s.heads));
   o.poison();
   lse.poison();
-  const attention::VarlenForward forward({in.q, in.k, in.v, o.get(), lse.get()}, s,
-                                         {.q = in.q_at, .k = in.k_at, .v = in.v_at});
+  const attention::Tensors t{in.q, in.k, in.v, o.get(), lse.get()};
+  const attention::VarlenLayout layout{.q = in.q_at, .k = in.k_at, .v = in.v_at};
+  const attention::VarlenForward forward(t, s, layout);
   forward(nullptr);
-  TK_CUDA(cudaDeviceSynchronize());
-  for (int b = 0; b < s.batch() && !testing::Test::HasFatalFailure(); ++b)
-    expect_sequence_matches(in, o.get(), lse.get(), b);
+  const auto e = check::compare_varlen_to_reference(t, s, layout, nullptr);
+  EXPECT_LT(e.rel_error, kMaxRelError);
+  EXPECT_LT(e.worst_row_error, kMaxRowError);
+  EXPECT_LT(e.lse_error, kMaxLseError);
 }
 
 std::mt19937_64 fresh_rng() { return std::mt19937_64(std::random_device{}()); }

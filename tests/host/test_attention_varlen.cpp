@@ -50,9 +50,9 @@ bool mentions(const std::string& text, const std::string& what) { return text.fi
 
 // Every (sequence, head, 64-row tile) of the queries once among the items' consumer tiles; each
 // item's fields as the sequence's, its key tiles those its rows attend.
-void expect_items_cover(const Varlen& s, int consumers) {
+void expect_items_cover(const Varlen& s, int consumers, bool chunks) {
   std::map<std::tuple<int, int, int>, int> seen;
-  for (const VarlenItem& it : attention::varlen_items(s, consumers, kKeyTile, kGrid)) {
+  for (const VarlenItem& it : attention::varlen_items(s, consumers, kKeyTile, kGrid, chunks)) {
     ASSERT_EQ(it.first_row, s.cu_seqlens_q[it.seq]);
     ASSERT_EQ(it.queries, s.queries(it.seq));
     ASSERT_EQ(it.keys, s.keys(it.seq));
@@ -84,7 +84,13 @@ TEST(AttentionVarlen, ItemsCoverEveryRowTileOnce) {
     std::vector<int> keys = queries;
     if (trial % 2 == 1) keys = random_lengths(rng, 9);  // cross attention: other key counts, some 0
     for (bool causal : {false, true})
-      for (int consumers : {2, 3}) expect_items_cover(packed(queries, keys, causal), consumers);
+      for (int consumers : {2, 3})
+        for (bool chunks : {false, true}) {
+          const Varlen s = packed(queries, keys, causal);
+          expect_items_cover(s, consumers, chunks);
+          ASSERT_EQ(int(attention::varlen_items(s, consumers, kKeyTile, kGrid, chunks).size()),
+                    attention::varlen_item_count(s, consumers));
+        }
   }
 }
 
@@ -99,25 +105,35 @@ TEST(AttentionVarlen, KeylessRowsAreTheSequencesWithQueriesAndNoKeys) {
 }
 
 // Equal lengths: the dense forward's orders (hopper/config.cuh's item): head by head without a
-// mask, snaked longest first across every head with one.
+// mask; with one, snaked longest first across every head, or chunked a few heads at a time.
 TEST(AttentionVarlen, EqualLengthsTakeTheDenseOrder) {
   for (bool causal : {false, true})
-    for (int consumers : {2, 3})
-      for (int n : {1000, 1024, 4097}) {
-        const int batch = 3, heads = 4, block_rows = consumers * kTileRows,
-                  q_blocks = (n + block_rows - 1) / block_rows;
-        const Varlen s = packed(std::vector<int>(batch, n), std::vector<int>(batch, n), causal, heads, heads);
-        const std::vector<VarlenItem> items = attention::varlen_items(s, consumers, kKeyTile, kGrid);
-        ASSERT_EQ(int(items.size()), batch * heads * q_blocks);
-        const int lead = causal ? attention::padding_tiles(n, block_rows, kTileRows) : 0;
-        for (int t = 0; t < int(items.size()); ++t) {
-          const attention::WorkOrder w =
-              causal ? attention::snaked(t, kGrid, batch * heads, q_blocks) : attention::head_by_head(t, q_blocks);
-          const int q_block = causal ? q_blocks - 1 - w.order : w.order;
-          ASSERT_EQ(items[t].seq * heads + items[t].head, w.matrix) << "item " << t << " n " << n;
-          ASSERT_EQ(items[t].q_tile, q_block * consumers - lead) << "item " << t << " n " << n;
+    for (bool chunks : {false, true})
+      for (int consumers : {2, 3})
+        for (int n : {1000, 1024, 4097}) {
+          const int batch = 3, heads = 40, block_rows = consumers * kTileRows,
+                    q_blocks = (n + block_rows - 1) / block_rows;
+          const Varlen s = packed(std::vector<int>(batch, n), std::vector<int>(batch, n), causal, heads, heads);
+          const std::vector<VarlenItem> items = attention::varlen_items(s, consumers, kKeyTile, kGrid, chunks);
+          ASSERT_EQ(int(items.size()), batch * heads * q_blocks);
+          const int lead = causal ? attention::padding_tiles(n, block_rows, kTileRows) : 0;
+          for (int t = 0; t < int(items.size()); ++t) {
+            const attention::WorkOrder w = !causal  ? attention::head_by_head(t, q_blocks)
+                                           : chunks ? attention::chunked(t, kGrid, batch * heads, q_blocks)
+                                                    : attention::snaked(t, kGrid, batch * heads, q_blocks);
+            const int q_block = causal ? q_blocks - 1 - w.order : w.order;
+            ASSERT_EQ(items[t].seq * heads + items[t].head, w.matrix) << "item " << t << " n " << n;
+            ASSERT_EQ(items[t].q_tile, q_block * consumers - lead) << "item " << t << " n " << n;
+          }
         }
-      }
+}
+
+// The dense rule for chunks (hopper/config.cuh's causal_chunks): D = 128, as many heads as blocks.
+TEST(AttentionVarlen, ChunksWhereTheDenseForwardWould) {
+  const Varlen s = packed({1024, 0, 2048}, {1024, 5, 0}, true, 66, 66);  // 66 heads of one sequence with keys
+  EXPECT_TRUE(attention::varlen_chunks(s, 128, 66));
+  EXPECT_FALSE(attention::varlen_chunks(s, 128, 67));
+  EXPECT_FALSE(attention::varlen_chunks(s, 64, 66));
 }
 
 TEST(AttentionVarlen, BadOffsetsAreRefusedSayingWhatIsValid) {

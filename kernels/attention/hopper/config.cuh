@@ -167,6 +167,20 @@ __device__ Item item(const Maps&, const Problem& p, int t) {
   return {q_tile, qh, kvh, max(1, (key_end + kBlockKV - 1) / kBlockKV)};
 }
 
+// Item t as a warp's lanes all see it: a packed batch's, read from memory, broadcast from lane 0, so
+// that ptxas knows it is the same in every lane and keeps what follows from it in uniform registers
+// (read as each lane's own, the key-tile loop of D = 128 grew by 96 instructions, R2UR and IMAD for
+// the ring's stages, and its wait for P V moved before the exponentials). Every lane must call it.
+template <class C>
+__device__ Item warp_item(const typename C::maps& maps, const Problem& p, int t) {
+  Item it = item<C>(maps, p, t);
+  if constexpr (C::varlen) {
+    for (int* field : {&it.q_tile, &it.qh, &it.kvh, &it.tiles, &it.seq, &it.first_row, &it.mask.keys, &it.mask.shift})
+      *field = __shfl_sync(0xffffffffu, *field, 0);
+  }
+  return it;
+}
+
 // The mask of item `it`'s rows: the problem's, or a packed batch's sequence's.
 template <class C>
 __device__ Mask mask_of(const Problem& p, const Item& it) {

@@ -211,11 +211,11 @@ __global__ void __launch_bounds__(C::threads, 1)
   turn.pass();
   int t = blockIdx.x, n = 0, step = 0;
   for (; t + int(gridDim.x) < p.items(); t += gridDim.x, ++n) {
-    const Item it = item<C>(maps, p, t);
+    const Item it = warp_item<C>(maps, p, t);
     consume<C, true>(sm, maps, p, it, n, step, s);
     step += it.tiles;
   }
-  consume<C, false>(sm, maps, p, item<C>(maps, p, t), n, step, s);
+  consume<C, false>(sm, maps, p, warp_item<C>(maps, p, t), n, step, s);
   turn.finish();
   if (warpgroup::thread() == 0) tma::store_wait_read<0>();  // the O tile must outlive its last store
 }
