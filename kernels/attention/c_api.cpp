@@ -14,9 +14,15 @@
 // seq_k: keys per sequence where the entry takes it (0: as many as seq, the queries); K, V, dK
 // and dV have seq_k rows. With a causal mask query i attends keys up to i + seq_k - seq (the
 // bottom-right corner: kernels/attention/mask.hpp).
+//
+// Packed batches (tk_attention_varlen_*: kernels/attention/varlen.hpp): Q, O (total_q, heads, D),
+// K, V (total_k, kv_heads, D), LSE float [heads][total_q]; cu_seqlens_q and cu_seqlens_k are host
+// arrays of batch + 1 int32 offsets; `strides` null (contiguous) or {row, head} in elements per
+// tensor, q, k, v, o.
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <vector>
 
 #include "kernels/attention/attention.hpp"
 
@@ -38,6 +44,18 @@ attention::BackwardLayout backward_layout(const std::int64_t* strides) {
   if (strides == nullptr) return {};
   return {strides_at(strides, 0), strides_at(strides, 1), strides_at(strides, 2), strides_at(strides, 3),
           strides_at(strides, 4), strides_at(strides, 5), strides_at(strides, 6), strides_at(strides, 7)};
+}
+
+attention::VarlenLayout varlen_layout(const std::int64_t* strides) {
+  if (strides == nullptr) return {};
+  const auto at = [&](int tensor) { return attention::PackedStrides{strides[2 * tensor], strides[2 * tensor + 1]}; };
+  return {at(0), at(1), at(2), at(3)};
+}
+
+// The batch's offsets from the host arrays (empty where null or batch < 1: refused as too few).
+std::vector<int> offsets(const int* cu_seqlens, int batch) {
+  if (cu_seqlens == nullptr || batch < 1) return {};
+  return std::vector<int>(cu_seqlens, cu_seqlens + batch + 1);
 }
 
 // `make()`'s pass, or null with `refused` or the exception's message on stderr.
@@ -99,6 +117,28 @@ int tk_attention_launch(void* forward, void* stream) {
 }
 
 void tk_attention_destroy(void* forward) { delete static_cast<attention::Forward*>(forward); }
+
+// A prepared forward of a packed batch (the wgmma kernel, sm_90a). Free it with
+// tk_attention_varlen_destroy.
+void* tk_attention_varlen_create(const void* q, const void* k, const void* v, void* o, float* lse,
+                                 const int* cu_seqlens_q, const int* cu_seqlens_k, int batch, int heads, int kv_heads,
+                                 int head_dim, int causal, const std::int64_t* strides) {
+  const attention::Varlen s{
+      offsets(cu_seqlens_q, batch), offsets(cu_seqlens_k, batch), heads, kv_heads, head_dim, causal != 0};
+  const attention::Tensors t{static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
+                             static_cast<bf16*>(o), lse};
+  const attention::VarlenLayout layout = varlen_layout(strides);
+  return create_or_explain("tk_attention_varlen_create", attention::refusal(t, s, layout),
+                           [&] { return new attention::VarlenForward(t, s, layout); });
+}
+
+// Launches it on `stream`: 0 on success, 1 on a CUDA error.
+int tk_attention_varlen_launch(void* forward, void* stream) {
+  (*static_cast<attention::VarlenForward*>(forward))(static_cast<cudaStream_t>(stream));
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+void tk_attention_varlen_destroy(void* forward) { delete static_cast<attention::VarlenForward*>(forward); }
 
 // The path a backward of this shape takes on `dq_path` (1 or 2: `fastest` resolved), 0 when
 // refused.

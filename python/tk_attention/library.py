@@ -44,6 +44,11 @@ def load(path=None):
     loaded.tk_attention_backward_dq_path.argtypes = [i] * 8
     loaded.tk_attention_backward_launch.argtypes = [p, p]
     loaded.tk_attention_backward_destroy.argtypes = [p]
+    offsets = ctypes.POINTER(ctypes.c_int)
+    loaded.tk_attention_varlen_create.restype = p
+    loaded.tk_attention_varlen_create.argtypes = [p] * 5 + [offsets] * 2 + [i] * 5 + [strides]
+    loaded.tk_attention_varlen_launch.argtypes = [p, p]
+    loaded.tk_attention_varlen_destroy.argtypes = [p]
     lib = loaded
     return loaded
 

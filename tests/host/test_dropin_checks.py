@@ -54,6 +54,9 @@ def library_calls(source_dir, library):
           lib.tk_attention_backward_scratch_bytes_opts(1, 8, 2, 64, 0, 64, 0, -1),
           lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 1, 8, 8, 64, 0, 64, 0, None, None, 7))
     print("negative seq_k", lib.tk_attention_create_strided(*[1 << 20] * 5, 2, 8, 8, 1000, -1, 128, 1, 0, None))
+    decreasing, starts = (ctypes.c_int * 3)(0, 5, 3), (ctypes.c_int * 3)(0, 5, 9)
+    print("varlen", lib.tk_attention_varlen_create(*[1 << 20] * 5, decreasing, starts, 2, 8, 8, 128, 1, None),
+          lib.tk_attention_varlen_create(*[1 << 20] * 5, starts, starts, 0, 8, 8, 128, 1, None))
 
 
 def check_library(where, failures):
@@ -65,15 +68,17 @@ def check_library(where, failures):
     # 2 reducing, 0 refused.
     expected = ["scratch 131072", "forward None", "backward None", f"scratch reducing {131072 + 2 * 8 * 1024 * 128 * 4}",
                 "backward reducing None", "paths 2 2 2 2 2", "forced 2 1",
-                f"scratch fastest {2 * 8 * 4096 * 4 + 8 * 4096 * 128 * 4}", "bad path 0 0 None", "negative seq_k None"]
-    if r.returncode != 0 or r.stdout.split("\n")[:10] != expected:
+                f"scratch fastest {2 * 8 * 4096 * 4 + 8 * 4096 * 128 * 4}", "bad path 0 0 None", "negative seq_k None", "varlen None None"]
+    if r.returncode != 0 or r.stdout.split("\n")[:11] != expected:
         failures.append(f"library calls: exit {r.returncode}, {r.stdout!r} {r.stderr}")
     for reason in ("tk_attention_create: q: head-dim stride 2: the head dim must be contiguous",
                    "tk_attention_backward_create: head dim = 96: give 64 or 128",
                    "tk_attention: dq_path 3: give 0 (fastest), 1 (deterministic) or 2 (reducing)",
                    "tk_attention: dq_path -1: give 0 (fastest), 1 (deterministic) or 2 (reducing)",
                    "tk_attention: dq_path 7: give 0 (fastest), 1 (deterministic) or 2 (reducing)",
-                   "tk_attention_create: seq k = -1: give a positive number (0: as many as seq)"):
+                   "tk_attention_create: seq k = -1: give a positive number (0: as many as seq)",
+                   "tk_attention_varlen_create: cu_seqlens_q[2] = 3 < cu_seqlens_q[1] = 5: offsets must not decrease",
+                   "tk_attention_varlen_create: cu_seqlens_q: 0 offsets: give B + 1 >= 2"):
         if reason not in r.stderr:
             failures.append(f"library: stderr lacks '{reason}': {r.stderr}")
 
