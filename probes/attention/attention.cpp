@@ -21,7 +21,7 @@
 //
 // The suite (`tkprobe all`, and so the regression baseline) runs every kernel a caller can reach:
 // bf16 forward and backward with the dQ path a caller gets by default, the deterministic dQ path's
-// backward, and the e4m3 forward on the D = 128 shapes.
+// backward, the e4m3 forward on the D = 128 shapes, and the varlen forward on a random mix.
 #include "kernels/attention/attention.hpp"
 
 #include <fmt/format.h>
@@ -74,6 +74,9 @@ constexpr double kMinEnergySeconds = 0.5, kMaxEnergySeconds = 3600;
 const std::map<std::string, attention::Dtype> kDtypes = {{"bf16", attention::Dtype::bf16},
                                                          {"e4m3", attention::Dtype::e4m3}};
 constexpr int kE4m3HeadDim = 128;  // the only head dim the e4m3 forward takes
+// The suite's packed batch (attention_probe::random_lengths): 16k tokens as the sweep's, 16 heads of 128.
+const std::string kSuiteVarlen = "random:1";
+constexpr int kSuiteVarlenHeads = 16;
 
 const std::map<std::string, Kernel> kKernels = {{"wgmma", Kernel::wgmma}, {"mma-sync", Kernel::mma_sync}};
 
@@ -275,11 +278,15 @@ class AttentionProbe final : public Probe {
 
   void run(ProbeContext& ctx) override {
     if (!varlen_.empty()) {
-      run_varlen(ctx);
+      run_varlen(ctx, varlen_, varlen_shape(varlen_, *heads_, kv_heads_.value_or(*heads_), *head_dim_, causal_));
     } else if (!e4m3()) {
       run_bf16(ctx);
     }
     if (e4m3() || suite_) run_e4m3(ctx);
+    if (suite_) {  // a packed batch, the random mix at the sweep's D = 128 (16 heads)
+      for (bool causal : {false, true})
+        run_varlen(ctx, kSuiteVarlen, varlen_shape(kSuiteVarlen, kSuiteVarlenHeads, kSuiteVarlenHeads, 128, causal));
+    }
     if (energy_s_ > 0) summarise_energy(ctx);
   }
 
@@ -314,32 +321,33 @@ class AttentionProbe final : public Probe {
           "--varlen runs the wgmma forward in bf16: give it no --dtype e4m3, --pass but fwd, or "
           "--kernel mma-sync");
     }
-    const attention::Varlen s = varlen_shape();  // throws on a bad --varlen
+    const attention::Varlen s = varlen_shape(varlen_, *heads_, kv_heads_.value_or(*heads_), *head_dim_, causal_);
     if (const std::string why = attention::refusal(attention::Tensors{}, s); !why.empty()) {
       throw UsageError(fmt::format("--varlen {}: {}", varlen_, why));
     }
   }
 
-  attention::Varlen varlen_shape() const {
+  // The packed batch `spec` names (varlen_lengths), each sequence's queries its keys; throws
+  // UsageError on a bad spec.
+  static attention::Varlen varlen_shape(const std::string& spec, int heads, int kv_heads, int head_dim, bool causal) {
     std::string why;
-    const std::vector<int> lengths = attention_probe::varlen_lengths(varlen_, why);
+    const std::vector<int> lengths = attention_probe::varlen_lengths(spec, why);
     if (!why.empty()) throw UsageError(why);
     std::vector<int> offsets{0};
     for (int n : lengths) offsets.push_back(offsets.back() + n);
-    return {offsets, offsets, *heads_, kv_heads_.value_or(*heads_), *head_dim_, causal_};
+    return {offsets, offsets, heads, kv_heads, head_dim, causal};
   }
 
-  Json varlen_params(const attention::Varlen& s) const {
-    return {{"kernel", "wgmma"},     {"pass", "fwd"},          {"varlen", varlen_}, {"sequences", s.batch()},
-            {"tokens", s.total_q()}, {"head_dim", s.head_dim}, {"heads", s.heads},  {"kv_heads", s.kv_heads},
+  static Json varlen_params(const std::string& spec, const attention::Varlen& s) {
+    return {{"kernel", "wgmma"},     {"pass", "fwd"},          {"varlen", spec},   {"sequences", s.batch()},
+            {"tokens", s.total_q()}, {"head_dim", s.head_dim}, {"heads", s.heads}, {"kv_heads", s.kv_heads},
             {"causal", s.causal},    {"dtype", "bf16"}};
   }
 
   // The packed batch's forward: fresh inputs, outputs poisoned, timed, every sequence against the
   // reference on it alone; with equal lengths, the dense forward on the same tensors beside it.
-  void run_varlen(ProbeContext& ctx) {
-    const attention::Varlen s = varlen_shape();
-    Result r(name(), varlen_params(s));
+  void run_varlen(ProbeContext& ctx, const std::string& spec, const attention::Varlen& s) {
+    Result r(name(), varlen_params(spec, s));
     if (const std::string why = why_not_runnable(attention_probe::kWgmmaKernelNeeds, ctx.device); !why.empty()) {
       r.status = Status::skipped;
       r.reason = why;
@@ -356,8 +364,8 @@ class AttentionProbe final : public Probe {
     o.poison();
     lse.poison();
     const double tflop = attention::flops(s) / 1e12;
-    const std::string label =
-        fmt::format("attention wgmma fwd varlen {} ({} sequences, {} tokens)", varlen_, s.batch(), s.total_q());
+    const std::string label = fmt::format("attention wgmma fwd varlen {} ({} sequences, {} tokens{})", spec, s.batch(),
+                                          s.total_q(), s.causal ? ", causal" : "");
     const Measurement m = time_pass(ctx, label, tflop, [&](cudaStream_t st) { forward(st); });
     add_rates(ctx, r, m, tflop);
     const auto e = attention_check::compare_varlen_to_reference(t, s, {}, stream);

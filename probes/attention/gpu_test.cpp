@@ -121,20 +121,24 @@ TEST(AttentionProbe, EveryPassOfTheWgmmaKernelPassesItsChecks) {
 // The suite's attention (`tkprobe all --probes attention --quick`): every path a caller can reach has
 // rows the gate judges. Per quick shape (D 64 and 128, causal and not) both kernels' forward, the
 // wgmma backward and fwd+bwd on the default dQ path and the deterministic path's backward where the
-// default is another; the e4m3 forward on the two D = 128 shapes.
-TEST(AttentionProbe, TheSuiteHoldsTheDeterministicBackwardAndTheE4m3Forward) {
+// default is another; the e4m3 forward on the two D = 128 shapes; the varlen forward on the random mix,
+// causal and not.
+TEST(AttentionProbe, TheSuiteHoldsTheDeterministicBackwardE4m3AndVarlen) {
   if (const std::string why = wgmma_why(); !why.empty()) GTEST_SKIP() << why;
   const auto path = fixtures::temp_dir("gpu-attention-suite") / "report.json";
   const auto run = fixtures::run({"all", "--probes", "attention", "--quick", "--json", path.string()});
   ASSERT_EQ(run.code, 0) << run.err;
   const tkprobe::Json report = tkprobe::read_report(path);
-  int e4m3 = 0, deterministic = 0, reducing = 0;
+  int e4m3 = 0, deterministic = 0, reducing = 0, varlen = 0;
   for (const auto& r : report["results"]) {
     SCOPED_TRACE(r["params"].dump());
     EXPECT_EQ(r["status"], "ok") << r.value("reason", "") << " " << r["check"].dump();
     EXPECT_EQ(r["primary"], "pct_clock_peak");
     const auto& p = r["params"];
-    if (p["dtype"] == "e4m3") {
+    if (p.contains("varlen")) {
+      ++varlen;
+      EXPECT_EQ(p["head_dim"], 128);
+    } else if (p["dtype"] == "e4m3") {
       ++e4m3;
       EXPECT_EQ(p["head_dim"], 128);
       EXPECT_EQ(p["pass"], "fwd");
@@ -143,6 +147,7 @@ TEST(AttentionProbe, TheSuiteHoldsTheDeterministicBackwardAndTheE4m3Forward) {
     }
   }
   EXPECT_EQ(e4m3, 2);
+  EXPECT_EQ(varlen, 2);
   EXPECT_EQ(deterministic, 4) << "each shape's deterministic backward: the default path's or the suite's own";
   EXPECT_LE(reducing, 4);
 }
