@@ -67,68 +67,78 @@ struct VarlenItem {
   int seq, head, q_tile, tiles, first_row, queries, keys;
 };
 
-// The items of `s` for a forward of `consumers` 64-row tiles per item and `key_tile` keys per key
-// tile, as a grid of `grid` blocks takes them (block b: items b, b + grid, ...). As the dense
-// forward (hopper/config.cuh's item): every block of rows of every head of every sequence, causal
-// blocks padded at the sequence's start, each reading the key tiles its last row attends (at least
-// one; none for a sequence without keys). Without a mask in order, a sequence's heads one after
-// another, so the blocks in flight share a head's K and V; with one, longest first, snaking
-// (work_order.hpp), so the blocks finish together: across the batch, or (`chunks`, the dense
-// forward's causal_chunks) a chunk of whole heads of about two waves at a time, each chunk's heads
-// read from DRAM once.
-inline std::vector<VarlenItem> varlen_items(const Varlen& s, int consumers, int key_tile, int grid, bool chunks) {
-  constexpr int kTileRows = 64;
-  const int block_rows = consumers * kTileRows;
+constexpr int kVarlenTileRows = 64;  // a consumer's query rows (a wgmma's M)
+
+// Every item of `s` for a forward of `consumers` 64-row tiles per item and `key_tile` keys per key
+// tile, a sequence's heads one after another, each head's blocks of rows in order. As the dense
+// forward (hopper/config.cuh's item): causal blocks padded at the sequence's start, each reading the
+// key tiles its last row attends (at least one; a sequence without keys has none).
+inline std::vector<VarlenItem> items_by_head(const Varlen& s, int consumers, int key_tile) {
+  const int block_rows = consumers * kVarlenTileRows;
   std::vector<VarlenItem> items;
   for (int b = 0; b < s.batch(); ++b) {
     const int n = s.queries(b);
     const Mask m = s.mask(b);
     if (m.keys == 0) continue;
     const int blocks = (n + block_rows - 1) / block_rows;
-    const int lead = s.causal ? padding_tiles(n, block_rows, kTileRows) : 0;
+    const int lead = s.causal ? padding_tiles(n, block_rows, kVarlenTileRows) : 0;
     for (int h = 0; h < s.heads; ++h) {
       for (int q_block = 0; q_block < blocks; ++q_block) {
         const int q_tile = q_block * consumers - lead;
-        const int key_end = m.key_end(std::min(n, (q_tile + consumers) * kTileRows));
+        const int key_end = m.key_end(std::min(n, (q_tile + consumers) * kVarlenTileRows));
         const int tiles = std::max(1, (key_end + key_tile - 1) / key_tile);
         items.push_back({b, h, q_tile, tiles, s.cu_seqlens_q[b], n, m.keys});
       }
     }
   }
+  return items;
+}
+
+// Items [first, last) longest first, snaking over waves of `grid` (work_order.hpp's snake_rank).
+inline void longest_first(std::vector<VarlenItem>& items, std::size_t first, std::size_t last, int grid) {
+  std::vector<VarlenItem> part(items.begin() + first, items.begin() + last);
+  std::stable_sort(part.begin(), part.end(),
+                   [](const VarlenItem& a, const VarlenItem& b) { return a.tiles > b.tiles; });
+  const int count = int(part.size());
+  for (int p = 0; p < count; ++p) items[first + p] = part[snake_rank(p, grid, count)];
+}
+
+// One past the last item of the chunk from `first`: whole heads (runs of items_by_head's of one
+// sequence's one head) while they fit two waves of `grid`, at least one.
+inline std::size_t chunk_end(const std::vector<VarlenItem>& items, std::size_t first, int grid) {
+  std::size_t last = first;
+  while (last < items.size()) {
+    std::size_t head_end = last;
+    while (head_end < items.size() && items[head_end].seq == items[last].seq &&
+           items[head_end].head == items[last].head)
+      ++head_end;
+    if (last > first && head_end - first > std::size_t(2 * grid)) break;
+    last = head_end;
+  }
+  return last;
+}
+
+// The items as a grid of `grid` blocks takes them (block b: items b, b + grid, ...). Without a mask
+// by head, so the blocks in flight share a head's K and V; with one longest first, so the blocks
+// finish together: across the batch, or (`chunks`, the dense forward's causal_chunks) a chunk of
+// whole heads of about two waves at a time, each chunk's heads read from DRAM once.
+inline std::vector<VarlenItem> varlen_items(const Varlen& s, int consumers, int key_tile, int grid, bool chunks) {
+  std::vector<VarlenItem> items = items_by_head(s, consumers, key_tile);
   if (!s.causal) return items;
-  // Longest first, snaking, within [first, last) of the items.
-  const auto order = [&](std::size_t first, std::size_t last) {
-    std::vector<VarlenItem> part(items.begin() + first, items.begin() + last);
-    std::stable_sort(part.begin(), part.end(),
-                     [](const VarlenItem& a, const VarlenItem& b) { return a.tiles > b.tiles; });
-    const int count = int(part.size());
-    for (int p = 0; p < count; ++p) items[first + p] = part[snake_rank(p, grid, count)];
-  };
   if (!chunks) {
-    order(0, items.size());
+    longest_first(items, 0, items.size(), grid);
     return items;
   }
-  // Whole heads (runs of one sequence's one head) while they fit two waves, at least one.
-  const auto same_head = [&](std::size_t a, std::size_t b) {
-    return items[a].seq == items[b].seq && items[a].head == items[b].head;
-  };
-  for (std::size_t first = 0; first < items.size();) {
-    std::size_t last = first;
-    while (last < items.size()) {
-      std::size_t head_end = last;
-      while (head_end < items.size() && same_head(head_end, last)) ++head_end;
-      if (last > first && head_end - first > std::size_t(2 * grid)) break;
-      last = head_end;
-    }
-    order(first, last);
-    first = last;
+  for (std::size_t first = 0, last; first < items.size(); first = last) {
+    last = chunk_end(items, first, grid);
+    longest_first(items, first, last, grid);
   }
   return items;
 }
 
 // How many items varlen_items gives (in any order).
 inline int varlen_item_count(const Varlen& s, int consumers) {
-  const int block_rows = consumers * 64;
+  const int block_rows = consumers * kVarlenTileRows;
   int count = 0;
   for (int b = 0; b < s.batch(); ++b)
     if (s.keys(b) > 0) count += s.heads * ((s.queries(b) + block_rows - 1) / block_rows);
