@@ -7,6 +7,9 @@
 #   fp8       the e4m3 attention forward first: its GPU tests (the DSL's P V, the kernel against the
 #             reference, the probe), the SASS check, then `tkprobe attention --dtype e4m3` quick and
 #             on the D = 128 sweep (fp8-quick.json, fp8.json)
+#   varlen    `tkprobe attention --varlen` on the sweep's equal lengths (vs_dense, vs_dense_per_clock:
+#             the packed batch's forward against the dense one on the same tensors) and two random
+#             mixes, D 64 and 128, causal and not (varlen-N.json, varlen.txt)
 #   tests     every GPU test (ctest -L gpu), then the host tests
 #   gate      scripts/gate-selftest.sh: three `tkprobe all` runs, A/A compares, the suite baseline
 #             (gate/suite.json, for results/h200/suite.json), the 8%-worse check; then the first
@@ -35,7 +38,7 @@ archive() {  # the GPU machine returns at most 8 files: everything goes back as 
 trap archive EXIT  # whatever happens below, the archive is written
 sha="${1:-unknown}"
 shift || true
-all_steps="build quick fp8 tests gate claims ptx sanitize mutants peers"
+all_steps="build quick fp8 varlen tests gate claims ptx sanitize mutants peers"
 steps=" ${*:-$all_steps} "
 export TKPROBE_NO_INSTALL=1
 for step in $steps; do
@@ -79,6 +82,19 @@ if want fp8; then
   timeout "$(left)" build/tkprobe attention --dtype e4m3 --json "$OUT/fp8.json" > "$OUT/fp8.txt" 2>&1
   echo "attention --dtype e4m3 (the D = 128 sweep) rc=$?" >> "$OUT/run.log"
   cat "$OUT/fp8-quick.txt" "$OUT/fp8.txt"
+fi
+if want varlen; then
+  n=0
+  for lengths in "$(printf '1024,%.0s' {1..15})1024" 4096,4096,4096,4096 16384 random:1 random:2; do
+    for d in 64 128; do
+      for causal in "" --causal; do
+        n=$((n + 1))
+        timeout "$(left)" build/tkprobe attention --varlen "$lengths" --heads $((2048 / d)) --head-dim $d $causal \
+          --json "$OUT/varlen-$n.json" >> "$OUT/varlen.txt" 2>&1
+        echo "attention --varlen ${lengths:0:24} D=$d $causal rc=$?" >> "$OUT/run.log"
+      done
+    done
+  done
 fi
 if want tests; then
   timeout "$(left)" ctest --test-dir build --output-on-failure -V -L gpu > "$OUT/ctest-gpu.log" 2>&1
