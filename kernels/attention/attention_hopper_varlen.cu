@@ -36,12 +36,12 @@ grid_map sequence_map(const bf16* data, std::int64_t first, int rows, int heads,
 __global__ void fill_keyless(bf16* o, float* lse, const RowRange* sequences, int heads, int head_dim, PackedStrides at,
                              int total_q) {
   const RowRange r = sequences[blockIdx.x];
-  const int row_elements = heads * head_dim;
-  for (int i = threadIdx.x; i < r.count * row_elements; i += blockDim.x) {
-    const int row = r.first + i / row_elements, head = i % row_elements / head_dim, d = i % head_dim;
+  const std::int64_t row_elements = std::int64_t(heads) * head_dim;
+  for (std::int64_t i = threadIdx.x; i < r.count * row_elements; i += blockDim.x) {
+    const std::int64_t row = r.first + i / row_elements, head = i % row_elements / head_dim, d = i % head_dim;
     o[row * at.row + head * at.head + d] = __float2bfloat16(0.0f);
   }
-  for (int i = threadIdx.x; i < r.count * heads; i += blockDim.x) {
+  for (std::int64_t i = threadIdx.x; i < std::int64_t(r.count) * heads; i += blockDim.x) {
     lse[std::size_t(i / r.count) * total_q + r.first + i % r.count] = INFINITY;
   }
 }
@@ -111,17 +111,7 @@ Launch launch_for(const Tensors& t, const Varlen& s, const VarlenStrides& at) {
   const VarlenMaps vm{maps, maps + batch, maps + 2 * batch, maps + 3 * batch,
                       reinterpret_cast<const VarlenItem*>(tables.get() + layout.maps)};
   const auto* keyless_at = reinterpret_cast<const RowRange*>(tables.get() + layout.maps + layout.items);
-  const Problem p{s.total_q(),
-                  s.heads,
-                  s.kv_heads,
-                  1,
-                  int(items.size()),
-                  0,
-                  s.causal,
-                  Mask{0, 0, s.causal},
-                  float(M_LOG2E / std::sqrt(double(D))),
-                  t.lse,
-                  1.0f};
+  const Problem p = varlen_problem(s, int(items.size()), float(M_LOG2E / std::sqrt(double(D))), t.lse);
   cudaFuncSetAttribute(forward_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<C>);
   const int keyless_count = int(keyless.size());
   const int heads = s.heads, total_q = s.total_q();

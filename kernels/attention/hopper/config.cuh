@@ -205,4 +205,10 @@ Problem forward_problem(const Shape& s, float scale_log2, float* lse, float o_sc
           scale_log2, lse,     o_scale};
 }
 
+// A packed batch's problem (../varlen.hpp): its items from a table, each with its sequence's mask;
+// LSE is [heads][total_q], so Problem::seq is the total.
+inline Problem varlen_problem(const Varlen& s, int items, float scale_log2, float* lse) {
+  return {s.total_q(), s.heads, s.kv_heads, 1, items, 0, s.causal, Mask{0, 0, s.causal}, scale_log2, lse, 1.0f};
+}
+
 }  // namespace attention::hopper
