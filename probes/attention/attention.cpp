@@ -407,12 +407,13 @@ class AttentionProbe final : public Probe {
                   pass_flops(Pass::fwd, dense) / 1e12, [&](cudaStream_t st) { forward(st); });
     r.value(metric::dense_tflops, m.stats.median);
     r.value(metric::vs_dense, varlen.stats.median / m.stats.median);
-    const int flop_per_clock = flop_per_clock_per_sm(ctx.device, "bf16");
-    const auto varlen_clock = pct_of_clock_peak(varlen, ctx.device.sms, flop_per_clock);
-    const auto dense_clock = pct_of_clock_peak(m, ctx.device.sms, flop_per_clock);
-    r.value(metric::vs_dense_per_clock, flop_per_clock > 0 && varlen_clock && dense_clock
-                                            ? Json(varlen_clock->median / dense_clock->median)
-                                            : Json(nullptr));
+    Json per_clock = nullptr;  // where this GPU's clock peak is known (add_rates)
+    if (const int flop_per_clock = flop_per_clock_per_sm(ctx.device, "bf16"); flop_per_clock > 0) {
+      const auto varlen_clock = pct_of_clock_peak(varlen, ctx.device.sms, flop_per_clock);
+      const auto dense_clock = pct_of_clock_peak(m, ctx.device.sms, flop_per_clock);
+      if (varlen_clock && dense_clock) per_clock = varlen_clock->median / dense_clock->median;
+    }
+    r.value(metric::vs_dense_per_clock, per_clock);
   }
 
   void run_bf16(ProbeContext& ctx) {
