@@ -99,8 +99,9 @@ Launch launch_for(const Tensors& t, const Varlen& s, const VarlenStrides& at) {
   int device = 0, sms = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  const int grid = std::min(sms, varlen_item_count(s, C::consumers));
-  const std::vector<VarlenItem> items = varlen_items(s, C::consumers, kBlockKV, sms, varlen_chunks(s, D, grid));
+  std::vector<VarlenItem> items = items_by_head(s, C::consumers, kBlockKV);
+  const int grid = std::min(sms, int(items.size()));
+  order_for_grid(items, s.causal, grid, varlen_chunks(s, D, grid));
   const std::vector<RowRange> keyless = keyless_rows(s);
   if (items.empty() && keyless.empty()) return [](cudaStream_t) {};  // no sequence has a query
 

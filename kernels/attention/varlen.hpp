@@ -33,6 +33,13 @@ struct Varlen {
   Mask mask(int b) const { return {keys(b), keys(b) - queries(b), causal}; }
 };
 
+// The offsets of sequences of these lengths: 0, then each one's end (cu_seqlens).
+inline std::vector<int> offsets_of(const std::vector<int>& lengths) {
+  std::vector<int> out{0};
+  for (int n : lengths) out.push_back(out.back() + n);
+  return out;
+}
+
 // Why `offsets` (named `name`) are no batch's offsets ("" when they are): B + 1 >= 2 entries from
 // 0, none decreasing.
 inline std::string offsets_refusal(const char* name, const std::vector<int>& offsets) {
@@ -118,31 +125,24 @@ inline std::size_t chunk_end(const std::vector<VarlenItem>& items, std::size_t f
   return last;
 }
 
-// The items as a grid of `grid` blocks takes them (block b: items b, b + grid, ...). Without a mask
-// by head, so the blocks in flight share a head's K and V; with one longest first, so the blocks
-// finish together: across the batch, or (`chunks`, the dense forward's causal_chunks) a chunk of
-// whole heads of about two waves at a time, each chunk's heads read from DRAM once.
-inline std::vector<VarlenItem> varlen_items(const Varlen& s, int consumers, int key_tile, int grid, bool chunks) {
-  std::vector<VarlenItem> items = items_by_head(s, consumers, key_tile);
-  if (!s.causal) return items;
-  if (!chunks) {
-    longest_first(items, 0, items.size(), grid);
-    return items;
-  }
+// items_by_head's items put in the order a grid of `grid` blocks takes them (block b: items b,
+// b + grid, ...). Without a mask as they are, so the blocks in flight share a head's K and V; with
+// one longest first, so the blocks finish together: across the batch, or (`chunks`, the dense
+// forward's causal_chunks) a chunk of whole heads of about two waves at a time, each chunk's heads
+// read from DRAM once.
+inline void order_for_grid(std::vector<VarlenItem>& items, bool causal, int grid, bool chunks) {
+  if (!causal) return;
   for (std::size_t first = 0, last; first < items.size(); first = last) {
-    last = chunk_end(items, first, grid);
+    last = chunks ? chunk_end(items, first, grid) : items.size();
     longest_first(items, first, last, grid);
   }
-  return items;
 }
 
-// How many items varlen_items gives (in any order).
-inline int varlen_item_count(const Varlen& s, int consumers) {
-  const int block_rows = consumers * kVarlenTileRows;
-  int count = 0;
-  for (int b = 0; b < s.batch(); ++b)
-    if (s.keys(b) > 0) count += s.heads * ((s.queries(b) + block_rows - 1) / block_rows);
-  return count;
+// The items of `s` in the order a grid of `grid` blocks takes them.
+inline std::vector<VarlenItem> varlen_items(const Varlen& s, int consumers, int key_tile, int grid, bool chunks) {
+  std::vector<VarlenItem> items = items_by_head(s, consumers, key_tile);
+  order_for_grid(items, s.causal, grid, chunks);
+  return items;
 }
 
 // Whether the forward of `s` on `grid` blocks takes chunks of heads (varlen_items): as the dense

@@ -333,8 +333,7 @@ class AttentionProbe final : public Probe {
     std::string why;
     const std::vector<int> lengths = attention_probe::varlen_lengths(spec, why);
     if (!why.empty()) throw UsageError(why);
-    std::vector<int> offsets{0};
-    for (int n : lengths) offsets.push_back(offsets.back() + n);
+    const std::vector<int> offsets = attention::offsets_of(lengths);
     return {offsets, offsets, heads, kv_heads, head_dim, causal};
   }
 

@@ -29,12 +29,6 @@ using kernel_bounds::attention_forward::kMaxLseError;
 using kernel_bounds::attention_forward::kMaxRelError;
 using kernel_bounds::attention_forward::kMaxRowError;
 
-std::vector<int> offsets(const std::vector<int>& lengths) {
-  std::vector<int> out{0};
-  for (int n : lengths) out.push_back(out.back() + n);
-  return out;
-}
-
 std::string describe(const std::vector<int>& q, const std::vector<int>& k, const Varlen& s) {
   std::ostringstream out;
   out << "H=" << s.heads << " HKV=" << s.kv_heads << " D=" << s.head_dim << (s.causal ? " causal" : "")
@@ -107,7 +101,7 @@ TEST(AttentionVarlenKernel, MatchesTheReferencePerSequence) {
   for (const auto& lengths : batches)
     for (int d : {64, 128})
       for (bool causal : {false, true}) {
-        const Varlen s{offsets(lengths), offsets(lengths), 8, 2, d, causal};
+        const Varlen s{attention::offsets_of(lengths), attention::offsets_of(lengths), 8, 2, d, causal};
         SCOPED_TRACE(describe(lengths, lengths, s));
         expect_batch_matches(Batch(s, Layout::separate, rng));
       }
@@ -121,7 +115,7 @@ TEST(AttentionVarlenKernel, MatchesTheReferenceWithOtherKeyCounts) {
   const std::vector<int> keys = {0, 1000, 7, 300, 4097, 1, 0};
   for (int d : {64, 128})
     for (bool causal : {false, true}) {
-      const Varlen s{offsets(queries), offsets(keys), 4, 4, d, causal};
+      const Varlen s{attention::offsets_of(queries), attention::offsets_of(keys), 4, 4, d, causal};
       SCOPED_TRACE(describe(queries, keys, s));
       expect_batch_matches(Batch(s, Layout::separate, rng));
     }
@@ -131,7 +125,7 @@ TEST(AttentionVarlenKernel, ReadsQKVInPlaceFromOneProjection) {
   auto rng = fresh_rng();
   const std::vector<int> lengths = {777, 1, 2048, 63};
   for (bool causal : {false, true}) {
-    const Varlen s{offsets(lengths), offsets(lengths), 4, 4, 128, causal};
+    const Varlen s{attention::offsets_of(lengths), attention::offsets_of(lengths), 4, 4, 128, causal};
     SCOPED_TRACE(describe(lengths, lengths, s));
     expect_batch_matches(Batch(s, Layout::one_projection, rng));
   }
