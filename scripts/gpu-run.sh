@@ -7,9 +7,9 @@
 #   fp8       the e4m3 attention forward first: its GPU tests (the DSL's P V, the kernel against the
 #             reference, the probe), the SASS check, then `tkprobe attention --dtype e4m3` quick and
 #             on the D = 128 sweep (fp8-quick.json, fp8.json)
-#   varlen    `tkprobe attention --varlen` on the sweep's equal lengths (vs_dense, vs_dense_per_clock:
-#             the packed batch's forward against the dense one on the same tensors) and two random
-#             mixes, D 64 and 128, causal and not (varlen-N.json, varlen.txt)
+#   varlen    `tkprobe attention --varlen --pass all` on the sweep's equal lengths (vs_dense,
+#             vs_dense_per_clock: the packed batch's forward against the dense one on the same
+#             tensors) and two random mixes, D 64 and 128, causal and not (varlen-N.json, varlen.txt)
 #   tests     every GPU test (ctest -L gpu), then the host tests
 #   gate      scripts/gate-selftest.sh: three `tkprobe all` runs, A/A compares, the suite baseline
 #             (gate/suite.json, for results/h200/suite.json), the 8%-worse check; then the first
@@ -89,7 +89,7 @@ if want varlen; then
     for d in 64 128; do
       for causal in "" --causal; do
         n=$((n + 1))
-        timeout "$(left)" build/tkprobe attention --varlen "$lengths" --heads $((2048 / d)) --head-dim $d $causal \
+        timeout "$(left)" build/tkprobe attention --varlen "$lengths" --pass all --heads $((2048 / d)) --head-dim $d $causal \
           --json "$OUT/varlen-$n.json" >> "$OUT/varlen.txt" 2>&1
         echo "attention --varlen ${lengths:0:24} D=$d $causal rc=$?" >> "$OUT/run.log"
       done

@@ -19,6 +19,7 @@ double flops(Shape s) {
 }
 
 double flops_backward(Shape s) { return 2.5 * flops(s); }
+double flops_backward(const Varlen& s) { return 2.5 * flops(s); }
 
 double flops(const Varlen& s) {
   double sum = 0;
@@ -224,30 +225,67 @@ PackedStrides resolved(const std::optional<PackedStrides>& given, int heads, int
   return at;
 }
 
-detail::VarlenStrides resolved(const VarlenLayout& l, const Varlen& s) {
-  const Shape one = packed_as_one(s);
-  const int nk = keys(one);
-  return {resolved(l.q, s.heads, one.seq, s.head_dim), resolved(l.k, s.kv_heads, nk, s.head_dim),
-          resolved(l.v, s.kv_heads, nk, s.head_dim), resolved(l.o, s.heads, one.seq, s.head_dim)};
+// A packed tensor's strides: of query rows (heads) or of key rows (kv heads).
+PackedStrides query_rows(const std::optional<PackedStrides>& given, const Varlen& s) {
+  return resolved(given, s.heads, packed_as_one(s).seq, s.head_dim);
+}
+PackedStrides key_rows(const std::optional<PackedStrides>& given, const Varlen& s) {
+  return resolved(given, s.kv_heads, keys(packed_as_one(s)), s.head_dim);
 }
 
-Strides as_batch_of_one(PackedStrides p, Extent e) {
-  return {std::int64_t(e.rows) * p.row, p.head, p.row, 1};  // the batch stride: never stepped over
+detail::VarlenStrides resolved(const VarlenLayout& l, const Varlen& s) {
+  return {query_rows(l.q, s), key_rows(l.k, s), key_rows(l.v, s), query_rows(l.o, s)};
+}
+
+detail::VarlenBackwardStrides resolved(const VarlenBackwardLayout& l, const Varlen& s) {
+  return {query_rows(l.q, s),   key_rows(l.k, s),    key_rows(l.v, s),  query_rows(l.o, s),
+          query_rows(l.d_o, s), query_rows(l.dq, s), key_rows(l.dk, s), key_rows(l.dv, s)};
+}
+
+// A packed tensor, its strides resolved: its name, base, whether it holds query rows, and written.
+struct PackedOperand {
+  std::string name;
+  const void* data;
+  PackedStrides at;
+  bool query_rows, written;
+};
+
+// Why a packed batch's pass cannot take the tensors `operands()` gives (called once the offsets
+// hold, as their strides' defaults read the totals): the offsets, the shape rules of the batch as
+// one, then each tensor as a batch of one of the total rows.
+template <class Operands>
+std::string packed_refusal(const Varlen& s, Operands operands) {
+  if (std::string why = offsets_refusal(s); !why.empty()) return why;
+  const Shape one = packed_as_one(s);
+  if (std::string why = refusal(one, Kernel::wgmma); !why.empty()) return why;
+  std::vector<Operand> as_one;
+  for (const PackedOperand& x : operands()) {
+    const Extent e = x.query_rows ? queries(one) : keys_of(one);
+    as_one.push_back({x.name, x.data, {std::int64_t(e.rows) * x.at.row, x.at.head, x.at.row, 1}, e, x.written});
+  }
+  return layout_refusal(as_one, one, Kernel::wgmma);  // the batch stride: never stepped over
 }
 
 }  // namespace
 
 std::string refusal(const Tensors& t, const Varlen& s, const VarlenLayout& layout) {
-  if (std::string why = offsets_refusal(s); !why.empty()) return why;
-  const Shape one = packed_as_one(s);
-  if (std::string why = refusal(one, Kernel::wgmma); !why.empty()) return why;
-  const detail::VarlenStrides at = resolved(layout, s);
-  const Extent q = queries(one), k = keys_of(one);
-  return layout_refusal({{"q", t.q, as_batch_of_one(at.q, q), q, false},
-                         {"k", t.k, as_batch_of_one(at.k, k), k, false},
-                         {"v", t.v, as_batch_of_one(at.v, k), k, false},
-                         {"o", t.o, as_batch_of_one(at.o, q), q, true}},
-                        one, Kernel::wgmma);
+  return packed_refusal(s, [&] {
+    const detail::VarlenStrides at = resolved(layout, s);
+    return std::vector<PackedOperand>{{"q", t.q, at.q, true, false},
+                                      {"k", t.k, at.k, false, false},
+                                      {"v", t.v, at.v, false, false},
+                                      {"o", t.o, at.o, true, true}};
+  });
+}
+
+std::string refusal(const BackwardTensors& t, const Varlen& s, const VarlenBackwardLayout& layout) {
+  return packed_refusal(s, [&] {
+    const detail::VarlenBackwardStrides at = resolved(layout, s);
+    return std::vector<PackedOperand>{{"q", t.q, at.q, true, false},       {"k", t.k, at.k, false, false},
+                                      {"v", t.v, at.v, false, false},      {"o", t.o, at.o, true, false},
+                                      {"d_o", t.d_o, at.d_o, true, false}, {"dq", t.dq, at.dq, true, true},
+                                      {"dk", t.dk, at.dk, false, true},    {"dv", t.dv, at.dv, false, true}};
+  });
 }
 
 std::string refusal(const BackwardTensors& t, Shape s, const BackwardLayout& layout) {
@@ -310,6 +348,11 @@ Shape checked(const BackwardTensors& t, Shape s, const BackwardLayout& layout) {
   return s;
 }
 
+const Varlen& checked(const BackwardTensors& t, const Varlen& s, const VarlenBackwardLayout& layout) {
+  throw_if_refused("varlen backward", refusal(t, s, layout));
+  return s;
+}
+
 }  // namespace
 
 Forward::Forward(const Tensors& t, Shape s, Kernel kernel, const ForwardLayout& layout)
@@ -337,12 +380,38 @@ Backward::Backward(const BackwardTensors& t, Shape s, const BackwardLayout& layo
       launch_(detail::hopper_backward(t, checked(t, s, layout), resolved(layout, s), static_cast<float*>(scratch_.get()),
                                       dq_path(s, options))) {}
 
+VarlenBackward::VarlenBackward(const BackwardTensors& t, const Varlen& s, const VarlenBackwardLayout& layout,
+                               BackwardOptions options)
+    : VarlenBackward(
+          t, s, layout,
+          allocate_scratch(detail::hopper_varlen_backward_scratch_floats(checked(t, s, layout), dq_path(s, options))),
+          options) {}
+
+VarlenBackward::VarlenBackward(const BackwardTensors& t, const Varlen& s, const VarlenBackwardLayout& layout,
+                               float* scratch, BackwardOptions options)
+    : VarlenBackward(t, s, layout, std::shared_ptr<void>(aligned(scratch), [](void*) {}), options) {}
+
+VarlenBackward::VarlenBackward(const BackwardTensors& t, const Varlen& s, const VarlenBackwardLayout& layout,
+                               std::shared_ptr<void> scratch, BackwardOptions options)
+    : scratch_(std::move(scratch)),
+      launch_(detail::hopper_varlen_backward(t, checked(t, s, layout), resolved(layout, s),
+                                             static_cast<float*>(scratch_.get()), dq_path(s, options))) {}
+
 DqPath dq_path(Shape, BackwardOptions options) {
   return options.dq == DqPath::fastest ? DqPath::reducing : options.dq;
 }
 
+// The dense rule for the batch's heads and head dim; it reads no lengths, so bad offsets cannot reach it.
+DqPath dq_path(const Varlen& s, BackwardOptions options) {
+  return dq_path(Shape{1, s.heads, s.kv_heads, 1, s.head_dim, s.causal}, options);
+}
+
 std::size_t backward_scratch_bytes(Shape s, BackwardOptions options) {
   return detail::hopper_backward_scratch_floats(s, dq_path(s, options)) * sizeof(float);
+}
+
+std::size_t backward_scratch_bytes(const Varlen& s, BackwardOptions options) {
+  return detail::hopper_varlen_backward_scratch_floats(s, dq_path(s, options)) * sizeof(float);
 }
 
 }  // namespace attention

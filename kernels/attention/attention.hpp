@@ -229,4 +229,33 @@ class Backward {
 // The scratch a Backward of shape `s` (which must pass refusal) takes on the path `options` picks.
 std::size_t backward_scratch_bytes(Shape s, BackwardOptions options = {});
 
+// A packed batch's backward (varlen.hpp's layout; dQ like Q, dK and dV like K), either dQ path,
+// as Backward: 2.5 x flops(s); refusal as the varlen forward's, over the eight tensors; the
+// scratch holds each sequence's rows padded to 128 (varlen_backward.hpp). Sequences with keys but
+// no queries get dK = dV = 0, with queries but no keys dQ = 0.
+struct VarlenBackwardLayout {
+  std::optional<PackedStrides> q = {}, k = {}, v = {}, o = {}, d_o = {}, dq = {}, dk = {}, dv = {};
+};
+double flops_backward(const Varlen& s);
+DqPath dq_path(const Varlen& s, BackwardOptions options);  // the dense rule
+std::string refusal(const BackwardTensors& t, const Varlen& s, const VarlenBackwardLayout& layout = {});
+std::size_t backward_scratch_bytes(const Varlen& s, BackwardOptions options = {});
+
+class VarlenBackward {
+ public:
+  VarlenBackward(const BackwardTensors& t, const Varlen& s, const VarlenBackwardLayout& layout = {},
+                 BackwardOptions options = {});
+  // On the caller's scratch (backward_scratch_bytes(s, options), 16-byte aligned), as Backward's.
+  VarlenBackward(const BackwardTensors& t, const Varlen& s, const VarlenBackwardLayout& layout, float* scratch,
+                 BackwardOptions options = {});
+  void operator()(cudaStream_t stream) const { launch_(stream); }
+
+ private:
+  VarlenBackward(const BackwardTensors& t, const Varlen& s, const VarlenBackwardLayout& layout,
+                 std::shared_ptr<void> scratch, BackwardOptions options);
+
+  std::shared_ptr<void> scratch_;
+  std::function<void(cudaStream_t)> launch_;
+};
+
 }  // namespace attention

@@ -57,18 +57,19 @@ Launch launch_for(const BackwardTensors& t, Shape s, const BackwardStrides& at, 
   const int kv_grid = kv_items(schedule);
   const BackwardTensors in = t;
   const RowStrides o_at = row_strides(at.o), d_o_at = row_strides(at.d_o);
+  const DenseRows rows{s.seq};
   const auto preprocess = [=](cudaStream_t stream) {
-    preprocess_kernel<D><<<prep_grid, kPrepThreads, 0, stream>>>(in.o, o_at, in.d_o, d_o_at, in.lse, p);
+    preprocess_kernel<D><<<prep_grid, kPrepThreads, 0, stream>>>(in.o, o_at, in.d_o, d_o_at, in.lse, rows, p);
   };
   if (reducing) {
     cudaFuncSetAttribute(reducing_dkdv_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kKvSmemBytes<D, true>);
-    const DqOut out{t.dq, at.dq.batch, at.dq.head, at.dq.seq};
+    const RowStrides dq_at = row_strides(at.dq);
     const std::uint64_t float4s = dq_accumulator_floats(s.batch, s.heads, s.seq, D) / 4;
     const int convert_grid = int(std::min<std::uint64_t>((float4s + kConvertThreads - 1) / kConvertThreads, kConvertMaxBlocks));
     return [=](cudaStream_t stream) {
       preprocess(stream);
       reducing_dkdv_kernel<D><<<kv_grid, FC::threads, kKvSmemBytes<D, true>, stream>>>(kv_maps, p);
-      dq_convert_kernel<D><<<convert_grid, kConvertThreads, 0, stream>>>(p, out);
+      dq_convert_kernel<D><<<convert_grid, kConvertThreads, 0, stream>>>(p, in.dq, dq_at, rows);
     };
   }
   const QMaps q_maps{

@@ -46,6 +46,19 @@ constexpr std::size_t scratch_floats(int batch, int heads, int seq) {
   return 2 * std::size_t(batch) * heads * padded(seq);
 }
 
+// A row of the scratch's vectors where the tensors hold it: row `row` of query matrix `matrix`,
+// and how many rows from it on are queries, counted to the end of its block of kRowPad at least
+// (<= 0: a pad row, which no tensor holds).
+struct QueryRow {
+  int matrix, row, queries_left;
+  constexpr bool real() const { return queries_left > 0; }
+};
+// Scratch row g of a dense batch of `seq` queries.
+constexpr QueryRow dense_query_row(int seq, std::size_t g) {
+  const int r = int(g % padded(seq));
+  return {int(g / padded(seq)), r, seq - r};
+}
+
 // seq: queries per sequence; mask: the keys per sequence (mask.keys) and which each query attends.
 struct Schedule {
   int batch, heads, kv_heads, seq;

@@ -18,7 +18,7 @@
 // Packed batches (tk_attention_varlen_*: kernels/attention/varlen.hpp): Q, O (total_q, heads, D),
 // K, V (total_k, kv_heads, D), LSE float [heads][total_q]; cu_seqlens_q and cu_seqlens_k are host
 // arrays of batch + 1 int32 offsets; `strides` null (contiguous) or {row, head} in elements per
-// tensor, q, k, v, o.
+// tensor, q, k, v, o (backward: q, k, v, o, d_o, dq, dk, dv).
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -46,10 +46,19 @@ attention::BackwardLayout backward_layout(const std::int64_t* strides) {
           strides_at(strides, 4), strides_at(strides, 5), strides_at(strides, 6), strides_at(strides, 7)};
 }
 
+attention::PackedStrides packed_at(const std::int64_t* strides, int tensor) {
+  return {strides[2 * tensor], strides[2 * tensor + 1]};
+}
+
 attention::VarlenLayout varlen_layout(const std::int64_t* strides) {
   if (strides == nullptr) return {};
-  const auto at = [&](int tensor) { return attention::PackedStrides{strides[2 * tensor], strides[2 * tensor + 1]}; };
-  return {at(0), at(1), at(2), at(3)};
+  return {packed_at(strides, 0), packed_at(strides, 1), packed_at(strides, 2), packed_at(strides, 3)};
+}
+
+attention::VarlenBackwardLayout varlen_backward_layout(const std::int64_t* strides) {
+  if (strides == nullptr) return {};
+  return {packed_at(strides, 0), packed_at(strides, 1), packed_at(strides, 2), packed_at(strides, 3),
+          packed_at(strides, 4), packed_at(strides, 5), packed_at(strides, 6), packed_at(strides, 7)};
 }
 
 // The batch's offsets from the host arrays (empty where null or batch < 1: refused as too few).
@@ -139,6 +148,46 @@ int tk_attention_varlen_launch(void* forward, void* stream) {
 }
 
 void tk_attention_varlen_destroy(void* forward) { delete static_cast<attention::VarlenForward*>(forward); }
+
+// The device scratch a packed batch's backward takes on `dq_path` (0 when the batch or path is
+// refused), and a prepared one, as tk_attention_backward_create_opts: `scratch` null (its own) or
+// that many bytes, 16-byte aligned. Free it with tk_attention_varlen_backward_destroy.
+long long tk_attention_varlen_backward_scratch_bytes(const int* cu_seqlens_q, const int* cu_seqlens_k, int batch,
+                                                     int heads, int kv_heads, int head_dim, int causal, int dq_path) {
+  const attention::Varlen s{
+      offsets(cu_seqlens_q, batch), offsets(cu_seqlens_k, batch), heads, kv_heads, head_dim, causal != 0};
+  attention::BackwardOptions options;
+  const attention::Shape one{1, heads, kv_heads, 1, head_dim, causal != 0};
+  return dq_options(dq_path, options) && attention::offsets_refusal(s).empty() &&
+                 attention::refusal(one, attention::Kernel::wgmma).empty()
+             ? (long long)attention::backward_scratch_bytes(s, options)
+             : 0;
+}
+void* tk_attention_varlen_backward_create(const void* q, const void* k, const void* v, const void* o, const void* d_o,
+                                          const float* lse, void* dq, void* dk, void* dv, const int* cu_seqlens_q,
+                                          const int* cu_seqlens_k, int batch, int heads, int kv_heads, int head_dim,
+                                          int causal, const std::int64_t* strides, void* scratch, int dq_path) {
+  const attention::Varlen s{
+      offsets(cu_seqlens_q, batch), offsets(cu_seqlens_k, batch), heads, kv_heads, head_dim, causal != 0};
+  attention::BackwardOptions options;
+  if (!dq_options(dq_path, options)) return nullptr;
+  const attention::BackwardTensors t{
+      static_cast<const bf16*>(q), static_cast<const bf16*>(k),   static_cast<const bf16*>(v),
+      static_cast<const bf16*>(o), static_cast<const bf16*>(d_o), lse,
+      static_cast<bf16*>(dq),      static_cast<bf16*>(dk),        static_cast<bf16*>(dv)};
+  const attention::VarlenBackwardLayout layout = varlen_backward_layout(strides);
+  return create_or_explain("tk_attention_varlen_backward_create", attention::refusal(t, s, layout), [&] {
+    return scratch ? new attention::VarlenBackward(t, s, layout, static_cast<float*>(scratch), options)
+                   : new attention::VarlenBackward(t, s, layout, options);
+  });
+}
+
+int tk_attention_varlen_backward_launch(void* backward, void* stream) {
+  (*static_cast<attention::VarlenBackward*>(backward))(static_cast<cudaStream_t>(stream));
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+void tk_attention_varlen_backward_destroy(void* backward) { delete static_cast<attention::VarlenBackward*>(backward); }
 
 // The path a backward of this shape takes on `dq_path` (1 or 2: `fastest` resolved), 0 when
 // refused.

@@ -29,6 +29,14 @@ struct VarlenStrides {
 };
 Launch hopper_varlen_forward(const Tensors& t, const Varlen& s, const VarlenStrides& strides);
 
+// attention_hopper_varlen_backward.cu: a packed batch's backward, as hopper_backward's below.
+struct VarlenBackwardStrides {
+  PackedStrides q, k, v, o, d_o, dq, dk, dv;
+};
+std::size_t hopper_varlen_backward_scratch_floats(const Varlen& s, DqPath path);
+Launch hopper_varlen_backward(const BackwardTensors& t, const Varlen& s, const VarlenBackwardStrides& strides,
+                              float* scratch, DqPath path);
+
 // attention_hopper_fp8.cu: the e4m3 forward's V^T bytes, and its two launches given them.
 std::size_t hopper_fp8_scratch_bytes(Shape s);
 Launch hopper_fp8_forward(const Fp8Tensors& t, Shape s, void* scratch);

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention/reference_varlen.hpp"
@@ -53,12 +54,74 @@ Errors sequence_errors(const attention::Tensors& t, const attention::Varlen& s, 
   return compare_to_reference(o.get(), lse.get(), o_ref.get(), lse_ref.get(), one, stream);
 }
 
+// The worse of two errors: the larger, NaN over any number.
+double worse(double a, double b) { return std::isnan(b) || b > a ? b : a; }
+
+check::RowErrors worse(const check::RowErrors& a, const check::RowErrors& b) {
+  return {worse(a.rel_error, b.rel_error), worse(a.worst_row_error, b.worst_row_error),
+          worse(a.max_abs_error, b.max_abs_error), a.non_finite + b.non_finite};
+}
+
+// Rows [first, first + rows) of a contiguous packed tensor of `heads` heads, which must be exactly 0.
+check::RowErrors zeros_or_infinite(const bf16* packed, int first, int rows, int heads, int head_dim,
+                                   cudaStream_t stream) {
+  DeviceBuffer<bf16> x(std::size_t(rows) * heads * head_dim);
+  gather(x.get(), packed, first, rows, heads, head_dim, or_contiguous({}, heads, head_dim), stream);
+  const std::vector<bf16> got = x.download();
+  const auto finite = std::count_if(got.begin(), got.end(), [](bf16 v) { return std::isfinite(float(v)); });
+  const bool zero = std::all_of(got.begin(), got.end(), [](bf16 v) { return float(v) == 0.0f; });
+  const double e = zero ? 0 : INFINITY;
+  return {e, e, e, got.size() - std::size_t(finite)};
+}
+
+// Sequence b's gradients against the reference on its rows alone.
+BackwardErrors sequence_backward_errors(const attention::BackwardTensors& t, const attention::Varlen& s, int b,
+                                        cudaStream_t stream) {
+  const int nq = s.queries(b), nk = s.keys(b), d = s.head_dim, fq = s.cu_seqlens_q[b], fk = s.cu_seqlens_k[b];
+  const check::RowErrors none{0, 0, 0, 0};
+  if (nq == 0 || nk == 0) {
+    return {nk == 0 ? zeros_or_infinite(t.dq, fq, nq, s.heads, d, stream) : none,
+            nq == 0 ? zeros_or_infinite(t.dk, fk, nk, s.kv_heads, d, stream) : none,
+            nq == 0 ? zeros_or_infinite(t.dv, fk, nk, s.kv_heads, d, stream) : none};
+  }
+  const attention::Shape one{1, s.heads, s.kv_heads, nq, d, s.causal, nk};
+  const std::size_t q_size = std::size_t(s.heads) * nq * d, k_size = std::size_t(s.kv_heads) * nk * d;
+  const PackedStrides q_at = or_contiguous({}, s.heads, d), k_at = or_contiguous({}, s.kv_heads, d);
+  DeviceBuffer<bf16> q(q_size), k(k_size), v(k_size), o(q_size), d_o(q_size), dq(q_size), dk(k_size), dv(k_size);
+  for (auto [x, packed] : {std::pair{&q, t.q}, {&o, t.o}, {&d_o, t.d_o}, {&dq, t.dq}})
+    gather(x->get(), packed, fq, nq, s.heads, d, q_at, stream);
+  for (auto [x, packed] : {std::pair{&k, t.k}, {&v, t.v}, {&dk, t.dk}, {&dv, t.dv}})
+    gather(x->get(), packed, fk, nk, s.kv_heads, d, k_at, stream);
+  DeviceBuffer<float> lse(std::size_t(s.heads) * nq), dq_ref(q_size), dk_ref(k_size), dv_ref(k_size), delta(lse.size());
+  gather(lse.get(), t.lse, fq, nq, s.heads, 1, PackedStrides{1, s.total_q()}, stream);
+  reference_backward(q.get(), k.get(), v.get(), o.get(), d_o.get(), lse.get(), dq_ref.get(), dk_ref.get(), dv_ref.get(),
+                     delta.get(), one, stream);
+  return compare_backward(dq.get(), dk.get(), dv.get(), dq_ref.get(), dk_ref.get(), dv_ref.get(), one, stream);
+}
+
 }  // namespace
+
+VarlenBackwardErrors compare_varlen_backward(const attention::BackwardTensors& t, const attention::Varlen& s,
+                                             cudaStream_t stream) {
+  VarlenBackwardErrors worst{};
+  for (int b = 0; b < s.batch(); ++b) {
+    BackwardErrors e = sequence_backward_errors(t, s, b, stream);
+    if (s.queries(b) > 0 && s.keys(b) == 1) {
+      for (check::RowErrors* zero : {&e.dq, &e.dk}) {
+        worst.zero_gradient_max_abs = worse(worst.zero_gradient_max_abs, zero->max_abs_error);
+        *zero = {0, 0, 0, zero->non_finite};
+      }
+    }
+    worst.dq = worse(worst.dq, e.dq);
+    worst.dk = worse(worst.dk, e.dk);
+    worst.dv = worse(worst.dv, e.dv);
+  }
+  return worst;
+}
 
 Errors compare_varlen_to_reference(const attention::Tensors& t, const attention::Varlen& s,
                                    const attention::VarlenLayout& layout, cudaStream_t stream) {
   Errors worst{0, 0, 0};
-  const auto worse = [](double a, double b) { return std::isnan(b) || b > a ? b : a; };
   for (int b = 0; b < s.batch(); ++b) {
     if (s.queries(b) == 0) continue;
     const Errors e = sequence_errors(t, s, layout, b, stream);

@@ -1,6 +1,6 @@
 #pragma once
-// What a packed batch's forward (attention::VarlenForward, varlen.hpp) is checked with: the fp32
-// reference forward (reference.hpp) run on each sequence alone.
+// What a packed batch's forward and backward (attention::VarlenForward, VarlenBackward: varlen.hpp)
+// are checked with: the fp32 references (reference.hpp) run on each sequence alone.
 #include <cuda_runtime_api.h>
 
 #include "kernels/attention/attention.hpp"
@@ -14,5 +14,17 @@ namespace tkprobe::attention_check {
 // poisoned row never written) makes a figure NaN.
 Errors compare_varlen_to_reference(const attention::Tensors& t, const attention::Varlen& s,
                                    const attention::VarlenLayout& layout, cudaStream_t stream);
+
+// The backward's dQ, dK and dV in `t` (contiguous) against the reference backward on each sequence's
+// rows (its Q, K, V, O, dO and LSE from `t`) gathered into a batch of one: each figure the worst over
+// the sequences, non_finite summed. Where a sequence's rows attend nothing (dK and dV of a sequence
+// without queries, dQ of one without keys) they must be exactly 0, else their errors are +inf. A
+// sequence of one key has dQ = dK = 0 in exact arithmetic (P = 1, dS = 0), which a kernel misses by
+// rounding: no relative figure, their largest |element| instead (zero_gradient_max_abs).
+struct VarlenBackwardErrors : BackwardErrors {
+  double zero_gradient_max_abs = 0;
+};
+VarlenBackwardErrors compare_varlen_backward(const attention::BackwardTensors& t, const attention::Varlen& s,
+                                             cudaStream_t stream);
 
 }  // namespace tkprobe::attention_check

@@ -14,14 +14,14 @@
 // the dequantized values, the error bounds fp8 implies, rates against the e4m3 peaks. Its rows
 // carry dtype e4m3.
 //
-// --varlen: the wgmma forward on a packed batch of sequences of those lengths (attention::
-// VarlenForward: each sequence's queries are its keys), every sequence checked against the reference
-// on it alone; where all lengths are equal the dense forward is timed on the same tensors after it,
-// and the row carries the ratio.
+// --varlen: the wgmma forward and backward (--pass) on a packed batch of sequences of those lengths
+// (attention::VarlenForward, VarlenBackward: each sequence's queries are its keys), every sequence
+// checked against the references on it alone; where all lengths are equal the dense forward is
+// timed on the same tensors after the packed one, and the forward's row carries the ratio.
 //
 // The suite (`tkprobe all`, and so the regression baseline) runs every kernel a caller can reach:
 // bf16 forward and backward with the dQ path a caller gets by default, the deterministic dQ path's
-// backward, the e4m3 forward on the D = 128 shapes, and the varlen forward on a random mix.
+// backward, the e4m3 forward on the D = 128 shapes, and the varlen passes on a random mix.
 #include "kernels/attention/attention.hpp"
 
 #include <fmt/format.h>
@@ -67,6 +67,9 @@ constexpr double kMaxLseError = 1e-2;
 // read up to 5e-3 at N = 16384), the longest sums of bf16 products; rows far below the typical norm are
 // held to a floor of it (check::kRowFloor).
 constexpr double kMaxGradientRowError = 2e-2;
+// dQ and dK where a sequence has one key: 0 in exact arithmetic (P = 1, dS = 0); kernels leave the
+// rounding of two fp32 dot products of dO and V (tests/gpu/kernel_bounds.hpp's bound).
+constexpr double kMaxZeroGradient = 1e-3;
 
 // --energy's window: NVML's energy counter steps about every 100 ms, so at least kMinEnergySteps steps.
 constexpr double kMinEnergySeconds = 0.5, kMaxEnergySeconds = 3600;
@@ -94,7 +97,8 @@ const std::map<std::string, std::vector<Pass>> kPasses = {
 
 std::string pass_name(Pass p) { return p == Pass::fwd ? "fwd" : p == Pass::bwd ? "bwd" : "fwd+bwd"; }
 
-double pass_flops(Pass p, const Shape& s) {
+template <class S>  // a Shape, or a packed batch's attention::Varlen
+double pass_flops(Pass p, const S& s) {
   const double fwd = attention::flops(s), bwd = attention::flops_backward(s);
   return p == Pass::fwd ? fwd : p == Pass::bwd ? bwd : fwd + bwd;
 }
@@ -207,7 +211,8 @@ class AttentionProbe final : public Probe {
                                "not measured)",
                                kMinEnergySeconds, kMaxEnergySeconds));
     cmd.add_option("--varlen", varlen_,
-                   fmt::format("A packed batch for the wgmma forward, each sequence's queries its keys: LENGTHS "
+                   fmt::format("A packed batch for the wgmma kernels (--pass as for one shape), each sequence's "
+                               "queries its keys: LENGTHS "
                                "separated by commas, or random:SEED (log-uniform {} to {}, {} tokens in all); with "
                                "--heads and --head-dim (--kv-heads, --causal optional)",
                                attention_probe::kShortest, attention_probe::kLongest, attention_probe::kRandomTokens));
@@ -221,6 +226,9 @@ class AttentionProbe final : public Probe {
           fmt::format("--energy {}: give 0 (not measured) or a window of {} to {} seconds (the "
                       "counter steps about every 100 ms)",
                       energy_s_, kMinEnergySeconds, kMaxEnergySeconds));
+    }
+    if (dq_ != "fastest" && !any_backward()) {
+      throw UsageError(fmt::format("--dq {} picks the backward's dQ path: give it --pass bwd, fwd+bwd or all", dq_));
     }
     if (!varlen_.empty()) return validate_varlen();
     const int given = batch_.has_value() + heads_.has_value() + seq_.has_value() + head_dim_.has_value();
@@ -239,9 +247,6 @@ class AttentionProbe final : public Probe {
       throw UsageError(fmt::format("--pass {} --kernel mma-sync: the backward is written for the wgmma kernel "
                                    "only (give --kernel wgmma, or --pass fwd)",
                                    pass_));
-    }
-    if (dq_ != "fastest" && !any_backward()) {
-      throw UsageError(fmt::format("--dq {} picks the backward's dQ path: give it --pass bwd, fwd+bwd or all", dq_));
     }
     if (e4m3()) {
       if (kernel_ == "mma-sync") {
@@ -278,14 +283,16 @@ class AttentionProbe final : public Probe {
 
   void run(ProbeContext& ctx) override {
     if (!varlen_.empty()) {
-      run_varlen(ctx, varlen_, varlen_shape(varlen_, *heads_, kv_heads_.value_or(*heads_), *head_dim_, causal_));
+      run_varlen(ctx, varlen_, varlen_shape(varlen_, *heads_, kv_heads_.value_or(*heads_), *head_dim_, causal_),
+                 kPasses.at(pass_));
     } else if (!e4m3()) {
       run_bf16(ctx);
     }
     if (e4m3() || suite_) run_e4m3(ctx);
-    if (suite_) {  // a packed batch, the random mix at the sweep's D = 128 (16 heads)
+    if (suite_) {  // a packed batch, the random mix at the sweep's D = 128 (16 heads): each kernel once
       for (bool causal : {false, true})
-        run_varlen(ctx, kSuiteVarlen, varlen_shape(kSuiteVarlen, kSuiteVarlenHeads, kSuiteVarlenHeads, 128, causal));
+        run_varlen(ctx, kSuiteVarlen, varlen_shape(kSuiteVarlen, kSuiteVarlenHeads, kSuiteVarlenHeads, 128, causal),
+                   {Pass::fwd, Pass::bwd});
     }
     if (energy_s_ > 0) summarise_energy(ctx);
   }
@@ -316,10 +323,8 @@ class AttentionProbe final : public Probe {
     }
     if (!heads_ || !head_dim_)
       throw UsageError("--varlen needs --heads and --head-dim (--kv-heads, --causal optional)");
-    if (e4m3() || pass_ != "fwd" || kernel_ == "mma-sync") {
-      throw UsageError(
-          "--varlen runs the wgmma forward in bf16: give it no --dtype e4m3, --pass but fwd, or "
-          "--kernel mma-sync");
+    if (e4m3() || kernel_ == "mma-sync") {
+      throw UsageError("--varlen runs the wgmma kernels in bf16: give it no --dtype e4m3 or --kernel mma-sync");
     }
     const attention::Varlen s = varlen_shape(varlen_, *heads_, kv_heads_.value_or(*heads_), *head_dim_, causal_);
     if (const std::string why = attention::refusal(attention::Tensors{}, s); !why.empty()) {
@@ -337,51 +342,134 @@ class AttentionProbe final : public Probe {
     return {offsets, offsets, heads, kv_heads, head_dim, causal};
   }
 
-  static Json varlen_params(const std::string& spec, const attention::Varlen& s) {
-    return {{"kernel", "wgmma"},     {"pass", "fwd"},          {"varlen", spec},   {"sequences", s.batch()},
+  static Json varlen_params(const std::string& spec, const attention::Varlen& s, Pass p) {
+    return {{"kernel", "wgmma"},     {"pass", pass_name(p)},   {"varlen", spec},   {"sequences", s.batch()},
             {"tokens", s.total_q()}, {"head_dim", s.head_dim}, {"heads", s.heads}, {"kv_heads", s.kv_heads},
             {"causal", s.causal},    {"dtype", "bf16"}};
   }
 
-  // The packed batch's forward: fresh inputs, outputs poisoned, timed, every sequence against the
-  // reference on it alone; with equal lengths, the dense forward on the same tensors beside it.
-  void run_varlen(ProbeContext& ctx, const std::string& spec, const attention::Varlen& s) {
-    Result r(name(), varlen_params(spec, s));
+  // A packed batch's tensors on the GPU: (total, heads, D) each, LSE [heads][total_q].
+  struct VarlenBuffers {
+    explicit VarlenBuffers(const attention::Varlen& s)
+        : q(std::size_t(s.total_q()) * s.heads * s.head_dim),
+          k(std::size_t(s.total_k()) * s.kv_heads * s.head_dim),
+          v(k.size()),
+          o(q.size()),
+          d_o(q.size()),
+          dq(q.size()),
+          dk(k.size()),
+          dv(k.size()),
+          lse(std::size_t(s.total_q()) * s.heads) {}
+    attention::Tensors forward() { return {q.get(), k.get(), v.get(), o.get(), lse.get()}; }
+    attention::BackwardTensors backward() {
+      return {q.get(), k.get(), v.get(), o.get(), d_o.get(), lse.get(), dq.get(), dk.get(), dv.get()};
+    }
+    DeviceBuffer<bf16> q, k, v, o, d_o, dq, dk, dv;
+    DeviceBuffer<float> lse;
+  };
+
+  // The packed batch's `passes` on fresh inputs: the forward's row, then the backward's.
+  void run_varlen(ProbeContext& ctx, const std::string& spec, const attention::Varlen& s,
+                  const std::vector<Pass>& passes) {
+    const auto runs = [&](Pass p) { return std::find(passes.begin(), passes.end(), p) != passes.end(); };
     if (const std::string why = why_not_runnable(attention_probe::kWgmmaKernelNeeds, ctx.device); !why.empty()) {
-      r.status = Status::skipped;
-      r.reason = why;
-      ctx.add(std::move(r));
+      for (Pass p : passes) {
+        Result r(name(), varlen_params(spec, s, p));
+        r.status = Status::skipped;
+        r.reason = why;
+        ctx.add(std::move(r));
+      }
       return;
     }
-    const std::size_t q_size = std::size_t(s.total_q()) * s.heads * s.head_dim;
-    DeviceBuffer<bf16> q(q_size), k(std::size_t(s.total_k()) * s.kv_heads * s.head_dim), v(k.size()), o(q_size);
-    DeviceBuffer<float> lse(std::size_t(s.total_q()) * s.heads);
+    VarlenBuffers b(s);
     const cudaStream_t stream = ctx.harness.stream();
-    for (DeviceBuffer<bf16>* x : {&q, &k, &v}) attention_check::fill_normal(x->get(), x->size(), ctx.rng(), stream);
-    const attention::Tensors t{q.get(), k.get(), v.get(), o.get(), lse.get()};
-    const attention::VarlenForward forward(t, s);
-    o.poison();
-    lse.poison();
+    for (DeviceBuffer<bf16>* x : {&b.q, &b.k, &b.v})
+      attention_check::fill_normal(x->get(), x->size(), ctx.rng(), stream);
+    const attention::VarlenForward forward(b.forward(), s);
+    if (runs(Pass::fwd)) measure_varlen_forward(ctx, spec, s, b, forward);
+    std::vector<Pass> backward;
+    std::copy_if(passes.begin(), passes.end(), std::back_inserter(backward), [](Pass p) { return p != Pass::fwd; });
+    if (!backward.empty()) measure_varlen_backward(ctx, spec, s, b, forward, backward);
+  }
+
+  // The forward: outputs poisoned, timed, every sequence against the reference on it alone; with
+  // equal lengths, the dense forward on the same tensors beside it.
+  void measure_varlen_forward(ProbeContext& ctx, const std::string& spec, const attention::Varlen& s, VarlenBuffers& b,
+                              const attention::VarlenForward& forward) {
+    Result r(name(), varlen_params(spec, s, Pass::fwd));
+    b.o.poison();
+    b.lse.poison();
     const double tflop = attention::flops(s) / 1e12;
-    const std::string label = fmt::format("attention wgmma fwd varlen {} ({} sequences, {} tokens{})", spec, s.batch(),
-                                          s.total_q(), s.causal ? ", causal" : "");
-    const Measurement m = time_pass(ctx, label, tflop, [&](cudaStream_t st) { forward(st); });
+    const Measurement m =
+        time_pass(ctx, varlen_label(spec, s, Pass::fwd, false), tflop, [&](cudaStream_t st) { forward(st); });
     add_rates(ctx, r, m, tflop);
-    const auto e = attention_check::compare_varlen_to_reference(t, s, {}, stream);
+    Json check = {{"what",
+                   "the worst sequence's ||O - O_ref||_F / ||O_ref||_F, worst row and max |LSE - LSE_ref| "
+                   "against the fp32 reference run on each sequence alone"}};
+    double worst_row = 0;
+    const bool passed = check_varlen_output(ctx, s, b, r, check, worst_row);
+    r.checked(std::move(check), passed);
+    if (equal_lengths(s)) time_dense_beside(ctx, s, b.forward(), r, m);
+    ctx.add(std::move(r));
+  }
+
+  // The backward alone (from the forward's O and LSE) or after the forward in each launch (`passes`),
+  // on one dO, every sequence's gradients against the reference backward on it alone.
+  void measure_varlen_backward(ProbeContext& ctx, const std::string& spec, const attention::Varlen& s, VarlenBuffers& b,
+                               const attention::VarlenForward& forward, const std::vector<Pass>& passes) {
+    const cudaStream_t stream = ctx.harness.stream();
+    const attention::BackwardOptions options{.dq = kDqPaths.at(dq_)};
+    const bool reducing = attention::dq_path(s, options) == attention::DqPath::reducing;
+    attention_check::fill_normal(b.d_o.get(), b.d_o.size(), ctx.rng(), stream);
+    forward(stream);
+    const attention::VarlenBackward backward(b.backward(), s, {}, options);
+    for (Pass p : passes) {
+      for (DeviceBuffer<bf16>* g : {&b.dq, &b.dk, &b.dv}) g->poison();
+      if (p == Pass::fwd_bwd) {
+        b.o.poison();
+        b.lse.poison();
+      }
+      const double tflop = pass_flops(p, s) / 1e12;
+      const Measurement m = time_pass(ctx, varlen_label(spec, s, p, reducing), tflop, [&](cudaStream_t st) {
+        if (p == Pass::fwd_bwd) forward(st);
+        backward(st);
+      });
+      Json params = varlen_params(spec, s, p);
+      if (reducing) params["dq"] = "reduce";
+      Result r(name(), std::move(params));
+      add_rates(ctx, r, m, tflop);
+      const auto e = attention_check::compare_varlen_backward(b.backward(), s, stream);
+      Json check = gradient_check(p);
+      double worst_row = 0;
+      bool passed = add_gradient_errors(r, check, e, worst_row);
+      check["one_key_max_abs"] = e.zero_gradient_max_abs;  // dQ, dK of sequences of one key: 0 exactly
+      check["one_key_max"] = kMaxZeroGradient;
+      passed &= e.zero_gradient_max_abs <= kMaxZeroGradient;
+      if (p == Pass::fwd_bwd) passed &= check_varlen_output(ctx, s, b, r, check, worst_row);
+      r.checked(std::move(check), passed);
+      ctx.add(std::move(r));
+    }
+  }
+
+  static std::string varlen_label(const std::string& spec, const attention::Varlen& s, Pass p, bool reducing) {
+    return fmt::format("attention wgmma {} varlen {} ({} sequences, {} tokens{}){}", pass_name(p), spec, s.batch(),
+                       s.total_q(), s.causal ? ", causal" : "", reducing ? " dq reduce" : "");
+  }
+
+  // O and LSE of every sequence against the reference on it alone, into the row and its check.
+  static bool check_varlen_output(ProbeContext& ctx, const attention::Varlen& s, VarlenBuffers& b, Result& r,
+                                  Json& check, double& worst_row) {
+    const auto e = attention_check::compare_varlen_to_reference(b.forward(), s, {}, ctx.harness.stream());
     r.value(metric::rel_error, e.rel_error);
     r.value(metric::worst_row_error, e.worst_row_error);
     r.value(metric::lse_error, e.lse_error);
-    r.checked({{"what",
-                "the worst sequence's ||O - O_ref||_F / ||O_ref||_F, worst row and max |LSE - LSE_ref| "
-                "against the fp32 reference run on each sequence alone"},
-               {"value", e.rel_error},
-               {"max", kMaxRelError},
-               {"worst_row_error", e.worst_row_error},
-               {"lse_error", e.lse_error},
-               {"lse_max", kMaxLseError}},
-              e.rel_error < kMaxRelError && e.worst_row_error < kMaxRelError && e.lse_error < kMaxLseError);
-    if (equal_lengths(s)) time_dense_beside(ctx, s, t, r, m);
-    ctx.add(std::move(r));
+    check["value"] = e.rel_error;
+    check["max"] = kMaxRelError;
+    check["worst_row_error"] = e.worst_row_error;
+    check["lse_error"] = e.lse_error;
+    check["lse_max"] = kMaxLseError;
+    worst_row = worse(worst_row, e.worst_row_error);
+    return e.rel_error < kMaxRelError && e.worst_row_error < kMaxRelError && e.lse_error < kMaxLseError;
   }
 
   static bool equal_lengths(const attention::Varlen& s) {
@@ -703,22 +791,9 @@ class AttentionProbe final : public Probe {
     const auto pct_clock = add_rates(ctx, r, m, pass_flops(p, s) / 1e12);
     const auto e = attention_check::compare_backward(g.dq.get(), g.dk.get(), g.dv.get(), g.dq_ref.get(),
                                                      g.dk_ref.get(), g.dv_ref.get(), s, ctx.harness.stream());
-    Json check = {{"what", "each gradient's ||g - g_ref||_F / ||g_ref||_F and its worst row against the fp32 "
-                           "reference backward, no element left unwritten" +
-                               std::string(p == Pass::fwd_bwd ? "; O and LSE as the forward's check" : "")},
-                  {"grad_max", kMaxRelError},
-                  {"grad_worst_row_max", kMaxGradientRowError}};
-    bool passed = true;
+    Json check = gradient_check(p);
     double worst_row = 0;
-    const auto worse = [](double a, double b) { return std::isnan(b) || b > a ? b : a; };  // NaN: unwritten
-    for (const auto& [grad, ge] : {std::pair{"dq", e.dq}, std::pair{"dk", e.dk}, std::pair{"dv", e.dv}}) {
-      r.value(fmt::format("{}_rel_error", grad), ge.rel_error);
-      r.value(fmt::format("{}_worst_row_error", grad), ge.worst_row_error);
-      check[fmt::format("{}_rel_error", grad)] = ge.rel_error;
-      check[fmt::format("{}_worst_row_error", grad)] = ge.worst_row_error;
-      passed &= ge.rel_error < kMaxRelError && ge.worst_row_error < kMaxGradientRowError && ge.non_finite == 0;
-      worst_row = worse(worst_row, ge.worst_row_error);
-    }
+    bool passed = add_gradient_errors(r, check, e, worst_row);
     std::optional<double> lse_error;
     if (p == Pass::fwd_bwd) {
       attention_check::Errors fe{};
@@ -729,6 +804,33 @@ class AttentionProbe final : public Probe {
     r.checked(std::move(check), passed);
     ctx.add(std::move(r));
     return {Kernel::wgmma, p, s, m.stats.median, pct_clock, worst_row, lse_error, passed};
+  }
+
+  static double worse(double a, double b) { return std::isnan(b) || b > a ? b : a; }  // NaN: unwritten
+
+  // A backward row's check, before its figures (add_gradient_errors).
+  static Json gradient_check(Pass p) {
+    return {{"what",
+             "each gradient's ||g - g_ref||_F / ||g_ref||_F and its worst row against the fp32 "
+             "reference backward, no element left unwritten" +
+                 std::string(p == Pass::fwd_bwd ? "; O and LSE as the forward's check" : "")},
+            {"grad_max", kMaxRelError},
+            {"grad_worst_row_max", kMaxGradientRowError}};
+  }
+
+  // Each gradient's errors, as the row's values and in its check; whether every one is within the
+  // bounds. worst_row: the worst row of any of them, or of what it held before.
+  static bool add_gradient_errors(Result& r, Json& check, const attention_check::BackwardErrors& e, double& worst_row) {
+    bool passed = true;
+    for (const auto& [grad, ge] : {std::pair{"dq", e.dq}, std::pair{"dk", e.dk}, std::pair{"dv", e.dv}}) {
+      r.value(fmt::format("{}_rel_error", grad), ge.rel_error);
+      r.value(fmt::format("{}_worst_row_error", grad), ge.worst_row_error);
+      check[fmt::format("{}_rel_error", grad)] = ge.rel_error;
+      check[fmt::format("{}_worst_row_error", grad)] = ge.worst_row_error;
+      passed &= ge.rel_error < kMaxRelError && ge.worst_row_error < kMaxGradientRowError && ge.non_finite == 0;
+      worst_row = worse(worst_row, ge.worst_row_error);
+    }
+    return passed;
   }
 
   // The energy line: how it was measured, the most and least TFLOP per joule, and any row without it.
@@ -763,7 +865,6 @@ class AttentionProbe final : public Probe {
     double row = 0;
     std::optional<double> lse;
     int failed = 0;
-    const auto worse = [](double a, double b) { return std::isnan(b) || b > a ? b : a; };  // NaN: unwritten output
     for (const Run* r : mine) {
       row = worse(row, r->worst_row_error);
       if (r->lse_error) lse = worse(lse.value_or(0), *r->lse_error);

@@ -137,7 +137,7 @@ TEST(Cli, AttentionEnergyWindowIsZeroOrHalfASecondOrMore) {
   }
 }
 
-// --varlen: lengths or random:SEED, with --heads and --head-dim, the wgmma forward alone.
+// --varlen: lengths or random:SEED, with --heads and --head-dim, the wgmma kernels in bf16.
 TEST(Cli, AttentionVarlenTakesLengthsOrARandomMix) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--varlen", "100,x", "--heads", "4", "--head-dim", "64"}, "'x' is no length: give lengths separated by commas"},
@@ -146,7 +146,8 @@ TEST(Cli, AttentionVarlenTakesLengthsOrARandomMix) {
       {{"--varlen", "random:-1", "--heads", "4", "--head-dim", "64"}, "the seed must be a non-negative integer"},
       {{"--varlen", "100", "--heads", "4"}, "--varlen needs --heads and --head-dim"},
       {{"--varlen", "100", "--heads", "4", "--head-dim", "64", "--seq", "100"}, "give it no --batch, --seq"},
-      {{"--varlen", "100", "--heads", "4", "--head-dim", "64", "--pass", "bwd"}, "--varlen runs the wgmma forward"},
+      {{"--varlen", "100", "--heads", "4", "--head-dim", "64", "--dtype", "e4m3"}, "--varlen runs the wgmma kernels"},
+      {{"--varlen", "100", "--heads", "4", "--head-dim", "64", "--dq", "reduce"}, "--dq reduce picks the backward's"},
       {{"--varlen", "100", "--heads", "4", "--head-dim", "96"}, "head dim = 96: give 64 or 128"},
       {{"--varlen", "100", "--heads", "4", "--kv-heads", "3", "--head-dim", "64"}, "a multiple of the key/value heads"},
   };
@@ -157,8 +158,11 @@ TEST(Cli, AttentionVarlenTakesLengthsOrARandomMix) {
     EXPECT_EQ(r.code, 2) << why;
     EXPECT_TRUE(mentions(r.err, why)) << r.err;
   }
-  const auto good = run({"attention", "--varlen", "1000,0,1,77", "--heads", "4", "--head-dim", "64", "--causal"});
-  EXPECT_EQ(good.code, has_gpu() ? 0 : 3) << good.err;
+  for (const char* pass : {"fwd", "all"}) {
+    const auto good =
+        run({"attention", "--varlen", "1000,0,1,77", "--heads", "4", "--head-dim", "64", "--causal", "--pass", pass});
+    EXPECT_EQ(good.code, has_gpu() ? 0 : 3) << good.err;
+  }
 }
 
 // random:SEED: the same lengths for a seed, 16 to 8192 long, 16384 tokens in all; another seed others.

@@ -6,6 +6,8 @@
     # fewer queries than keys (chunked prefill), the causal mask at the bottom-right corner:
     mask = torch.nn.attention.bias.causal_lower_right(q.shape[2], k.shape[2])
     out = tk_attention.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    # a packed batch (total, H, D) with int32 cu_seqlens, as flash_attn_varlen_func:
+    out = tk_attention.varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_q, max_k, causal=True)
 
 Forward and backward are the `wgmma` kernels (sm_90a) of kernels/attention, reached through the C
 library the package carries (library.py), registered as the PyTorch operators tk_attention::forward
@@ -13,11 +15,12 @@ and tk_attention::backward (ops.py): torch.compile and CUDA graphs take them. Wh
 in checks.py; anything else raises Unsupported naming what is supported, never a silent fallback to
 another implementation. Without torch the checks still import and run.
 """
-from .checks import Problem, Tensor, Unsupported, check_call
+from .checks import Offsets, Problem, Tensor, Unsupported, VarlenProblem, check_call, check_varlen_call
 from .library import DQ_PATHS, library_path, load
 
-__all__ = ["DQ_PATHS", "Problem", "Tensor", "Unsupported", "check_call", "deterministic_backward", "library_path",
-           "load", "scaled_dot_product_attention"]
+__all__ = ["DQ_PATHS", "Offsets", "Problem", "Tensor", "Unsupported", "VarlenProblem", "check_call",
+           "check_varlen_call", "deterministic_backward", "library_path", "load", "scaled_dot_product_attention",
+           "varlen_attention"]
 
 try:
     import torch
@@ -44,3 +47,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                    is_causal, scale, enable_gqa)
     deterministic = deterministic_backward or torch.are_deterministic_algorithms_enabled()
     return ops.attention(query, key, value, p.causal, deterministic)
+
+
+def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
+                     softmax_scale=None):
+    """FlashAttention's flash_attn_varlen_func for what the kernels support (checks.py's
+    check_varlen_call): q (total_q, H, D), k and v (total_k, Hkv, D), int32 cu_seqlens; causal at each
+    sequence's bottom-right corner. Each call reads cu_seqlens back to the host (a sync): no CUDA graph."""
+    if torch is None:
+        raise ImportError("tk_attention.varlen_attention needs PyTorch: install torch")
+    ops.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale)
+    deterministic = deterministic_backward or torch.are_deterministic_algorithms_enabled()
+    return ops.varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), int(max_seqlen_k), bool(causal),
+                              deterministic)[0]

@@ -113,3 +113,91 @@ def check_call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
     if scale is not None and not math.isclose(scale, 1 / math.sqrt(d), rel_tol=1e-6):
         refuse(f"scale = {scale}: only the default 1/sqrt(D) = {1 / math.sqrt(d):.6g} is supported")
     return Problem(b, h, kh, n, kn, d, causal_mask(attn_mask, is_causal, n, kn))
+
+
+# ---- packed batches (FlashAttention's flash_attn_varlen_func) ----
+VARLEN_SUPPORTED = ("supported: bf16 CUDA tensors q (total_q, H, D), k and v (total_k, Hkv, D), D 64 or 128, H a "
+                    "multiple of Hkv, cu_seqlens_q and cu_seqlens_k int32 (B + 1) on their device: 0, then each "
+                    "sequence's end, never decreasing, the last the tokens' count; no sequence longer than max_seqlen; "
+                    "softmax_scale None or 1/sqrt(D)")
+# What the checks need of cu_seqlens: its values where known (None while torch.compile traces).
+Offsets = collections.namedtuple("Offsets", "name shape dtype device values")
+VarlenProblem = collections.namedtuple("VarlenProblem", "cu_seqlens_q cu_seqlens_k heads kv_heads head_dim causal")
+
+
+def refuse_varlen(why):
+    raise Unsupported(f"tk_attention: {why} ({VARLEN_SUPPORTED})")
+
+
+def check_packed(t):
+    """A packed (total, heads, D) tensor, as the TMA reads it: its rows and heads as the seq and head
+    axes of a batch of one."""
+    if t.device.split(":")[0] != "cuda":
+        refuse_varlen(f"{t.name} is on {t.device}: give CUDA tensors")
+    if t.dtype != "bfloat16":
+        refuse_varlen(f"{t.name} is {t.dtype}: give bfloat16")
+    if len(t.shape) != 3:
+        refuse_varlen(f"{t.name} has {len(t.shape)} dims {tuple(t.shape)}: give (total, heads, D)")
+    if t.shape[2] not in HEAD_DIMS:
+        refuse_varlen(f"{t.name} has head dim {t.shape[2]}: give 64 or 128")
+    if 0 in t.shape:
+        refuse_varlen(f"{t.name} is empty {tuple(t.shape)}: give at least one token and head")
+    why = packed_tma_refusal(t)
+    if why:
+        refuse_varlen(why)
+
+
+def packed_tma_refusal(t):
+    """tma_refusal of a packed (total, heads, D) tensor: its rows and heads the seq and head axes of a
+    batch of one."""
+    return tma_refusal(Tensor(t.name, (1, t.shape[1], t.shape[0], t.shape[2]),
+                              (0, t.stride[1], t.stride[0], t.stride[2]), t.dtype, t.device, t.address))
+
+
+def check_offsets(cu, total, max_seqlen, device):
+    """cu_seqlens `cu` of a packed tensor of `total` rows: int32 (B + 1) on `device`, and where its
+    values are known 0, never decreasing, ending at total, no step over max_seqlen."""
+    if cu.dtype != "int32":
+        refuse_varlen(f"{cu.name} is {cu.dtype}: give int32")
+    if len(cu.shape) != 1 or cu.shape[0] < 2:
+        refuse_varlen(f"{cu.name} has shape {tuple(cu.shape)}: give B + 1 >= 2 offsets")
+    if cu.device != device:
+        refuse_varlen(f"{cu.name} is on {cu.device} and q on {device}: give them on one device")
+    if cu.values is None:
+        return
+    if cu.values[0] != 0:
+        refuse_varlen(f"{cu.name}[0] = {cu.values[0]}: the first offset must be 0")
+    for b in range(1, len(cu.values)):
+        length = cu.values[b] - cu.values[b - 1]
+        if length < 0:
+            refuse_varlen(f"{cu.name}[{b}] = {cu.values[b]} < {cu.name}[{b - 1}] = {cu.values[b - 1]}: offsets must "
+                          f"not decrease")
+        if length > max_seqlen:
+            refuse_varlen(f"{cu.name}: sequence {b - 1} has {length} tokens, more than max_seqlen {max_seqlen}")
+    if cu.values[-1] != total:
+        refuse_varlen(f"{cu.name}[-1] = {cu.values[-1]}, but the tensor has {total} tokens: the last offset must be "
+                      f"the total")
+
+
+def check_varlen_call(q, k, v, cu_q, cu_k, max_seqlen_q, max_seqlen_k, causal=False, softmax_scale=None):
+    """The VarlenProblem a flash_attn_varlen_func call describes, or Unsupported. q, k, v are Tensor
+    descriptions of (total, heads, D) tensors, cu_q and cu_k Offsets."""
+    for t in (q, k, v):
+        check_packed(t)
+    if len({q.device, k.device, v.device}) != 1:
+        refuse_varlen(f"q, k, v are on {q.device}, {k.device}, {v.device}: give tensors of one device")
+    (total_q, h, d), (total_k, kh, kd) = q.shape, k.shape
+    if tuple(v.shape) != tuple(k.shape):
+        refuse_varlen(f"k is {tuple(k.shape)} and v {tuple(v.shape)}: give k and v of one shape")
+    if kd != d:
+        refuse_varlen(f"q has head dim {d} and k {kd}: give one head dim")
+    if h % kh:
+        refuse_varlen(f"q has {h} heads and k {kh}: the query heads must be a multiple of the key/value heads")
+    check_offsets(cu_q, total_q, max_seqlen_q, q.device)
+    check_offsets(cu_k, total_k, max_seqlen_k, q.device)
+    if cu_q.shape != cu_k.shape:
+        refuse_varlen(f"cu_seqlens_q has {cu_q.shape[0]} offsets and cu_seqlens_k {cu_k.shape[0]}: give B + 1 of each")
+    if softmax_scale is not None and not math.isclose(softmax_scale, 1 / math.sqrt(d), rel_tol=1e-6):
+        refuse_varlen(f"softmax_scale = {softmax_scale}: only the default 1/sqrt(D) = {1 / math.sqrt(d):.6g} is "
+                      f"supported")
+    return VarlenProblem(cu_q.values, cu_k.values, h, kh, d, bool(causal))

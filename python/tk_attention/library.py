@@ -49,6 +49,12 @@ def load(path=None):
     loaded.tk_attention_varlen_create.argtypes = [p] * 5 + [offsets] * 2 + [i] * 5 + [strides]
     loaded.tk_attention_varlen_launch.argtypes = [p, p]
     loaded.tk_attention_varlen_destroy.argtypes = [p]
+    loaded.tk_attention_varlen_backward_scratch_bytes.restype = ctypes.c_longlong
+    loaded.tk_attention_varlen_backward_scratch_bytes.argtypes = [offsets] * 2 + [i] * 6
+    loaded.tk_attention_varlen_backward_create.restype = p
+    loaded.tk_attention_varlen_backward_create.argtypes = [p] * 9 + [offsets] * 2 + [i] * 5 + [strides, p, i]
+    loaded.tk_attention_varlen_backward_launch.argtypes = [p, p]
+    loaded.tk_attention_varlen_backward_destroy.argtypes = [p]
     lib = loaded
     return loaded
 

@@ -10,7 +10,7 @@ import ctypes
 import torch
 
 from . import library
-from .checks import Unsupported, check_call, tma_refusal, Tensor
+from .checks import Offsets, Tensor, Unsupported, check_call, check_varlen_call, packed_tma_refusal, tma_refusal
 
 
 def describe(name, tensor, address=False):
@@ -119,3 +119,104 @@ forward.register_autograd(_gradients, setup_context=_save_for_backward)
 def attention(q, k, v, causal, deterministic_backward):
     """O of the forward operator: what the drop-in returns."""
     return forward(q, k, v, causal, deterministic_backward)[0]
+
+
+# ---- packed batches: tk_attention::varlen_forward and ::varlen_backward ----
+# The offsets are host data to the kernels (kernels/attention/varlen.hpp: each sequence's tensor maps
+# and work items are made once a call), so each call reads cu_seqlens back from the GPU: eager and
+# torch.compile take these operators, a CUDA graph cannot capture them.
+
+def _offsets(name, cu, read=False):
+    """The Offsets description of a cu_seqlens tensor, its values where asked (a host copy: a sync)."""
+    return Offsets(name, tuple(cu.shape), str(cu.dtype).replace("torch.", ""), str(cu.device),
+                   cu.tolist() if read else None)
+
+
+def varlen_problem(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale=None, read=False):
+    """The VarlenProblem of a call; `read`: with the addresses and offsets' values (a sync)."""
+    return check_varlen_call(describe("q", q, read), describe("k", k, read), describe("v", v, read),
+                             _offsets("cu_seqlens_q", cu_q, read), _offsets("cu_seqlens_k", cu_k, read), max_q, max_k,
+                             causal, scale)
+
+
+def _varlen_args(p):
+    """The C interface's offsets and shape arguments for VarlenProblem p."""
+    batch = len(p.cu_seqlens_q) - 1
+    host = lambda values: (ctypes.c_int * len(values))(*values)
+    return host(p.cu_seqlens_q), host(p.cu_seqlens_k), batch, p.heads, p.kv_heads, p.head_dim, int(p.causal)
+
+
+def _packed_strides(tensors):
+    """{row, head} in elements per packed (total, heads, D) tensor."""
+    flat = [s for t in tensors for s in t.stride()[:2]]
+    return (ctypes.c_int64 * len(flat))(*flat)
+
+
+def _varlen_lse(q):
+    return q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)  # [heads][total_q]
+
+
+@torch.library.custom_op("tk_attention::varlen_forward", mutates_args=())
+def varlen_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                   cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool,
+                   deterministic_backward: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """O (laid out as q where q is dense) and the row logsumexp, float [heads][total_q]."""
+    p = varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, read=True)
+    o, lse = torch.empty_like(q), _varlen_lse(q)
+    lib = library.loaded()
+    offsets_q, offsets_k, *shape = _varlen_args(p)
+    _run(lib.tk_attention_varlen_create, lib.tk_attention_varlen_launch, lib.tk_attention_varlen_destroy,
+         "tk_attention_varlen_create", q.device, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+         lse.data_ptr(), offsets_q, offsets_k, *shape, _packed_strides((q, k, v, o)))
+    return o, lse
+
+
+@varlen_forward.register_fake
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, deterministic_backward):
+    varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal)
+    return torch.empty_like(q), _varlen_lse(q)
+
+
+@torch.library.custom_op("tk_attention::varlen_backward", mutates_args=())
+def varlen_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor,
+                    d_o: torch.Tensor, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor, max_seqlen_q: int,
+                    max_seqlen_k: int, causal: bool,
+                    deterministic: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dq, dk, dv, each laid out as its input where that is dense, on the dQ path as backward's."""
+    p = varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, read=True)
+    if packed_tma_refusal(describe("grad", d_o, address=True)):
+        d_o = d_o.contiguous()  # out.sum()'s gradient, stride 0: the one copy
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    lib = library.loaded()
+    dq_path = library.DQ_PATHS["deterministic" if deterministic else "fastest"]
+    offsets_q, offsets_k, *shape = _varlen_args(p)
+    scratch = torch.empty(lib.tk_attention_varlen_backward_scratch_bytes(offsets_q, offsets_k, *shape, dq_path),
+                          dtype=torch.uint8, device=q.device)
+    _run(lib.tk_attention_varlen_backward_create, lib.tk_attention_varlen_backward_launch,
+         lib.tk_attention_varlen_backward_destroy, "tk_attention_varlen_backward_create", q.device, q.data_ptr(),
+         k.data_ptr(), v.data_ptr(), o.data_ptr(), d_o.data_ptr(), lse.data_ptr(), dq.data_ptr(), dk.data_ptr(),
+         dv.data_ptr(), offsets_q, offsets_k, *shape, _packed_strides((q, k, v, o, d_o, dq, dk, dv)),
+         scratch.data_ptr(), dq_path)
+    return dq, dk, dv
+
+
+@varlen_backward.register_fake
+def _(q, k, v, o, lse, d_o, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, deterministic):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _save_varlen(ctx, inputs, output):
+    q, k, v, cu_q, cu_k, max_q, max_k, causal, deterministic = inputs
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse, cu_q, cu_k)
+    ctx.lengths, ctx.causal, ctx.deterministic = (max_q, max_k), causal, deterministic
+    ctx.mark_non_differentiable(lse)
+
+
+def _varlen_gradients(ctx, d_o, _):
+    q, k, v, o, lse, cu_q, cu_k = ctx.saved_tensors
+    grads = varlen_backward(q, k, v, o, lse, d_o, cu_q, cu_k, *ctx.lengths, ctx.causal, ctx.deterministic)
+    return (*grads, None, None, None, None, None, None)
+
+
+varlen_forward.register_autograd(_varlen_gradients, setup_context=_save_varlen)

@@ -16,6 +16,7 @@
 #include "kernels/attention/reference.hpp"
 #include "src/device_buffer.hpp"
 #include "tests/gpu/bf16_host.hpp"
+#include "tests/gpu/kernel_bounds.hpp"
 
 namespace check = tkprobe::attention_check;
 using attention::Shape;
@@ -24,12 +25,9 @@ using tkprobe::DeviceBuffer;
 
 namespace {
 
-// Each gradient's relative error against the fp32 reference (the bound), and its worst
-// row's (rows below a tenth of the RMS row norm measured against that: tkprobe::check::kRowFloor).
-constexpr double kMaxRelError = 1e-2, kMaxRowError = 5e-2;
-// N = 1: dQ and dK are exactly 0 (one key: P = 1, O = V, dS = dP - D = 0); kernels leave the
-// rounding difference of two fp32 dot products of dO and V, scaled by K / sqrt(D).
-constexpr double kMaxZeroGradient = 1e-3;
+using kernel_bounds::attention_backward::kMaxRelError;
+using kernel_bounds::attention_backward::kMaxRowError;
+using kernel_bounds::attention_backward::kMaxZeroGradient;  // N = 1's dQ and dK
 // The fp32 reference against double: fp32 sums, and dP - D, which cancels to ~1e-3 of its terms
 // in the near one-hot rows of large logits.
 constexpr double kRefMaxRelError = 5e-4;

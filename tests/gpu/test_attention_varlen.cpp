@@ -1,8 +1,8 @@
-// The packed-batch forward (attention::VarlenForward) against the fp32 reference run on each
-// sequence alone: O and LSE of every row of every sequence, on poisoned outputs, for batches with
-// sequences of 0 and 1 queries or keys, lengths no multiple of a tile, one long sequence among short
-// ones, more or fewer keys than queries, grouped-query heads, causal or not, and Q, K and V read in
-// place from one (total, 3, H, D) projection.
+// The packed-batch forward and backward (attention::VarlenForward, VarlenBackward) against the fp32
+// references run on each sequence alone: O and LSE, dQ, dK and dV of every row of every sequence, on
+// poisoned outputs, for batches with sequences of 0 and 1 queries or keys, lengths no multiple of a
+// tile, one long sequence among short ones, more or fewer keys than queries, grouped-query heads,
+// causal or not, both dQ paths, and Q, K and V read in place from one (total, 3, H, D) projection.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention/attention.hpp"
@@ -74,7 +75,8 @@ struct Batch {
 // The forward of `in` on poisoned outputs, every sequence against the reference on it alone.
 void expect_batch_matches(const Batch& in) {
   const Varlen& s = in.s;
-  ASSERT_EQ(attention::refusal({in.q, in.k, in.v, nullptr, nullptr}, s, {.q = in.q_at, .k = in.k_at, .v = in.v_at}),
+  ASSERT_EQ(attention::refusal(attention::Tensors{in.q, in.k, in.v, nullptr, nullptr}, s,
+                               {.q = in.q_at, .k = in.k_at, .v = in.v_at}),
             "");
   DeviceBuffer<bf16> o(std::max<std::size_t>(1, std::size_t(s.total_q()) * s.heads * s.head_dim));
   DeviceBuffer<float> lse(std::max<std::size_t>(1, std::size_t(s.total_q()) * s.heads));
@@ -88,6 +90,34 @@ void expect_batch_matches(const Batch& in) {
   EXPECT_LT(e.rel_error, kMaxRelError);
   EXPECT_LT(e.worst_row_error, kMaxRowError);
   EXPECT_LT(e.lse_error, kMaxLseError);
+}
+
+// The backward of a contiguous batch `in`, from its forward's O and LSE and a fresh dO, on each dQ
+// path, gradients poisoned, every sequence against the reference backward on it alone.
+void expect_backward_matches(const Batch& in, std::mt19937_64& rng) {
+  using namespace kernel_bounds::attention_backward;
+  const Varlen& s = in.s;
+  const auto rows = [&](int total, int heads) {
+    return std::max<std::size_t>(1, std::size_t(total) * heads * s.head_dim);
+  };
+  DeviceBuffer<bf16> o(rows(s.total_q(), s.heads)), d_o(o.size()), dq(o.size()), dk(rows(s.total_k(), s.kv_heads)),
+      dv(dk.size());
+  DeviceBuffer<float> lse(std::max<std::size_t>(1, std::size_t(s.total_q()) * s.heads));
+  attention::VarlenForward(attention::Tensors{in.q, in.k, in.v, o.get(), lse.get()}, s)(nullptr);
+  check::fill_normal(d_o.get(), d_o.size(), rng(), nullptr);
+  const attention::BackwardTensors t{in.q, in.k, in.v, o.get(), d_o.get(), lse.get(), dq.get(), dk.get(), dv.get()};
+  for (attention::DqPath path : {attention::DqPath::deterministic, attention::DqPath::reducing}) {
+    SCOPED_TRACE(path == attention::DqPath::reducing ? "reducing" : "deterministic");
+    for (DeviceBuffer<bf16>* g : {&dq, &dk, &dv}) g->poison();
+    attention::VarlenBackward(t, s, {}, {.dq = path})(nullptr);
+    const check::VarlenBackwardErrors e = check::compare_varlen_backward(t, s, nullptr);
+    for (const auto& [name, g] : {std::pair{"dQ", e.dq}, {"dK", e.dk}, {"dV", e.dv}}) {
+      EXPECT_EQ(g.non_finite, 0u) << name << ": elements left unwritten (poison)";
+      EXPECT_LE(g.rel_error, kMaxRelError) << name;
+      EXPECT_LE(g.worst_row_error, kMaxRowError) << name;
+    }
+    EXPECT_LE(e.zero_gradient_max_abs, kMaxZeroGradient) << "dQ and dK of the sequences of one key";
+  }
 }
 
 std::mt19937_64 fresh_rng() { return std::mt19937_64(std::random_device{}()); }
@@ -129,4 +159,20 @@ TEST(AttentionVarlenKernel, ReadsQKVInPlaceFromOneProjection) {
     SCOPED_TRACE(describe(lengths, lengths, s));
     expect_batch_matches(Batch(s, Layout::one_projection, rng));
   }
+}
+
+// The backward on self-attention batches and on other key counts (sequences without queries get
+// dK = dV = 0, without keys dQ = 0).
+TEST(AttentionVarlenKernel, BackwardMatchesTheReferencePerSequence) {
+  auto rng = fresh_rng();
+  const std::vector<std::pair<std::vector<int>, std::vector<int>>> batches = {
+      {{1, 0, 300, 129, 1000, 64, 0, 2049}, {1, 0, 300, 129, 1000, 64, 0, 2049}},
+      {{5, 300, 0, 1000, 1, 129, 64}, {0, 1000, 7, 300, 2049, 1, 0}}};
+  for (const auto& [queries, keys] : batches)
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        const Varlen s{attention::offsets_of(queries), attention::offsets_of(keys), 8, 2, d, causal};
+        SCOPED_TRACE(describe(queries, keys, s));
+        expect_backward_matches(Batch(s, Layout::separate, rng), rng);
+      }
 }

@@ -124,6 +124,57 @@ def test_fewer_or_more_keys_than_queries(torch, F):
                 assert err <= bound, f"{(b, h, kvh, n, kn, d)} causal={causal} {name}: error {err:.3e} > {bound}"
 
 
+def test_packed_batches_match_each_sequence_alone(torch, F):
+    """varlen_attention (flash_attn_varlen_func's signature): O and the gradients of a packed batch
+    (sequences of 0, 1 and uneven lengths, GQA, other key counts) against attend_fp32 on each
+    sequence alone, causal and not, on both dQ paths; its refusals."""
+    cases = [([1, 300, 1000, 7, 0, 129], None), ([5, 300, 0, 1000, 1, 129], [0, 1000, 7, 300, 2049, 1])]
+    for i, (lengths_q, lengths_k) in enumerate(cases):
+        lengths_k = lengths_k or lengths_q
+        h, kvh, d = 8, 2, 128 if i == 0 else 64
+        g = torch.Generator(device="cuda").manual_seed(200 + i)
+        draw = lambda heads, rows: torch.randn(rows, heads, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        q, k, v, d_o = draw(h, sum(lengths_q)), draw(kvh, sum(lengths_k)), draw(kvh, sum(lengths_k)), \
+            draw(h, sum(lengths_q))
+        offsets = lambda lengths: torch.tensor([0] + lengths, device="cuda", dtype=torch.int32).cumsum(0, dtype=torch.int32)
+        cu_q, cu_k = offsets(lengths_q), offsets(lengths_k)
+        for causal in (False, True):
+            leaves = [t.detach().float().requires_grad_() for t in (q, k, v)]
+            pieces = []
+            for b in range(len(lengths_q)):  # each sequence alone, as (1, H, N, D)
+                rows = lambda t, cu: t[cu[b]:cu[b + 1]].transpose(0, 1).unsqueeze(0)
+                pieces.append(attend_fp32(torch, rows(leaves[0], cu_q), rows(leaves[1], cu_k), rows(leaves[2], cu_k),
+                                          causal)[0].transpose(0, 1))
+            out = torch.cat(pieces)
+            want = [out.detach(), *torch.autograd.grad(out, leaves, d_o.float(), allow_unused=True)]
+            want = [w if w is not None else torch.zeros_like(x) for w, x in zip(want, (out, *leaves))]
+            for deterministic in (False, True):
+                tk_attention.deterministic_backward = deterministic
+                try:
+                    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+                    out = tk_attention.varlen_attention(*leaves, cu_q, cu_k, max(lengths_q), max(lengths_k),
+                                                        causal=causal)
+                    ours = [out.detach(), *torch.autograd.grad(out, leaves, d_o)]
+                finally:
+                    tk_attention.deterministic_backward = False
+                for j, name in enumerate(("O", "dQ", "dK", "dV")):
+                    err, bound = error(ours[j], want[j])
+                    print(f"  packed {lengths_q}/{lengths_k} causal={causal} deterministic={deterministic} "
+                          f"{name}: {err:.2e} (bound {bound:.0e})")
+                    assert err <= bound, f"packed causal={causal} {name}: error {err:.3e} > {bound}"
+    q = torch.zeros(10, 2, 64, device="cuda", dtype=torch.bfloat16)
+    cu = torch.tensor([0, 4, 10], device="cuda", dtype=torch.int32)
+    for what, call in {"int64 offsets": lambda: tk_attention.varlen_attention(q, q, q, cu.long(), cu, 6, 6),
+                       "max_seqlen": lambda: tk_attention.varlen_attention(q, q, q, cu, cu, 5, 6),
+                       "last offset": lambda: tk_attention.varlen_attention(q[:9], q, q, cu, cu, 6, 6)}.items():
+        try:
+            call()
+        except tk_attention.Unsupported as e:
+            assert "cu_seqlens_q and cu_seqlens_k int32" in str(e), f"{what}: {e}"
+            continue
+        raise AssertionError(f"{what}: accepted")
+
+
 def test_projection_layouts_are_read_in_place(torch, F):
     """q, k, v as x @ W viewed (B, N, H, D) and transposed, and as slices of one fused QKV: the same
     bits as the same values contiguous, and O laid out as q (empty_like keeps a dense layout)."""

@@ -81,6 +81,22 @@ TEST(AttentionBackward, RefusesWhatTheForwardRefuses) {
   EXPECT_NE(message({1, 4, 4, 0, 64, false}).find("seq = 0: give a positive number"), std::string::npos);
 }
 
+// The preprocess and the conversion find each scratch row's query (dense_query_row): row r of
+// matrix m at m x padded(N) + r, the queries from it on in its block, pad rows none.
+TEST(AttentionBackward, ScratchRowsFindTheirQueries) {
+  for (int n : {1, 100, 128, 129, 1000}) {
+    const std::size_t rows = 3 * std::size_t(bw::padded(n));
+    for (std::size_t g = 0; g < rows; ++g) {
+      const bw::QueryRow q = bw::dense_query_row(n, g);
+      const int r = int(g % bw::padded(n));
+      ASSERT_EQ(q.matrix, int(g / bw::padded(n)));
+      ASSERT_EQ(q.row, r);
+      ASSERT_EQ(q.real(), r < n) << "n " << n << " row " << r;
+      ASSERT_EQ(q.queries_left, n - r);
+    }
+  }
+}
+
 TEST(AttentionBackward, ScratchIsPaddedForEveryTile) {
   for (int seq : {1, 64, 127, 128, 129, 16384}) {
     EXPECT_EQ(bw::padded(seq) % bw::kRowPad, 0);

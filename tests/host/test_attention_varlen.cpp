@@ -145,7 +145,7 @@ TEST(AttentionVarlen, BadTensorsAreRefusedBeforeAnyLaunch) {
   EXPECT_EQ(attention::refusal(t, s), "");
   EXPECT_EQ(attention::refusal(t, s, {.q = attention::PackedStrides{3 * 4 * 128, 128}}), "");  // a qkv slice
   EXPECT_TRUE(mentions(attention::refusal(t, s, {.k = attention::PackedStrides{2 * 128 + 4, 128}}), "16 bytes"));
-  EXPECT_TRUE(mentions(attention::refusal({fake(0, 8), t.k, t.v, t.o, t.lse}, s), "16-byte aligned"));
+  EXPECT_TRUE(mentions(attention::refusal(attention::Tensors{fake(0, 8), t.k, t.v, t.o, t.lse}, s), "16-byte aligned"));
   EXPECT_TRUE(mentions(attention::refusal(t, s, {.o = attention::PackedStrides{128, 128}}), "overlap"));
   Varlen d96 = s;
   d96.head_dim = 96;

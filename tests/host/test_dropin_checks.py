@@ -57,19 +57,26 @@ def library_calls(source_dir, library):
     decreasing, starts = (ctypes.c_int * 3)(0, 5, 3), (ctypes.c_int * 3)(0, 5, 9)
     print("varlen", lib.tk_attention_varlen_create(*[1 << 20] * 5, decreasing, starts, 2, 8, 8, 128, 1, None),
           lib.tk_attention_varlen_create(*[1 << 20] * 5, starts, starts, 0, 8, 8, 128, 1, None))
+    print("varlen backward", lib.tk_attention_varlen_backward_scratch_bytes(starts, starts, 2, 8, 2, 128, 1, 1),
+          lib.tk_attention_varlen_backward_scratch_bytes(starts, starts, 2, 8, 2, 64, 1, 2),
+          lib.tk_attention_varlen_backward_scratch_bytes(decreasing, starts, 2, 8, 2, 64, 1, 2),
+          lib.tk_attention_varlen_backward_create(*[1 << 20] * 9, starts, decreasing, 2, 8, 8, 128, 1, None, None, 0),
+          lib.tk_attention_varlen_backward_create(*[1 << 20] * 9, starts, starts, 2, 8, 8, 96, 1, None, None, 0))
 
 
 def check_library(where, failures):
     """`where`: this script's arguments (SOURCE_DIR LIBRARY, or --installed)."""
     r = subprocess.run([sys.executable, __file__, "--library-calls", *where], capture_output=True, text=True)
     # Two vectors (lse2, D) of B x H x padded(N) floats: padded(1000) = 1024; the reducing path adds
-    # the fp32 dQ accumulator, B x H x padded(N) x D floats.
+    # the fp32 dQ accumulator, B x H x padded(N) x D floats. A packed batch's: each sequence's rows
+    # padded (5 and 4 queries: 128 + 128 rows), 0 for refused offsets.
     # The default (fastest) path reduces on every shape (attention::dq_path): 1 deterministic,
     # 2 reducing, 0 refused.
     expected = ["scratch 131072", "forward None", "backward None", f"scratch reducing {131072 + 2 * 8 * 1024 * 128 * 4}",
                 "backward reducing None", "paths 2 2 2 2 2", "forced 2 1",
-                f"scratch fastest {2 * 8 * 4096 * 4 + 8 * 4096 * 128 * 4}", "bad path 0 0 None", "negative seq_k None", "varlen None None"]
-    if r.returncode != 0 or r.stdout.split("\n")[:11] != expected:
+                f"scratch fastest {2 * 8 * 4096 * 4 + 8 * 4096 * 128 * 4}", "bad path 0 0 None", "negative seq_k None", "varlen None None",
+                f"varlen backward {2 * 8 * 256 * 4} {2 * 8 * 256 * 4 + 8 * 256 * 64 * 4} 0 None None"]
+    if r.returncode != 0 or r.stdout.split("\n")[:12] != expected:
         failures.append(f"library calls: exit {r.returncode}, {r.stdout!r} {r.stderr}")
     for reason in ("tk_attention_create: q: head-dim stride 2: the head dim must be contiguous",
                    "tk_attention_backward_create: head dim = 96: give 64 or 128",
@@ -78,7 +85,9 @@ def check_library(where, failures):
                    "tk_attention: dq_path 7: give 0 (fastest), 1 (deterministic) or 2 (reducing)",
                    "tk_attention_create: seq k = -1: give a positive number (0: as many as seq)",
                    "tk_attention_varlen_create: cu_seqlens_q[2] = 3 < cu_seqlens_q[1] = 5: offsets must not decrease",
-                   "tk_attention_varlen_create: cu_seqlens_q: 0 offsets: give B + 1 >= 2"):
+                   "tk_attention_varlen_create: cu_seqlens_q: 0 offsets: give B + 1 >= 2",
+                   "tk_attention_varlen_backward_create: cu_seqlens_k[2] = 3 < cu_seqlens_k[1] = 5: offsets must not decrease",
+                   "tk_attention_varlen_backward_create: head dim = 96: give 64 or 128"):
         if reason not in r.stderr:
             failures.append(f"library: stderr lacks '{reason}': {r.stderr}")
 
@@ -100,6 +109,61 @@ def causal_bias(variant, seq_len_q, seq_len_kv):
     """What the checks read of torch.nn.attention.bias.CausalBias, without torch."""
     return types.SimpleNamespace(variant=types.SimpleNamespace(name=variant), seq_len_q=seq_len_q,
                                  seq_len_kv=seq_len_kv)
+
+
+def check_varlen(m, tensor, failures):
+    """flash_attn_varlen_func's calls: packed (total, H, D) tensors and int32 cu_seqlens."""
+    def packed(name, total, heads, d=128, **kw):
+        return tensor(name, (total, heads, d), (heads * d, d, 1), **kw)
+
+    def offsets(name, values, dtype="int32", device="cuda:0", known=True):
+        return m.Offsets(name, (len(values),), dtype, device, list(values) if known else None)
+
+    cu_q, cu_k = [0, 0, 5, 6, 306], [0, 7, 7, 8, 298]  # lengths 0, 5, 1, 300 and 7, 0, 1, 290
+
+    def call(q=None, k=None, v=None, cq=None, ck=None, max_q=300, max_k=290, **kw):
+        return m.check_varlen_call(q or packed("q", 306, 8), k or packed("k", 298, 2), v or packed("v", 298, 2),
+                                   cq or offsets("cu_seqlens_q", cu_q), ck or offsets("cu_seqlens_k", cu_k), max_q,
+                                   max_k, **kw)
+
+    def refuses(what, expected, **kw):
+        try:
+            call(**kw)
+            failures.append(f"varlen {what}: accepted")
+        except m.Unsupported as e:
+            if expected not in str(e) or "cu_seqlens_q and cu_seqlens_k int32" not in str(e):
+                failures.append(f"varlen {what}: the message lacks '{expected}' or what is supported: {e}")
+
+    try:
+        p = call(causal=True)
+        if p != m.VarlenProblem(cu_q, cu_k, 8, 2, 128, True):
+            failures.append(f"varlen: problem {p}")
+        call(cq=offsets("cu_seqlens_q", cu_q, known=False), ck=offsets("cu_seqlens_k", cu_k, known=False))
+        qkv = 3 * 8 * 64  # q, k, v as slices of one (total, 3, H, D) projection
+        call(q=tensor("q", (306, 8, 64), (qkv, 64, 1)), k=tensor("k", (306, 8, 64), (qkv, 64, 1)),
+             v=tensor("v", (306, 8, 64), (qkv, 64, 1)), ck=offsets("cu_seqlens_k", cu_q), max_k=300)
+    except m.Unsupported as e:
+        failures.append(f"varlen: refused: {e}")
+    refuses("int64 offsets", "cu_seqlens_q is int64: give int32", cq=offsets("cu_seqlens_q", cu_q, dtype="int64"))
+    refuses("not from 0", "cu_seqlens_k[0] = 1: the first offset must be 0",
+            ck=offsets("cu_seqlens_k", [1, 7, 7, 8, 298]))
+    refuses("decreasing", "cu_seqlens_q[2] = 4 < cu_seqlens_q[1] = 5: offsets must not decrease",
+            cq=offsets("cu_seqlens_q", [0, 5, 4, 6, 306]))
+    refuses("last not the total", "cu_seqlens_q[-1] = 305, but the tensor has 306 tokens",
+            cq=offsets("cu_seqlens_q", [0, 0, 5, 6, 305]))
+    refuses("over max_seqlen", "sequence 3 has 300 tokens, more than max_seqlen 299", max_q=299)
+    refuses("other device", "cu_seqlens_k is on cpu and q on cuda:0",
+            ck=offsets("cu_seqlens_k", cu_k, device="cpu"))
+    refuses("batch differs", "cu_seqlens_q has 5 offsets and cu_seqlens_k 4",
+            ck=offsets("cu_seqlens_k", [0, 7, 8, 298]))
+    refuses("4-d q", "q has 4 dims", q=tensor("q", (1, 306, 8, 128)))
+    refuses("head dim 96", "q has head dim 96: give 64 or 128", q=packed("q", 306, 8, 96), k=packed("k", 298, 2, 96),
+            v=packed("v", 298, 2, 96))
+    refuses("fp16", "k is float16: give bfloat16", k=packed("k", 298, 2, dtype="float16"))
+    refuses("heads", "a multiple of the key/value heads", k=packed("k", 298, 3), v=packed("v", 298, 3))
+    refuses("misaligned", "v: its address is not 16-byte aligned", v=packed("v", 298, 2, offset=2))
+    refuses("row stride", "q: seq stride 1028 (2056 bytes)", q=tensor("q", (306, 8, 128), (1028, 128, 1)))
+    refuses("scale", "softmax_scale = 1.0", softmax_scale=1.0)
 
 
 def main():
@@ -194,6 +258,8 @@ def main():
     refuses("broadcast", "v: head stride 0: give a positive stride",
             *qkv(v=tensor("v", shape, (1000 * 128, 0, 128, 1))))
     refuses("misaligned", "q: its address is not 16-byte aligned", *qkv(q=tensor("q", shape, offset=2)))
+
+    check_varlen(m, tensor, failures)
 
     # No library: the error says how to install the package or point at one.
     with tempfile.TemporaryDirectory() as tmp:

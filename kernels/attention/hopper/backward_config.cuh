@@ -27,6 +27,8 @@
 
 #include "kernels/attention/attention.hpp"
 #include "kernels/attention/backward_schedule.hpp"
+#include "kernels/attention/hopper/tensor_maps.cuh"
+#include "kernels/attention/varlen_backward.hpp"
 #include "tk/warpgroup.cuh"
 
 namespace attention::hopper::backward {
@@ -210,21 +212,41 @@ struct KvMaps {
 struct QMaps {
   grid_map q, d_o, k, v, dq;
 };
-
-// Where dQ's rows lie for the conversion kernel, which writes them without the TMA (as RowStrides).
-struct DqOut {
-  bf16* dq;
-  std::int64_t batch, head, seq;
+// A packed batch's (../varlen_backward.hpp): each tensor a map per sequence (a grid of one batch,
+// [heads] of its rows x D), and the items, in global memory.
+struct VarlenKvMaps {
+  const grid_map *k, *v, *q, *d_o, *dk, *dv;
+  const VarlenKvItem* items;
+  int count;  // items
+};
+struct VarlenQMaps {
+  const grid_map *q, *d_o, *k, *v, *dq;
+  const VarlenQItem* items;
 };
 
-// Where O's or dO's rows lie for the preprocess, which reads them without the TMA: element
-// strides (attention::Strides; the head dim is contiguous).
+// Where O's, dO's or dQ's rows lie for the preprocess and the conversion, which reach them without
+// the TMA: element strides (attention::Strides; the head dim is contiguous). A packed tensor's
+// (PackedStrides) are one batch's: {any, head, row}.
 struct RowStrides {
   std::int64_t batch, head, seq;
   // Row r of query matrix qm = batch x heads + head.
   __device__ std::size_t at(int qm, int heads, int r) const {
     return std::size_t(qm / heads * batch + qm % heads * head + r * seq);
   }
+};
+
+// Where the preprocess and the conversion find scratch row g in the tensors (QueryRow): a dense
+// batch's rows, or a packed batch's (../varlen_backward.hpp); and the LSE's rows per matrix.
+struct DenseRows {
+  int seq;
+  __device__ QueryRow at(std::size_t g) const { return dense_query_row(seq, g); }
+  __device__ int lse_rows() const { return seq; }
+};
+struct PackedRows {
+  const RowBlock* blocks;
+  int padded_rows, total_q;
+  __device__ QueryRow at(std::size_t g) const { return packed_query_row(blocks, padded_rows, g); }
+  __device__ int lse_rows() const { return total_q; }
 };
 
 // The scratch: LSE log2(e), so P = 2^(S scale log2(e) - lse2) is one FFMA and one MUFU.EX2, and
@@ -239,5 +261,58 @@ struct Problem {
   // Entry r of query matrix qm's scratch vectors.
   __device__ std::size_t row(int qm, int r) const { return std::size_t(qm) * padded(schedule.seq) + r; }
 };
+
+// A packed batch's problem: one matrix per head over every sequence's padded rows
+// (../varlen_backward.hpp), so Problem::row and the accumulator's parts take a sequence's rows
+// from its first padded row on.
+inline Schedule varlen_schedule(const Varlen& s) {
+  return {1, s.heads, s.kv_heads, padded_offsets(s).back(), Mask{0, 0, s.causal}};
+}
+
+// A block's work item and where its sequence lies: its maps (`seq`), its first row of the scratch,
+// and its mask. A dense batch's item is computed, at place 0 with the problem's mask; a packed
+// batch's is read from its table.
+template <class Item>
+struct Work {
+  Item item;
+  int seq, padded_row;
+  Mask mask;
+};
+using KvWork = Work<KvItem>;
+using QWork = Work<QItem>;
+
+// `x` as lane 0 holds it, so ptxas knows it is the same in every lane and keeps what follows from
+// it in uniform registers (config.cuh's warp_item says what a per-lane copy cost). Every lane must
+// call it.
+template <class T>
+__device__ T warp_uniform(T x) {
+  static_assert(sizeof(T) % sizeof(int) == 0, "whole words");
+  int words[sizeof(T) / sizeof(int)];
+  memcpy(words, &x, sizeof(T));
+#pragma unroll
+  for (int& w : words) w = __shfl_sync(0xffffffffu, w, 0);
+  memcpy(&x, words, sizeof(T));
+  return x;
+}
+
+template <class Item, class Table>
+__device__ Work<Item> from_table(const Table* items, const Problem& p, int t) {
+  const Table it = warp_uniform(items[t]);
+  return {it.item, it.at.seq, it.at.padded_row, Mask{it.at.keys, it.at.keys - it.at.queries, p.schedule.mask.causal}};
+}
+__device__ inline KvWork kv_work(const KvMaps&, const Problem& p, int t, int step, bool staggered) {
+  return {kv_item(p.schedule, t, step, staggered), 0, 0, p.schedule.mask};
+}
+__device__ inline KvWork kv_work(const VarlenKvMaps& maps, const Problem& p, int t, int, bool) {
+  return from_table<KvItem>(maps.items, p, t);
+}
+__device__ inline int kv_item_count(const KvMaps&, const Problem& p) { return kv_items(p.schedule); }
+__device__ inline int kv_item_count(const VarlenKvMaps& maps, const Problem&) { return maps.count; }
+__device__ inline QWork q_work(const QMaps&, const Problem& p, int t) {
+  return {q_item(p.schedule, t), 0, 0, p.schedule.mask};
+}
+__device__ inline QWork q_work(const VarlenQMaps& maps, const Problem& p, int t) {
+  return from_table<QItem>(maps.items, p, t);
+}
 
 }  // namespace attention::hopper::backward

@@ -15,12 +15,13 @@ namespace attention::hopper::backward {
 template <int D>
 constexpr int kDeterministicSmemBytes = std::max(kKvSmemBytes<D>, kQSmemBytes<D>);
 
-template <int D>
+// KM, QM: KvMaps and QMaps, or a packed batch's VarlenKvMaps and VarlenQMaps.
+template <int D, class KM = KvMaps, class QM = QMaps>
 __global__ void __launch_bounds__(KvConfig<D>::threads, 1)
-    deterministic_kernel(const __grid_constant__ KvMaps kv_maps, const __grid_constant__ QMaps q_maps, const Problem p) {
+    deterministic_kernel(const __grid_constant__ KM kv_maps, const __grid_constant__ QM q_maps, const Problem p) {
   static_assert(KvConfig<D>::threads == QConfig<D>::threads, "one block shape for both kinds of item");
   extern __shared__ std::uint8_t raw[];
-  const int kv_blocks = kv_items(p.schedule);
+  const int kv_blocks = kv_item_count(kv_maps, p);
   if (int(blockIdx.x) < kv_blocks) {
     dkdv_block<D, false>(aligned_smem<KvSmem<D>>(raw), kv_maps, p, blockIdx.x);
   } else {

@@ -17,21 +17,23 @@
 
 namespace attention::hopper::backward {
 
-template <int D, bool FusedDq>
-__device__ void produce_kv(KvSmem<D, FusedDq>& sm, const KvMaps& maps, const Problem& p, const KvItem& it) {
+template <int D, bool FusedDq, class M>
+__device__ void produce_kv(KvSmem<D, FusedDq>& sm, const M& maps, const Problem& p, const KvWork& work) {
   using C = KvConfig<D, FusedDq>;
+  const KvItem& it = work.item;
   const std::uint32_t kv = sm.kv_pipe.acquire(0, KvSmem<D, FusedDq>::kv_bytes);
   for (int w = 0; w < C::consumers; ++w) {
-    tma::load_async(sm.k[w], maps.k, it.kv_block * C::consumers + w, 0, kv, it.kvm);
-    tma::load_async(sm.v[w], maps.v, it.kv_block * C::consumers + w, 0, kv, it.kvm);
+    tma::load_async(sm.k[w], map_of(maps.k, work.seq), it.kv_block * C::consumers + w, 0, kv, it.kvm);
+    tma::load_async(sm.v[w], map_of(maps.v, work.seq), it.kv_block * C::consumers + w, 0, kv, it.kvm);
   }
   for (int step = 0; step < it.steps; ++step) {
     const int stage = sm.pipe.stage(step), qm = it.qm(step), q_tile = it.q_tile(step);
     const std::uint32_t full = sm.pipe.acquire(step, KvSmem<D, FusedDq>::step_bytes);
-    tma::load_async(sm.q[stage], maps.q, q_tile, 0, full, qm);
-    tma::load_async(sm.d_o[stage], maps.d_o, q_tile, 0, full, qm);
-    tma::load_async(sm.lse2[stage], p.lse2 + p.row(qm, q_tile * C::step), full);
-    tma::load_async(sm.delta[stage], p.delta + p.row(qm, q_tile * C::step), full);
+    tma::load_async(sm.q[stage], map_of(maps.q, work.seq), q_tile, 0, full, qm);
+    tma::load_async(sm.d_o[stage], map_of(maps.d_o, work.seq), q_tile, 0, full, qm);
+    const std::size_t row = p.row(qm, work.padded_row + q_tile * C::step);
+    tma::load_async(sm.lse2[stage], p.lse2 + row, full);
+    tma::load_async(sm.delta[stage], p.delta + row, full);
   }
 }
 
@@ -92,14 +94,16 @@ __device__ __forceinline__ void stage_dq_part(KvSmem<D, true>& sm, int w, int st
 // tile is freed once the copy engine has read it, and only before another step (no barrier is
 // left half-done). No consumer waits on a reduction.
 template <int D>
-__device__ void write_dq(KvSmem<D, true>& sm, const Problem& p, const KvItem& it) {
+__device__ void write_dq(KvSmem<D, true>& sm, const Problem& p, const KvWork& work) {
   using C = KvConfig<D, true>;
+  const KvItem& it = work.item;
   const bool issuer = threadIdx.x % 32 == 0;
   for (int step = 0; step < it.steps; ++step) {
     for (int w = 0; w < C::consumers; ++w) {
       warpgroup::sync(C::dq_full(w), C::dq_handoff_threads);
       if (issuer) {
-        float* dst = p.dq_accumulator + dq_step_part_start(it.qm(step), it.q_tile(step), w, p.schedule.seq, D);
+        const int step_tile = work.padded_row / C::step + it.q_tile(step);  // padded_row: whole steps
+        float* dst = p.dq_accumulator + dq_step_part_start(it.qm(step), step_tile, w, p.schedule.seq, D);
         arch::bulk_reduce_add_f32(dst, arch::shared_address(sm.fused.dq[w].data), C::dq_part_bytes);
         arch::bulk_commit();
         arch::bulk_wait_read<0>();
@@ -116,13 +120,13 @@ __device__ void write_dq(KvSmem<D, true>& sm, const Problem& p, const KvItem& it
 // under the dS^T barrier and dK under the dQ part's staging (FlashAttention-3's order). The step
 // ends with every product done (the stage may be released).
 template <int D, bool FusedDq>
-__device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& it, int step, int w, int warp_key0,
+__device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvWork& work, int step, int w, int warp_key0,
                         typename KvConfig<D, FusedDq>::grad& dk, typename KvConfig<D, FusedDq>::grad& dv,
                         const typename KvConfig<D, FusedDq>::Turns& turn) {
   using C = KvConfig<D, FusedDq>;
   using slice = typename C::slice_tile;
-  const Mask& mask = p.schedule.mask;
-  const int stage = sm.pipe.stage(step), query0 = it.q_tile(step) * C::step;
+  const Mask& mask = work.mask;
+  const int stage = sm.pipe.stage(step), query0 = work.item.q_tile(step) * C::step;
   typename C::scores s, dp;
   typename C::probs pr, ds;
   turn.wait();
@@ -173,9 +177,10 @@ __device__ void kv_step(KvSmem<D, FusedDq>& sm, const Problem& p, const KvItem& 
 
 // Consumer w: its 64 keys' dK and dV over every step, then out through its K and V tiles
 // (named barrier 1 + w), which no product reads any more.
-template <int D, bool FusedDq>
-__device__ void consume_kv(KvSmem<D, FusedDq>& sm, const KvMaps& maps, const Problem& p, const KvItem& it) {
+template <int D, bool FusedDq, class M>
+__device__ void consume_kv(KvSmem<D, FusedDq>& sm, const M& maps, const Problem& p, const KvWork& work) {
   using C = KvConfig<D, FusedDq>;
+  const KvItem& it = work.item;
   const int w = block_warpgroup<D>() - 1;
   const int key0 = (it.kv_block * C::consumers + w) * warpgroup::kRows;
   typename C::grad dk, dv;
@@ -186,7 +191,7 @@ __device__ void consume_kv(KvSmem<D, FusedDq>& sm, const KvMaps& maps, const Pro
   sm.kv_pipe.wait_full(0);
   for (int step = 0; step < it.steps; ++step) {
     sm.pipe.wait_full(step);
-    kv_step<D, FusedDq>(sm, p, it, step, w, key0 + warpgroup::warp_row(), dk, dv, turn);
+    kv_step<D, FusedDq>(sm, p, work, step, w, key0 + warpgroup::warp_row(), dk, dv, turn);
     sm.pipe.release(step);  // every thread: its own reads of lse2 and D (KvSmem::init)
   }
   turn.finish();
@@ -195,38 +200,38 @@ __device__ void consume_kv(KvSmem<D, FusedDq>& sm, const KvMaps& maps, const Pro
   typename C::grad_bf out;
   warp::mul(dk, dk, p.scale);  // the scores were Q K^T scaled: dK = scale dS^T Q
   warp::copy(out, dk);
-  warpgroup::store_async(maps.dk, sm.k[w], out, it.kv_block * C::consumers + w, 0, 1 + w, it.kvm);
+  warpgroup::store_async(map_of(maps.dk, work.seq), sm.k[w], out, it.kv_block * C::consumers + w, 0, 1 + w, it.kvm);
   warp::copy(out, dv);
-  warpgroup::store_async(maps.dv, sm.v[w], out, it.kv_block * C::consumers + w, 0, 1 + w, it.kvm);
+  warpgroup::store_async(map_of(maps.dv, work.seq), sm.v[w], out, it.kv_block * C::consumers + w, 0, 1 + w, it.kvm);
 }
 
-// A block's dK/dV work item `item` (kv_item), in its shared memory.
-template <int D, bool FusedDq>
-__device__ __forceinline__ void dkdv_block(KvSmem<D, FusedDq>& sm, const KvMaps& maps, const Problem& p, int item) {
+// A block's dK/dV work item `item` (kv_work), in its shared memory.
+template <int D, bool FusedDq, class M>
+__device__ __forceinline__ void dkdv_block(KvSmem<D, FusedDq>& sm, const M& maps, const Problem& p, int item) {
   using C = KvConfig<D, FusedDq>;
   if (threadIdx.x == 0) sm.init();
   __syncthreads();
-  const KvItem it = kv_item(p.schedule, item, C::step, FusedDq);
+  const KvWork work = kv_work(maps, p, item, C::step, FusedDq);
 
   if (block_warpgroup<D>() == 0) {
     warpgroup::decrease_registers<C::producer_registers>();
-    if (warpgroup::thread() == 0) produce_kv<D, FusedDq>(sm, maps, p, it);
+    if (warpgroup::thread() == 0) produce_kv<D, FusedDq>(sm, maps, p, work);
     if constexpr (FusedDq) {
-      if (warpgroup::thread() / 32 == C::writer_warp) write_dq<D>(sm, p, it);
+      if (warpgroup::thread() / 32 == C::writer_warp) write_dq<D>(sm, p, work);
     }
     return;
   }
   warpgroup::increase_registers<C::consumer_registers>();
-  consume_kv<D, FusedDq>(sm, maps, p, it);
+  consume_kv<D, FusedDq>(sm, maps, p, work);
   // The K and V tiles must outlive the stores (the writer waited for its reductions' reads).
   if (warpgroup::thread() == 0) tma::store_wait_read<0>();
 }
 
 // The reducing path's kernel: a dK/dV item per block, each adding its dQ parts into
-// p.dq_accumulator (items staggered).
-template <int D>
+// p.dq_accumulator (items staggered). M: KvMaps, or a packed batch's VarlenKvMaps.
+template <int D, class M = KvMaps>
 __global__ void __launch_bounds__(KvConfig<D, true>::threads, 1)
-    reducing_dkdv_kernel(const __grid_constant__ KvMaps maps, const Problem p) {
+    reducing_dkdv_kernel(const __grid_constant__ M maps, const Problem p) {
   extern __shared__ std::uint8_t raw[];
   dkdv_block<D, true>(aligned_smem<KvSmem<D, true>>(raw), maps, p, blockIdx.x);
 }

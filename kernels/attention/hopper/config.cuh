@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "kernels/attention/attention.hpp"
+#include "kernels/attention/hopper/tensor_maps.cuh"
 #include "kernels/attention/varlen.hpp"
 #include "kernels/attention/work_order.hpp"
 #include "tk/warpgroup.cuh"
@@ -117,10 +118,6 @@ struct VarlenMaps {
   const grid_map *q, *k, *v, *o;
   const VarlenItem* items;
 };
-
-// The map an item's tiles of a tensor come from: the batch's, or its sequence's.
-__device__ inline const grid_map& map_of(const grid_map& batch, int) { return batch; }
-__device__ inline const grid_map& map_of(const grid_map* sequences, int seq) { return sequences[seq]; }
 
 struct Problem {
   int seq, heads, kv_heads, matrices, q_blocks;  // seq: queries; matrices: batch x heads (varlen: total_q; 1)

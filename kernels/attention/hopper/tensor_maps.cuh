@@ -17,4 +17,9 @@ tk::grid_map tensor_map(const typename ST::element* data, Shape s, int heads, in
                          {std::uint64_t(at.seq), std::uint64_t(at.head), std::uint64_t(at.batch)});
 }
 
+// The map an item's tiles of a tensor come from: the batch's, or (a packed batch, ../varlen.hpp)
+// its sequence's.
+__device__ inline const tk::grid_map& map_of(const tk::grid_map& batch, int) { return batch; }
+__device__ inline const tk::grid_map& map_of(const tk::grid_map* sequences, int seq) { return sequences[seq]; }
+
 }  // namespace attention::hopper
