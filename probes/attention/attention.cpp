@@ -16,8 +16,8 @@
 //
 // --varlen: the wgmma forward and backward (--pass) on a packed batch of sequences of those lengths
 // (attention::VarlenForward, VarlenBackward: each sequence's queries are its keys), every sequence
-// checked against the references on it alone; where all lengths are equal the dense forward is
-// timed on the same tensors after the packed one, and the forward's row carries the ratio.
+// checked against the references on it alone; where all lengths are equal the dense pass is timed
+// on the same tensors after the packed one, and each row carries the ratio.
 //
 // The suite (`tkprobe all`, and so the regression baseline) runs every kernel a caller can reach:
 // bf16 forward and backward with the dQ path a caller gets by default, the deterministic dQ path's
@@ -409,7 +409,10 @@ class AttentionProbe final : public Probe {
     double worst_row = 0;
     const bool passed = check_varlen_output(ctx, s, b, r, check, worst_row);
     r.checked(std::move(check), passed);
-    if (equal_lengths(s)) time_dense_beside(ctx, s, b.forward(), r, m);
+    if (equal_lengths(s)) {
+      const attention::Forward dense(b.forward(), dense_of(s), Kernel::wgmma, dense_forward_layout(s));
+      time_dense_beside(ctx, s, Pass::fwd, r, m, [&](cudaStream_t st) { dense(st); });
+    }
     ctx.add(std::move(r));
   }
 
@@ -447,6 +450,17 @@ class AttentionProbe final : public Probe {
       passed &= e.zero_gradient_max_abs <= kMaxZeroGradient;
       if (p == Pass::fwd_bwd) passed &= check_varlen_output(ctx, s, b, r, check, worst_row);
       r.checked(std::move(check), passed);
+      if (equal_lengths(s)) {  // the dense passes on the same tensors, after the check
+        const Shape dense = dense_of(s);
+        const attention::Forward dense_forward(b.forward(), dense, Kernel::wgmma, dense_forward_layout(s));
+        const attention::ForwardLayout f = dense_forward_layout(s);
+        const attention::Backward dense_backward(b.backward(), dense, {f.q, f.k, f.v, f.o, f.o, f.q, f.k, f.v},
+                                                 options);
+        time_dense_beside(ctx, s, p, r, m, [&](cudaStream_t st) {
+          if (p == Pass::fwd_bwd) dense_forward(st);
+          dense_backward(st);
+        });
+      }
       ctx.add(std::move(r));
     }
   }
@@ -478,20 +492,24 @@ class AttentionProbe final : public Probe {
     return s.queries(0) > 0;
   }
 
-  // Equal lengths n: the packed tensors are (B, n, H, D), which the dense forward reads in place;
-  // its rate on them (its own rows check its output) and the varlen forward's over it.
-  void time_dense_beside(ProbeContext& ctx, const attention::Varlen& s, const attention::Tensors& t, Result& r,
-                         const Measurement& varlen) {
-    const int n = s.queries(0), d = s.head_dim;
-    const Shape dense{s.batch(), s.heads, s.kv_heads, n, d, s.causal};
-    const auto at = [&](int heads) {
-      return attention::Strides{std::int64_t(n) * heads * d, d, std::int64_t(heads) * d, 1};
-    };
-    const attention::Forward forward(t, dense, Kernel::wgmma,
-                                     {at(s.heads), at(s.kv_heads), at(s.kv_heads), at(s.heads)});
+  // Equal lengths n: the packed tensors are (B, n, H, D), which the dense passes read in place.
+  static Shape dense_of(const attention::Varlen& s) {
+    return {s.batch(), s.heads, s.kv_heads, s.queries(0), s.head_dim, s.causal};
+  }
+  static attention::ForwardLayout dense_forward_layout(const attention::Varlen& s) {
+    const std::int64_t n = s.queries(0), d = s.head_dim;
+    const auto at = [&](int heads) { return attention::Strides{n * heads * d, d, heads * d, 1}; };
+    return {at(s.heads), at(s.kv_heads), at(s.kv_heads), at(s.heads)};
+  }
+
+  // The dense pass `p` (`dense_launch`) timed on the varlen row's tensors: its rate, and the varlen
+  // pass's over it, per second and per clock.
+  void time_dense_beside(ProbeContext& ctx, const attention::Varlen& s, Pass p, Result& r, const Measurement& varlen,
+                         const std::function<void(cudaStream_t)>& dense_launch) {
+    const Shape dense = dense_of(s);
     const Measurement m =
-        time_pass(ctx, fmt::format("attention wgmma fwd {}, the varlen row's tensors", describe(dense)),
-                  pass_flops(Pass::fwd, dense) / 1e12, [&](cudaStream_t st) { forward(st); });
+        time_pass(ctx, fmt::format("attention wgmma {} {}, the varlen row's tensors", pass_name(p), describe(dense)),
+                  pass_flops(p, dense) / 1e12, dense_launch);
     r.value(metric::dense_tflops, m.stats.median);
     r.value(metric::vs_dense, varlen.stats.median / m.stats.median);
     Json per_clock = nullptr;  // where this GPU's clock peak is known (add_rates)
