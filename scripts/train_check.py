@@ -6,7 +6,10 @@ transposed, so the attention reads the projection in place; causal attention; an
 copy task on random tokens (predict the token `LAG` places back), fp32 weights, attention in bf16.
 The runs differ only in the attention: the tk_attention package (the DSL's kernels), PyTorch's SDPA
 (its default backend: flash or cuDNN), and SDPA's math backend (a third bf16 implementation). With
---compile every run's model is torch.compile(fullgraph=True)'d: no graph break allowed.
+--compile every run's model is torch.compile(fullgraph=True)'d: no graph break allowed. With
+--packed every step's sequences have random lengths (right-padded to --seq, padding out of the
+loss): the drop-in packs the valid tokens and runs tk_attention.varlen_attention, SDPA the causal
+padded batch (its valid rows see the same keys).
 
 The rule. Two correct bf16 implementations round differently, so their curves drift apart by
 "bf16 noise"; the two SDPA backends measure how far in this very run. Losses are averaged over
@@ -17,7 +20,7 @@ something). A wrong gradient (a missing scale, a dropped tile) fails the first a
 the second. Exit 0 when both hold, 1 when not, 77 without torch, an sm_90 GPU or the installed
 package, 2 on bad options.
 
-    scripts/train_check.py [--steps 300] [--compile] [--tk-lib build/kernels/libtk_attention_c.so]
+    scripts/train_check.py [--steps 300] [--compile | --packed] [--tk-lib build/kernels/libtk_attention_c.so]
 """
 import argparse
 import os
@@ -64,11 +67,11 @@ def build_model(torch, attend, vocab, width, heads, layers):
             self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
             self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
 
-        def forward(self, x):
+        def forward(self, x, lengths):
             b, n, _ = x.shape
             qkv = self.qkv(self.norm1(x)).to(torch.bfloat16).view(b, n, 3, heads, width // heads)
             q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))  # (B, H, N, D) views: rows 3 x width apart
-            a = attend(q, k, v, is_causal=True).transpose(1, 2).reshape(b, n, width).float()
+            a = attend(q, k, v, lengths).transpose(1, 2).reshape(b, n, width).float()
             x = x + self.proj(a)
             return x + self.mlp(self.norm2(x))
 
@@ -82,10 +85,10 @@ def build_model(torch, attend, vocab, width, heads, layers):
             self.blocks = nn.ModuleList(Block() for _ in range(layers))
             self.head = nn.Linear(width, vocab)
 
-        def forward(self, tokens):
+        def forward(self, tokens, lengths):
             x = self.embed(tokens) + self.position[:, :tokens.shape[1]]
             for block in self.blocks:
-                x = block(x)
+                x = block(x, lengths)
             return self.head(x)
 
     return Model()
@@ -102,8 +105,12 @@ def train(torch, attend, args):
     losses = []
     for _ in range(args.steps):
         tokens = torch.randint(0, args.vocab, (args.batch, args.seq), device="cuda", generator=data)
-        logits = model(tokens)[:, LAG:]
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, args.vocab), tokens[:, :-LAG].reshape(-1))
+        lengths = torch.full((args.batch,), args.seq, device="cuda")
+        if args.packed:
+            lengths = torch.randint(LAG + 1, args.seq + 1, (args.batch,), device="cuda", generator=data)
+        logits = model(tokens, lengths)[:, LAG:]
+        scored = torch.arange(LAG, args.seq, device="cuda")[None, :] < lengths[:, None]  # no padding in the loss
+        loss = torch.nn.functional.cross_entropy(logits[scored], tokens[:, :-LAG][scored])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -117,6 +124,8 @@ def main():
     parser.add_argument("--window", type=int, default=20, help="steps per averaged window")
     parser.add_argument("--tk-lib", help="a built libtk_attention_c.so (default: the one the package carries)")
     parser.add_argument("--compile", action="store_true", help="torch.compile(fullgraph=True) every run's model")
+    parser.add_argument("--packed", action="store_true",
+                        help="sequences of random lengths, packed for tk_attention.varlen_attention")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=512)
@@ -132,6 +141,8 @@ def main():
         parser.error(f"--width {args.width} --heads {args.heads}: the head dim width / heads must be 64 or 128")
     if args.seq <= LAG or args.seq > 4096:
         parser.error(f"--seq {args.seq}: give {LAG + 1}..4096")
+    if args.packed and args.compile:
+        parser.error("--packed --compile: varlen_attention reads its offsets back each call; give one of them")
     if args.tk_lib and not os.path.isfile(args.tk_lib):
         parser.error(f"--tk-lib {args.tk_lib}: no such file (give a built libtk_attention_c.so, or leave it out)")
     try:
@@ -152,12 +163,24 @@ def main():
         return 77
     tk_attention.load(args.tk_lib)
 
-    def math_sdpa(*a, **kw):
-        with sdpa_kernel(SDPBackend.MATH):
-            return F.scaled_dot_product_attention(*a, **kw)
+    def sdpa(q, k, v, lengths):  # right padding: causal rows of a sequence see its keys alone
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-    ours = train(torch, tk_attention.scaled_dot_product_attention, args)
-    sdpa = train(torch, F.scaled_dot_product_attention, args)
+    def math_sdpa(*a):
+        with sdpa_kernel(SDPBackend.MATH):
+            return sdpa(*a)
+
+    def drop_in(q, k, v, lengths):
+        if not args.packed:
+            return tk_attention.scaled_dot_product_attention(q, k, v, is_causal=True)
+        b, h, n, d = q.shape
+        valid = torch.arange(n, device=q.device)[None, :] < lengths[:, None]
+        cu = F.pad(lengths.cumsum(0), (1, 0)).to(torch.int32)
+        o = tk_attention.varlen_attention(*(t.transpose(1, 2)[valid] for t in (q, k, v)), cu, cu, n, n, causal=True)
+        return q.new_zeros(b, n, h, d).index_put((valid,), o).transpose(1, 2)
+
+    ours = train(torch, drop_in, args)
+    sdpa = train(torch, sdpa, args)
     math_ = train(torch, math_sdpa, args)
     passed, lines = judge(ours, sdpa, math_, args.window)
     print("\n".join(lines))
