@@ -48,6 +48,8 @@ RUNS=(
   "attention --pass bwd --batch 1 --heads 2 --seq 1000 --head-dim 128 --causal"
   "attention --pass bwd --batch 1 --heads 2 --seq 1000 --head-dim 128 --causal --dq reduce"
   "attention --quick --pass fwd --dtype e4m3"
+  "attention --varlen 1,0,300,129,77 --pass all --heads 4 --kv-heads 2 --head-dim 64 --causal"
+  "attention --varlen 1,0,300,129,77 --pass all --heads 4 --kv-heads 2 --head-dim 128 --dq deterministic"
   "based --quick"
   "overlap --quick --filler ex2 --warpgroups 1"
   "quadrants --quick --warps 1,4"
