@@ -2,7 +2,8 @@
 """The installed tk_attention package as PyTorch operators (ctest gpu.package):
 
 - torch.library.opcheck passes on tk_attention::forward (both backward paths, contiguous and
-  (B, N, H, D) inputs) and tk_attention::backward;
+  (B, N, H, D) inputs) and tk_attention::backward, and on the packed batch's varlen_forward and
+  varlen_backward (sequences of 0 and 1 tokens among others);
 - a transformer block (attention + MLP, GQA 4:1, causal, bf16, D = 128) compiles with
   torch.compile(fullgraph=True), so with no graph break, and its outputs and gradients lie within bf16
   noise of eager: no further from eager than compiling moves the same block on PyTorch's SDPA
@@ -65,6 +66,20 @@ def test_opcheck(torch, F):
     o, lse = forward(q, k, v, True, True)
     for deterministic in (False, True):
         torch.library.opcheck(backward, (q, k, v, o, lse, d_o, True, deterministic))
+
+
+def test_opcheck_varlen(torch, F):
+    g = torch.Generator(device="cuda").manual_seed(2)
+    draw_packed = lambda heads: torch.randn(306, heads, 64, device="cuda", dtype=torch.bfloat16, generator=g)
+    q, k, v, d_o = draw_packed(8), draw_packed(2), draw_packed(2), draw_packed(8)
+    cu = torch.tensor([0, 5, 5, 305, 306], device="cuda", dtype=torch.int32)  # lengths 5, 0, 300, 1
+    forward, backward = torch.ops.tk_attention.varlen_forward.default, torch.ops.tk_attention.varlen_backward.default
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    for deterministic in (False, True):
+        torch.library.opcheck(forward, (*leaves, cu, cu, 300, 300, True, deterministic))
+    o, lse = forward(q, k, v, cu, cu, 300, 300, True, False)
+    for deterministic in (False, True):
+        torch.library.opcheck(backward, (q, k, v, o, lse, d_o, cu, cu, 300, 300, True, deterministic))
 
 
 def make_block(torch, attend, dtype):
