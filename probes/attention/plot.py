@@ -1,5 +1,5 @@
-"""attention's figure for scripts/plot.py. % of clock peak and TFLOP/s per shape, kernel and pass, causal
-and not."""
+"""attention's figure for scripts/plot.py. % of clock peak and TFLOP/s per shape (a packed batch: its
+length mix), kernel and pass, causal and not."""
 from plot import declared_metrics, figures, grouped_bars, is_peer, legend_on_top, metric
 
 M = declared_metrics(__file__)
@@ -7,6 +7,8 @@ SUBJECT = "attention: per shape, kernel and pass"
 
 
 def attention_shape(params):
+    if "varlen" in params:  # a packed batch: its length mix (spec) in place of B and N
+        return f"packed {params['varlen']}\n{params['tokens']} tok H{params['heads']} D{params['head_dim']}"
     return f"B{params['batch']} H{params['heads']}\nN{params['seq']} D{params['head_dim']}"
 
 

@@ -145,6 +145,21 @@ class Figures(unittest.TestCase):
             self.assertEqual(run.returncode, 0, run.stderr)
             self.check_pngs(os.path.join(out, "plots"), ["tma-swizzle"])
 
+    def test_packed_batches_are_drawn_by_their_length_mix(self):
+        report = tkreport.load(SUITE)
+        report["results"] = [r for r in report["results"] if r["probe"] == "attention"]
+        packed = copy.deepcopy(next(r for r in report["results"] if r["params"]["pass"] == "bwd"))
+        packed["params"] = {"kernel": "wgmma", "pass": "bwd", "varlen": "random:1", "sequences": 12, "tokens": 16384,
+                            "head_dim": 128, "heads": 16, "kv_heads": 16, "causal": True, "dtype": "bf16"}
+        report["results"].append(packed)
+        with tempfile.TemporaryDirectory() as out:
+            path = os.path.join(out, "r.json")
+            with open(path, "w") as f:
+                json.dump(report, f)
+            run = plot(path, "--out", os.path.join(out, "plots"))
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.check_pngs(os.path.join(out, "plots"), ["attention"])
+
     def test_a_probe_without_a_plot_is_a_note(self):
         report = tkreport.load(SUITE)
         report["results"] = [r for r in report["results"] if r["probe"] == "gemm"]
