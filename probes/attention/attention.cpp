@@ -456,6 +456,8 @@ class AttentionProbe final : public Probe {
         const attention::ForwardLayout f = dense_forward_layout(s);
         const attention::Backward dense_backward(b.backward(), dense, {f.q, f.k, f.v, f.o, f.o, f.q, f.k, f.v},
                                                  options);
+        // The dense backward reads LSE as [B][H][N], the packed pass's is [H][total]: its own forward's first.
+        if (p == Pass::bwd) dense_forward(stream);
         time_dense_beside(ctx, s, p, r, m, [&](cudaStream_t st) {
           if (p == Pass::fwd_bwd) dense_forward(st);
           dense_backward(st);
