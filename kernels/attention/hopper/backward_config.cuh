@@ -295,6 +295,7 @@ __device__ T warp_uniform(T x) {
   return x;
 }
 
+// A packed batch's item t: its table's entry (every lane reads it, lane 0's is kept) and its sequence's mask.
 template <class Item, class Table>
 __device__ Work<Item> from_table(const Table* items, const Problem& p, int t) {
   const Table it = warp_uniform(items[t]);
