@@ -58,18 +58,24 @@ def tma_refusal(t):
     return ""
 
 
-def check_tensor(t):
+def layout_refusal(t, dims, nonempty, tma):
+    """Why t is no bf16 CUDA tensor of `dims` (the head dim last) that `tma` accepts ("" when it is);
+    `nonempty` says what an empty one lacks."""
     if t.device.split(":")[0] != "cuda":
-        refuse(f"{t.name} is on {t.device}: give CUDA tensors")
+        return f"{t.name} is on {t.device}: give CUDA tensors"
     if t.dtype != "bfloat16":
-        refuse(f"{t.name} is {t.dtype}: give bfloat16")
-    if len(t.shape) != 4:
-        refuse(f"{t.name} has {len(t.shape)} dims {tuple(t.shape)}: give (B, H, N, D)")
-    if t.shape[3] not in HEAD_DIMS:
-        refuse(f"{t.name} has head dim {t.shape[3]}: give 64 or 128")
+        return f"{t.name} is {t.dtype}: give bfloat16"
+    if len(t.shape) != dims.count(",") + 1:
+        return f"{t.name} has {len(t.shape)} dims {tuple(t.shape)}: give {dims}"
+    if t.shape[-1] not in HEAD_DIMS:
+        return f"{t.name} has head dim {t.shape[-1]}: give 64 or 128"
     if 0 in t.shape:
-        refuse(f"{t.name} is empty {tuple(t.shape)}: give at least one batch, head and row")
-    why = tma_refusal(t)
+        return f"{t.name} is empty {tuple(t.shape)}: give at least {nonempty}"
+    return tma(t)
+
+
+def check_tensor(t):
+    why = layout_refusal(t, "(B, H, N, D)", "one batch, head and row", tma_refusal)
     if why:
         refuse(why)
 
@@ -130,19 +136,8 @@ def refuse_varlen(why):
 
 
 def check_packed(t):
-    """A packed (total, heads, D) tensor, as the TMA reads it: its rows and heads as the seq and head
-    axes of a batch of one."""
-    if t.device.split(":")[0] != "cuda":
-        refuse_varlen(f"{t.name} is on {t.device}: give CUDA tensors")
-    if t.dtype != "bfloat16":
-        refuse_varlen(f"{t.name} is {t.dtype}: give bfloat16")
-    if len(t.shape) != 3:
-        refuse_varlen(f"{t.name} has {len(t.shape)} dims {tuple(t.shape)}: give (total, heads, D)")
-    if t.shape[2] not in HEAD_DIMS:
-        refuse_varlen(f"{t.name} has head dim {t.shape[2]}: give 64 or 128")
-    if 0 in t.shape:
-        refuse_varlen(f"{t.name} is empty {tuple(t.shape)}: give at least one token and head")
-    why = packed_tma_refusal(t)
+    """A packed (total, heads, D) tensor, as the TMA reads it (packed_tma_refusal)."""
+    why = layout_refusal(t, "(total, heads, D)", "one token and head", packed_tma_refusal)
     if why:
         refuse_varlen(why)
 
