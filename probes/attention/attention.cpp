@@ -476,16 +476,8 @@ class AttentionProbe final : public Probe {
   static bool check_varlen_output(ProbeContext& ctx, const attention::Varlen& s, VarlenBuffers& b, Result& r,
                                   Json& check, double& worst_row) {
     const auto e = attention_check::compare_varlen_to_reference(b.forward(), s, {}, ctx.harness.stream());
-    r.value(metric::rel_error, e.rel_error);
-    r.value(metric::worst_row_error, e.worst_row_error);
-    r.value(metric::lse_error, e.lse_error);
-    check["value"] = e.rel_error;
-    check["max"] = kMaxRelError;
-    check["worst_row_error"] = e.worst_row_error;
-    check["lse_error"] = e.lse_error;
-    check["lse_max"] = kMaxLseError;
     worst_row = worse(worst_row, e.worst_row_error);
-    return e.rel_error < kMaxRelError && e.worst_row_error < kMaxRelError && e.lse_error < kMaxLseError;
+    return add_output_errors(r, check, e);
   }
 
   static bool equal_lengths(const attention::Varlen& s) {
@@ -689,15 +681,20 @@ class AttentionProbe final : public Probe {
                            attention_check::Errors& errors) {
     errors = attention_check::compare_to_reference(b.o.get(), b.lse.get(), b.o_ref.get(), b.lse_ref.get(), s,
                                                    ctx.harness.stream());
-    r.value(metric::rel_error, errors.rel_error);
-    r.value(metric::worst_row_error, errors.worst_row_error);
-    r.value(metric::lse_error, errors.lse_error);
-    check["value"] = errors.rel_error;
+    return add_output_errors(r, check, errors);
+  }
+
+  // O's and LSE's errors, as the row's values and in its check; whether they are within the bounds.
+  static bool add_output_errors(Result& r, Json& check, const attention_check::Errors& e) {
+    r.value(metric::rel_error, e.rel_error);
+    r.value(metric::worst_row_error, e.worst_row_error);
+    r.value(metric::lse_error, e.lse_error);
+    check["value"] = e.rel_error;
     check["max"] = kMaxRelError;
-    check["worst_row_error"] = errors.worst_row_error;
-    check["lse_error"] = errors.lse_error;
+    check["worst_row_error"] = e.worst_row_error;
+    check["lse_error"] = e.lse_error;
     check["lse_max"] = kMaxLseError;
-    return errors.rel_error < kMaxRelError && errors.worst_row_error < kMaxRelError && errors.lse_error < kMaxLseError;
+    return e.rel_error < kMaxRelError && e.worst_row_error < kMaxRelError && e.lse_error < kMaxLseError;
   }
 
   Run measure_forward(ProbeContext& ctx, Kernel k, const Shape& s, Buffers& b) {
