@@ -164,15 +164,10 @@ def test_packed_batches_match_each_sequence_alone(torch, F):
                     assert err <= bound, f"packed causal={causal} {name}: error {err:.3e} > {bound}"
     q = torch.zeros(10, 2, 64, device="cuda", dtype=torch.bfloat16)
     cu = torch.tensor([0, 4, 10], device="cuda", dtype=torch.int32)
-    for what, call in {"int64 offsets": lambda: tk_attention.varlen_attention(q, q, q, cu.long(), cu, 6, 6),
-                       "max_seqlen": lambda: tk_attention.varlen_attention(q, q, q, cu, cu, 5, 6),
-                       "last offset": lambda: tk_attention.varlen_attention(q[:9], q, q, cu, cu, 6, 6)}.items():
-        try:
-            call()
-        except tk_attention.Unsupported as e:
-            assert "cu_seqlens_q and cu_seqlens_k int32" in str(e), f"{what}: {e}"
-            continue
-        raise AssertionError(f"{what}: accepted")
+    expect_refused({"int64 offsets": lambda: tk_attention.varlen_attention(q, q, q, cu.long(), cu, 6, 6),
+                    "max_seqlen": lambda: tk_attention.varlen_attention(q, q, q, cu, cu, 5, 6),
+                    "last offset": lambda: tk_attention.varlen_attention(q[:9], q, q, cu, cu, 6, 6)},
+                   "cu_seqlens_q and cu_seqlens_k int32")
 
 
 def test_projection_layouts_are_read_in_place(torch, F):
@@ -252,11 +247,16 @@ def test_refusals_name_what_is_supported(torch, F):
         "strided head dim": lambda: tk_attention.scaled_dot_product_attention(
             *(torch.cat([t, t], -1)[..., ::2] for t in (q, k, v))),
     }
-    for what, call in bad_calls.items():
+    expect_refused(bad_calls, "supported: bf16 CUDA tensors")
+
+
+def expect_refused(calls, supported):
+    """Each of `calls` (what -> call) raises Unsupported saying what is supported."""
+    for what, call in calls.items():
         try:
             call()
         except tk_attention.Unsupported as e:
-            assert "supported: bf16 CUDA tensors" in str(e), f"{what}: {e}"
+            assert supported in str(e), f"{what}: {e}"
             continue
         raise AssertionError(f"{what}: accepted")
 

@@ -152,26 +152,25 @@ class Figures(unittest.TestCase):
         packed["params"] = {"kernel": "wgmma", "pass": "bwd", "varlen": "random:1", "sequences": 12, "tokens": 16384,
                             "head_dim": 128, "heads": 16, "kv_heads": 16, "causal": True, "dtype": "bf16"}
         report["results"].append(packed)
-        with tempfile.TemporaryDirectory() as out:
-            path = os.path.join(out, "r.json")
-            with open(path, "w") as f:
-                json.dump(report, f)
-            run = plot(path, "--out", os.path.join(out, "plots"))
-            self.assertEqual(run.returncode, 0, run.stderr)
-            self.check_pngs(os.path.join(out, "plots"), ["attention"])
+        self.plot_written(report, ["attention"])
 
     def test_a_probe_without_a_plot_is_a_note(self):
         report = tkreport.load(SUITE)
         report["results"] = [r for r in report["results"] if r["probe"] == "gemm"]
         report["results"].append({"probe": "claims", "params": {}, "status": "ok", "metrics": {}})
+        run = self.plot_written(report, ["gemm"])
+        self.assertIn("claims (r.json): no figure", run.stdout)
+
+    def plot_written(self, report, figures):
+        """plot.py on `report` (written as r.json): exit 0 and exactly `figures` drawn; its run."""
         with tempfile.TemporaryDirectory() as out:
             path = os.path.join(out, "r.json")
             with open(path, "w") as f:
                 json.dump(report, f)
             run = plot(path, "--out", os.path.join(out, "plots"))
             self.assertEqual(run.returncode, 0, run.stderr)
-            self.assertIn("claims (r.json): no figure", run.stdout)
-            self.check_pngs(os.path.join(out, "plots"), ["gemm"])
+            self.check_pngs(os.path.join(out, "plots"), figures)
+        return run
 
 
 class BadInput(unittest.TestCase):
