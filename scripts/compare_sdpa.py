@@ -32,10 +32,13 @@ readings once for the probe, numbers to 6 significant digits) in version 3's col
 probe "attention", the probe's row params with kernel "torch-flash" or "torch-cudnn" and the pass, so
 `tkprobe compare` reads it and its rows sit beside the probe's. --against REPORT prints both side by side.
 --energy S adds each row's energy per call, as `tkprobe attention --energy S` measures it, every kernel
-in turn after the timed rounds.
+in turn after the timed rounds. --varlen SPEC times one packed batch instead of the grid
+(scripts/sdpa_varlen.py): the DSL's varlen kernels beside SDPA on jagged nested tensors, cuDNN's
+ragged SDPA and FlashAttention-4's varlen function, in rows keyed as `tkprobe attention --varlen`'s.
 
     scripts/compare_sdpa.py --out sdpa.json [--quick] [--pass fwd|bwd|fwd+bwd|all] [--reps 50] [--seed N]
                             [--tk-lib build/kernels/libtk_attention_c.so] [--energy SECONDS]
+                            [--varlen LENGTHS|random:SEED]
     scripts/compare_sdpa.py --out sdpa.json --against attention.json   # tkprobe attention --json attention.json
 
 The report builder below needs neither torch nor a GPU (tests/host/test_compare_sdpa.py runs it);
@@ -58,6 +61,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sdpa_varlen  # noqa: E402 (--varlen: packed batches)
 import tkreport  # noqa: E402 (--against: a tkprobe report of any version; the report, written as tkprobe does)
 
 
@@ -76,7 +80,7 @@ tk_library = c_interface()
 PROBE = "attention"
 BACKENDS = {"torch-flash": "FLASH_ATTENTION", "torch-cudnn": "CUDNN_ATTENTION"}
 FA4 = "fa4"
-PEERS = (*BACKENDS, FA4)  # every kernel not the DSL's: reported, never judged
+PEERS = (*BACKENDS, FA4, sdpa_varlen.CUDNN_RAGGED)  # every kernel not the DSL's: reported, never judged
 TK_KERNELS = {"wgmma": 0, "mma-sync": 1}  # libtk_attention_c's kernel numbers (kernels/attention/c_api.cpp)
 MAX_LSE_ERROR = 1e-2  # the probe's bound on the logsumexp (absolute)
 MAX_REL_ERROR = 1e-2  # the probe's bound (probes/attention/attention.cpp): bf16 inputs and output; and each gradient's
@@ -117,7 +121,9 @@ def grid(quick):
 
 
 def flops(shape):
-    """attention::flops: 4 B H N^2 D, half of it under the causal mask."""
+    """attention::flops: 4 B H N^2 D, half of it under the causal mask (a packed batch: its sequences')."""
+    if sdpa_varlen.is_varlen(shape):
+        return sdpa_varlen.varlen_flops(shape)
     full = 4.0 * shape["batch"] * shape["heads"] * shape["seq"] ** 2 * shape["head_dim"]
     return full / 2 if shape["causal"] else full
 
@@ -129,6 +135,8 @@ def pass_flops(shape, pass_):
 
 def params(kernel, shape, pass_="fwd"):
     """The probe's row keys, so rows of both reports match on everything but the kernel."""
+    if sdpa_varlen.is_varlen(shape):
+        return sdpa_varlen.varlen_params(kernel, shape, pass_)
     return {"kernel": kernel, "head_dim": shape["head_dim"], "seq": shape["seq"], "batch": shape["batch"],
             "heads": shape["heads"], "kv_heads": shape["kv_heads"], "causal": shape["causal"], "dtype": "bf16",
             "pass": pass_}
@@ -199,14 +207,20 @@ def finding(kernel, rows, pass_="fwd"):
         return None
     rate = lambda r: r["metrics"]["tflops"]["median"]
     best, worst = max(ok, key=rate), min(ok, key=rate)
-    describe = lambda r: "B={batch} H={heads} N={seq} D={head_dim}{c}".format(
-        c=" causal" if r["params"]["causal"] else "", **r["params"])
+    describe = lambda r: describe_shape(r["params"])
     skipped = sum(1 for r in mine if r["status"] == "skipped")
     failed = sum(1 for r in ok if r["status"] == "failed")
     label = kernel if pass_ == "fwd" else f"{kernel} {pass_}"
     return {"probe": PROBE,
             "text": f"{label}: {rate(worst):.1f}..{rate(best):.1f} TFLOP/s over {len(ok)} shapes; best "
                     f"{describe(best)}, slowest {describe(worst)}; {failed} failed the check, {skipped} skipped"}
+
+
+def describe_shape(params):
+    """A row's shape in words (findings, tables)."""
+    if "varlen" in params:
+        return sdpa_varlen.describe(params)
+    return "B={batch} H={heads} N={seq} D={head_dim}".format(**params) + (" causal" if params["causal"] else "")
 
 
 def report(tool, host, device, rows):
@@ -231,8 +245,11 @@ def per_shape(reports, value):
 
 def shape_name(key):
     p = dict(key)
-    return "B={batch} H={heads} HKV={kv_heads} N={seq} D={head_dim}{c}{w}".format(
-        c=" causal" if p["causal"] else "", w="" if p.get("pass", "fwd") == "fwd" else " " + p["pass"], **p)
+    pass_ = "" if p.get("pass", "fwd") == "fwd" else " " + p["pass"]
+    if "varlen" in p:
+        return sdpa_varlen.describe(p) + pass_
+    return "B={batch} H={heads} HKV={kv_heads} N={seq} D={head_dim}{c}".format(
+        c=" causal" if p["causal"] else "", **p) + pass_
 
 
 def ratio(values, peer):
@@ -247,11 +264,12 @@ def table_row(key, cells, values, peers):
 
 def side_by_side(*reports):
     """Markdown: per shape, every kernel's median TFLOP/s from the reports, and the DSL's over each
-    peer's (FlashAttention-4's columns only where it has a row); then, where rows carry it, the SM
+    peer's (FlashAttention-4's and cuDNN ragged's columns only where they have rows); then, where rows carry it, the SM
     clock each kernel ran at. Rows that failed their check are left out: a wrong output's speed
     compares with nothing."""
     by_shape = per_shape(reports, lambda r: r["metrics"]["tflops"]["median"])
-    peers = [*BACKENDS, *([FA4] if any(FA4 in rates for rates in by_shape.values()) else [])]
+    optional = (FA4, sdpa_varlen.CUDNN_RAGGED)  # columns only where they have rows
+    peers = [*BACKENDS, *(p for p in optional if any(p in rates for rates in by_shape.values()))]
     kernels = [*TK_KERNELS, *peers]
     ratios = "".join(f" | wgmma / {p.removeprefix('torch-')}" for p in peers)
     lines = ["| shape | " + " | ".join(kernels) + ratios + " |",
@@ -877,6 +895,13 @@ class GpuSession:
                 "started_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
+def shapes(args):
+    """The packed batch (--varlen) at each head dim, causal and not; or the dense grid."""
+    if args.varlen:
+        return sdpa_varlen.varlen_grid(args.varlen, args.quick, SWEEP_HIDDEN, HEAD_DIMS, QUICK_HEADS)
+    return grid(args.quick)
+
+
 def run_all(args):
     import torch
     if not torch.cuda.is_available():
@@ -886,12 +911,16 @@ def run_all(args):
     tool, host = session.tool("compare_sdpa.py (torch " + torch.__version__ + ")"), session.host
     tk = TkAttention(args.tk_lib, args.dq) if args.tk_lib else None
     clock = sm_clock(torch, args.tk_lib)
-    kernels = [*(TK_KERNELS if tk else []), *PEERS]
+    kernels = [*(TK_KERNELS if tk else []), *(PEERS if args.varlen else [*BACKENDS, FA4])]
+    tk_varlen = sdpa_varlen.TkVarlen(tk.lib, tk.dq_path) if tk else None
+    this = sys.modules[__name__]  # the reference, rows and timing sdpa_varlen shares
     rows = []
     peak = datasheet_bf16_peak(device["name"])
     for pass_ in PASSES if args.pass_ == "all" else [args.pass_]:
-        for shape in grid(args.quick):
-            if pass_ == "fwd":
+        for shape in shapes(args):
+            if args.varlen:
+                rows += sdpa_varlen.measure(torch, this, shape, kernels, args, session, clock, peak, tk_varlen, pass_)
+            elif pass_ == "fwd":
                 rows += measure_shape(torch, shape, kernels, args, generator, nvml, clock, peak, tk)
             else:
                 rows += measure_backward_shape(torch, shape, kernels, args, generator, nvml, clock, peak, tk, pass_)
@@ -914,6 +943,9 @@ def main():
                                          "read every kernel's SM clock)")
     parser.add_argument("--dq", default="fastest", choices=list(tk_library.DQ_PATHS),
                         help="the DSL backward's dQ path (as tkprobe attention --dq; needs --tk-lib)")
+    parser.add_argument("--varlen", help="a packed batch instead of the dense grid: lengths separated by commas, "
+                                         "or random:SEED (tkprobe attention --varlen's), at hidden "
+                                         f"{SWEEP_HIDDEN} for D in {HEAD_DIMS}, causal and not")
     parser.add_argument("--seed", type=int, help="seed for the inputs (default: drawn fresh, recorded)")
     parser.add_argument("--against", help="a `tkprobe attention --json` report to print side by side")
     parser.add_argument("--energy", type=float, default=0,
@@ -933,6 +965,11 @@ def main():
         parser.error(f"--tk-lib {args.tk_lib}: no such file (build it: cmake --build build --target tk_attention_c)")
     if args.dq != "fastest" and not args.tk_lib:
         parser.error(f"--dq {args.dq} picks the DSL backward's dQ path: give --tk-lib too")
+    if args.varlen:
+        try:
+            sdpa_varlen.varlen_lengths(args.varlen)
+        except ValueError as e:
+            parser.error(str(e))
     if args.seed is not None and args.seed < 0:
         parser.error(f"--seed {args.seed}: give a non-negative integer")
     if args.against and not os.path.isfile(args.against):

@@ -183,4 +183,6 @@ TEST(AttentionVarlenLengths, ARandomMixIsSeededLongTailedAndSumsToTheSweepsToken
   EXPECT_LE(longest, tkprobe::attention_probe::kLongest);
   EXPECT_GE(a.size(), 4u) << "a mix, not one sequence";
   EXPECT_EQ(tkprobe::attention_probe::varlen_lengths("7,0,1", why), (std::vector<int>{7, 0, 1}));
+  // scripts/sdpa_varlen.py draws the same for its peers (tests/host/test_compare_sdpa.py pins it too).
+  EXPECT_EQ(a, (std::vector<int>{548, 1677, 6836, 255, 255, 1866, 3811, 418, 94, 624}));
 }

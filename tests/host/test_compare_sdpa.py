@@ -22,6 +22,10 @@ from checklist import Checklist
 
 # The attention probe's row keys (probes/attention/attention.cpp, params_json; results/README.md).
 PROBE_KEYS = {"kernel", "head_dim", "seq", "batch", "heads", "kv_heads", "causal", "dtype", "pass"}
+# Its --varlen rows' keys (varlen_params).
+VARLEN_KEYS = {"kernel", "pass", "varlen", "sequences", "tokens", "head_dim", "heads", "kv_heads", "causal", "dtype"}
+# random:1's lengths, as probes/attention/varlen_lengths.hpp draws them (host_test.cpp pins the same list).
+RANDOM_1 = [548, 1677, 6836, 255, 255, 1866, 3811, 418, 94, 624]
 
 
 def load_script(source_dir):
@@ -215,9 +219,49 @@ def main():
             r = subprocess.run([sys.executable, script, "--out", out, *bad], capture_output=True, text=True)
             checks.expect(r.returncode == 2 and bad[0] in r.stderr, f"{bad}: exit {r.returncode} {r.stderr}")
 
+    check_varlen(m, validate, source_dir, checks)
     check_energy(m, checks)
     check_clock_library(m, clock_lib, checks)
     return checks.exit_code()
+
+
+def check_varlen(m, validate, source_dir, checks):
+    """--varlen: the probe's lengths and row keys, each sequence's FLOPs, cuDNN ragged as a peer with
+    its own column, bad specs refused before torch is needed."""
+    v = m.sdpa_varlen
+    checks.expect(v.varlen_lengths("random:1") == RANDOM_1, f"random:1 as the probe draws it: {v.random_lengths(1)}")
+    checks.expect(v.varlen_lengths("4096,0,1") == [4096, 0, 1] and v.offsets_of([4096, 0, 1]) == [0, 4096, 4096, 4097],
+                  "a list of lengths and its offsets")
+    shapes = v.varlen_grid("100,0,28", False, 2048, (64, 128), 4)
+    checks.expect([(s["heads"], s["head_dim"], s["causal"]) for s in shapes] ==
+                  [(32, 64, False), (32, 64, True), (16, 128, False), (16, 128, True)], "hidden 2048, causal and not")
+    checks.expect(m.flops(shapes[3]) == 4.0 * 16 * 128 / 2 * (100 ** 2 + 28 ** 2),
+                  "each sequence's causal FLOPs, none for the empty one (attention::flops(Varlen))")
+    rates = [200.0 + i for i in range(20)]
+    rows = [m.measured_row("wgmma", shapes[3], rates, 3e-3, 989.4, m.telemetry(None, None), 1e-5),
+            m.measured_row(v.CUDNN_RAGGED, shapes[3], [100.0 + i for i in range(20)], 4e-3, 989.4,
+                           m.telemetry(None, None)),
+            m.skipped_row("torch-flash", shapes[3], "refused: fused kernels do not support seq_len == 0", "bwd")]
+    checks.expect(all(set(r["params"]) == VARLEN_KEYS for r in rows) and rows[0]["params"]["sequences"] == 3
+                  and rows[0]["params"]["tokens"] == 128, f"the probe's --varlen keys: {rows[0]['params']}")
+    checks.expect(rows[1].get("peer") is True and "peer" not in rows[0], "cuDNN's ragged SDPA is a peer")
+    table = m.side_by_side({"results": rows})
+    checks.expect("| varlen 100,0,28 (3 sequences, 128 tokens) H=16 D=128 causal | 209.5 | - | - | - | 109.5 | - | - | "
+                  "1.913 |" in table and "wgmma / cudnn-ragged" in table, f"a packed batch beside its peers:\n{table}")
+    dense, _ = sample_report(m)
+    doc = m.report(dense["tool"], dense["host"], dense["device"], rows)
+    checks.expect(any("varlen 100,0,28" in f["text"] for f in doc["findings"]), f"findings name the batch: {doc['findings']}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "varlen.json")
+        m.write_atomic(path, m.tkreport.text(doc))
+        r = subprocess.run([validate, os.path.join(source_dir, "results", "report.schema.json"), path],
+                           capture_output=True, text=True)
+        checks.expect(r.returncode == 0, f"a --varlen report passes the schema: {r.stderr}")
+        script = os.path.join(source_dir, "scripts", "compare_sdpa.py")
+        for bad, why in (("random:-1", "seed"), ("4096,x", "'x' is no length"), ("0,0", "0 tokens")):
+            r = subprocess.run([sys.executable, script, "--out", os.path.join(tmp, "x.json"), "--varlen", bad],
+                               capture_output=True, text=True)
+            checks.expect(r.returncode == 2 and why in r.stderr, f"--varlen {bad}: exit {r.returncode} {r.stderr}")
 
 
 def check_energy(m, checks):
