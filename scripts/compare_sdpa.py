@@ -89,6 +89,7 @@ PASS_WORK = {"fwd": 1.0, "bwd": 2.5, "fwd+bwd": 3.5}  # FLOPs per pass, in forwa
 
 # The probe's grids (probes/attention/attention.cpp): 16k tokens at hidden 2048; --quick a small, ragged one.
 SWEEP_TOKENS, SWEEP_HIDDEN, SWEEP_SEQS, HEAD_DIMS = 16384, 2048, (1024, 4096, 16384), (64, 128)
+ALL_HEAD_DIMS = (64, 128, 256)  # --head-dims: 256 has the DSL's wgmma forward alone
 QUICK_BATCH, QUICK_HEADS, QUICK_SEQ = 2, 4, 1000
 
 # Dense bf16 TFLOP/s by datasheet, as src/device.cpp's datasheet_peaks() matches device names.
@@ -104,10 +105,10 @@ def datasheet_bf16_peak(name):
 
 # ---- the report builder: plain Python ----
 
-def grid(quick):
+def grid(quick, head_dims=HEAD_DIMS):
     """The shapes as dicts, in the probe's order: head dim, then causal, then sequence length."""
     shapes = []
-    for d in HEAD_DIMS:
+    for d in head_dims:
         for causal in (False, True):
             if quick:
                 shapes.append(dict(batch=QUICK_BATCH, heads=QUICK_HEADS, kv_heads=QUICK_HEADS, seq=QUICK_SEQ,
@@ -898,8 +899,8 @@ class GpuSession:
 def shapes(args):
     """The packed batch (--varlen) at each head dim, causal and not; or the dense grid."""
     if args.varlen:
-        return sdpa_varlen.varlen_grid(args.varlen, args.quick, SWEEP_HIDDEN, HEAD_DIMS, QUICK_HEADS)
-    return grid(args.quick)
+        return sdpa_varlen.varlen_grid(args.varlen, args.quick, SWEEP_HIDDEN, args.head_dims, QUICK_HEADS)
+    return grid(args.quick, args.head_dims)
 
 
 def run_all(args):
@@ -945,7 +946,10 @@ def main():
                         help="the DSL backward's dQ path (as tkprobe attention --dq; needs --tk-lib)")
     parser.add_argument("--varlen", help="a packed batch instead of the dense grid: lengths separated by commas, "
                                          "or random:SEED (tkprobe attention --varlen's), at hidden "
-                                         f"{SWEEP_HIDDEN} for D in {HEAD_DIMS}, causal and not")
+                                         f"{SWEEP_HIDDEN} for each --head-dims, causal and not")
+    parser.add_argument("--head-dims", default=",".join(map(str, HEAD_DIMS)),
+                        help=f"the head dims of the grid, of {ALL_HEAD_DIMS} separated by commas (default: the "
+                             "probe's sweep)")
     parser.add_argument("--seed", type=int, help="seed for the inputs (default: drawn fresh, recorded)")
     parser.add_argument("--against", help="a `tkprobe attention --json` report to print side by side")
     parser.add_argument("--energy", type=float, default=0,
@@ -965,6 +969,12 @@ def main():
         parser.error(f"--tk-lib {args.tk_lib}: no such file (build it: cmake --build build --target tk_attention_c)")
     if args.dq != "fastest" and not args.tk_lib:
         parser.error(f"--dq {args.dq} picks the DSL backward's dQ path: give --tk-lib too")
+    try:
+        args.head_dims = tuple(int(d) for d in args.head_dims.split(","))
+    except ValueError:
+        args.head_dims = ()
+    if not args.head_dims or any(d not in ALL_HEAD_DIMS for d in args.head_dims):
+        parser.error(f"--head-dims: give head dims of {ALL_HEAD_DIMS} separated by commas")
     if args.varlen:
         try:
             sdpa_varlen.varlen_lengths(args.varlen)

@@ -44,10 +44,17 @@ std::string refusal(Shape s, Kernel kernel) {
     return "heads = " + std::to_string(s.heads) + ", kv heads = " + std::to_string(s.kv_heads) +
            ": the query heads must be a multiple of the key/value heads";
   }
-  if (s.head_dim != 64 && s.head_dim != 128) {
-    return "head dim = " + std::to_string(s.head_dim) + ": give 64 or 128";
+  if (s.head_dim != 64 && s.head_dim != 128 && s.head_dim != 256) {
+    return "head dim = " + std::to_string(s.head_dim) + ": give 64, 128 or 256";
   }
+  if (kernel == Kernel::mma_sync && s.head_dim == 256) return "head dim = 256: the mma-sync forward takes 64 or 128";
   return kernel == Kernel::wgmma ? detail::hopper_refusal(s) : detail::portable_refusal(s);
+}
+
+std::string backward_refusal(Shape s) {
+  if (std::string why = refusal(s, Kernel::wgmma); !why.empty()) return why;
+  if (s.head_dim == 256) return "head dim = 256: the backward takes 64 or 128";
+  return "";
 }
 
 std::string refusal(Shape s, Dtype dtype) {
@@ -251,13 +258,13 @@ struct PackedOperand {
 };
 
 // Why a packed batch's pass cannot take the tensors `operands()` gives (called once the offsets
-// hold, as their strides' defaults read the totals): the offsets, the shape rules of the batch as
-// one, then each tensor as a batch of one of the total rows.
-template <class Operands>
-std::string packed_refusal(const Varlen& s, Operands operands) {
+// hold, as their strides' defaults read the totals): the offsets, the pass's shape rules
+// (`shape_refusal`) of the batch as one, then each tensor as a batch of one of the total rows.
+template <class ShapeRefusal, class Operands>
+std::string packed_refusal(const Varlen& s, ShapeRefusal shape_refusal, Operands operands) {
   if (std::string why = offsets_refusal(s); !why.empty()) return why;
   const Shape one = packed_as_one(s);
-  if (std::string why = refusal(one, Kernel::wgmma); !why.empty()) return why;
+  if (std::string why = shape_refusal(one); !why.empty()) return why;
   std::vector<Operand> as_one;
   for (const PackedOperand& x : operands()) {
     const Extent e = x.query_rows ? queries(one) : keys_of(one);
@@ -269,7 +276,8 @@ std::string packed_refusal(const Varlen& s, Operands operands) {
 }  // namespace
 
 std::string refusal(const Tensors& t, const Varlen& s, const VarlenLayout& layout) {
-  return packed_refusal(s, [&] {
+  const auto forward_refusal = [](Shape one) { return refusal(one, Kernel::wgmma); };
+  return packed_refusal(s, forward_refusal, [&] {
     const detail::VarlenStrides at = resolved(layout, s);
     return std::vector<PackedOperand>{{"q", t.q, at.q, true, false},
                                       {"k", t.k, at.k, false, false},
@@ -279,7 +287,7 @@ std::string refusal(const Tensors& t, const Varlen& s, const VarlenLayout& layou
 }
 
 std::string refusal(const BackwardTensors& t, const Varlen& s, const VarlenBackwardLayout& layout) {
-  return packed_refusal(s, [&] {
+  return packed_refusal(s, backward_refusal, [&] {
     const detail::VarlenBackwardStrides at = resolved(layout, s);
     return std::vector<PackedOperand>{{"q", t.q, at.q, true, false},       {"k", t.k, at.k, false, false},
                                       {"v", t.v, at.v, false, false},      {"o", t.o, at.o, true, false},
@@ -289,7 +297,7 @@ std::string refusal(const BackwardTensors& t, const Varlen& s, const VarlenBackw
 }
 
 std::string refusal(const BackwardTensors& t, Shape s, const BackwardLayout& layout) {
-  if (std::string why = refusal(s, Kernel::wgmma); !why.empty()) return why;
+  if (std::string why = backward_refusal(s); !why.empty()) return why;
   const detail::BackwardStrides at = resolved(layout, s);
   const Extent q = queries(s), k = keys_of(s);
   return layout_refusal({{"q", t.q, at.q, q, false},

@@ -52,7 +52,7 @@ Launch launch_for(const Tensors& t, const Varlen& s, const VarlenStrides& at) {
   int device = 0, sms = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  std::vector<VarlenItem> items = items_by_head(s, C::consumers, kBlockKV);
+  std::vector<VarlenItem> items = items_by_head(s, C::consumers, C::block_kv);
   const int grid = std::min(sms, int(items.size()));
   order_for_grid(items, s.causal, grid, varlen_chunks(s, D, grid));
   const std::vector<RowRange> keyless = keyless_rows(s);
@@ -84,7 +84,8 @@ Launch launch_for(const Tensors& t, const Varlen& s, const VarlenStrides& at) {
 }  // namespace
 
 Launch hopper_varlen_forward(const Tensors& t, const Varlen& s, const VarlenStrides& at) {
-  return s.head_dim == 64 ? launch_for<64>(t, s, at) : launch_for<128>(t, s, at);
+  if (s.head_dim == 64) return launch_for<64>(t, s, at);
+  return s.head_dim == 128 ? launch_for<128>(t, s, at) : launch_for<256>(t, s, at);
 }
 
 }  // namespace attention::detail

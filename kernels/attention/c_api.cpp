@@ -159,7 +159,7 @@ long long tk_attention_varlen_backward_scratch_bytes(const int* cu_seqlens_q, co
   attention::BackwardOptions options;
   const attention::Shape one{1, heads, kv_heads, 1, head_dim, causal != 0};
   return dq_options(dq_path, options) && attention::offsets_refusal(s).empty() &&
-                 attention::refusal(one, attention::Kernel::wgmma).empty()
+                 attention::backward_refusal(one).empty()
              ? (long long)attention::backward_scratch_bytes(s, options)
              : 0;
 }
@@ -195,7 +195,7 @@ int tk_attention_backward_dq_path(int batch, int heads, int kv_heads, int seq, i
                                   int dq_path) {
   const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0, seq_k};
   attention::BackwardOptions options;
-  if (!dq_options(dq_path, options) || !attention::refusal(s, attention::Kernel::wgmma).empty()) return 0;
+  if (!dq_options(dq_path, options) || !attention::backward_refusal(s).empty()) return 0;
   return static_cast<int>(attention::dq_path(s, options));
 }
 
@@ -205,7 +205,7 @@ long long tk_attention_backward_scratch_bytes_opts(int batch, int heads, int kv_
                                                    int causal, int dq_path) {
   const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0, seq_k};
   attention::BackwardOptions options;
-  return dq_options(dq_path, options) && attention::refusal(s, attention::Kernel::wgmma).empty()
+  return dq_options(dq_path, options) && attention::backward_refusal(s).empty()
              ? (long long)attention::backward_scratch_bytes(s, options)
              : 0;
 }

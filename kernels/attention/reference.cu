@@ -390,8 +390,10 @@ void reference_forward(const bf16* q, const bf16* k, const bf16* v, float* o, fl
       return launch_reference<64>(q, k, v, o, lse, s, stream);
     case 128:
       return launch_reference<128>(q, k, v, o, lse, s, stream);
+    case 256:
+      return launch_reference<256>(q, k, v, o, lse, s, stream);
     default:
-      throw std::invalid_argument("attention reference: head dim " + std::to_string(s.head_dim) + " (64 or 128)");
+      throw std::invalid_argument("attention reference: head dim " + std::to_string(s.head_dim) + " (64, 128 or 256)");
   }
 }
 

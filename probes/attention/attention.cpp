@@ -58,6 +58,7 @@ using bf16 = __nv_bfloat16;
 // --quick: small, and a length that is no multiple of any tile.
 constexpr int kQuickBatch = 2, kQuickHeads = 4, kQuickSeq = 1000;
 constexpr int kHeadDims[] = {64, 128};
+constexpr int kWgmmaOnlyHeadDim = 256;  // the wgmma forward's alone (attention::refusal)
 
 // bf16 inputs and output put the relative error between 1e-3 and 1e-2 (8 mantissa bits); a
 // wrong row or mask gives ~1. LSE is fp32 throughout, so its error is far smaller.
@@ -188,7 +189,7 @@ class AttentionProbe final : public Probe {
     cmd.add_option("--kv-heads", kv_heads_, "Key/value heads, dividing --heads (default: --heads)");
     cmd.add_option("--seq", seq_, "Sequence length (queries, and keys unless --seq-k)");
     cmd.add_option("--seq-k", seq_k_, "Keys per sequence (default, or 0: --seq)");
-    cmd.add_option("--head-dim", head_dim_, "Head dimension: 64 or 128");
+    cmd.add_option("--head-dim", head_dim_, "Head dimension: 64, 128 or 256 (the wgmma forward alone)");
     cmd.add_flag("--causal", causal_, "Causal mask: query i sees keys 0 .. i + seq-k - seq (the bottom-right corner)");
     cmd.add_option("--kernel", kernel_, "wgmma or mma-sync (default: both)")->check(CLI::IsMember(kKernels));
     cmd.add_option("--pass", pass_,
@@ -268,9 +269,14 @@ class AttentionProbe final : public Probe {
       return;
     }
     for (Kernel k : kernels()) {
+      // Not asked for by name, the mma.sync kernel's rows of a head dim it lacks say `skipped` why.
+      if (k == Kernel::mma_sync && kernel_.empty() && s.head_dim == kWgmmaOnlyHeadDim) continue;
       if (const std::string why = attention::refusal(s, k); !why.empty()) {
         throw UsageError(fmt::format("{} with the {} kernel: {}", describe(s), kernel_name(k), why));
       }
+    }
+    if (const std::string why = attention::backward_refusal(s); any_backward() && !why.empty()) {
+      throw UsageError(fmt::format("{} --pass {}: {} (give --pass fwd)", describe(s), pass_, why));
     }
   }
 
@@ -329,6 +335,10 @@ class AttentionProbe final : public Probe {
     const attention::Varlen s = varlen_shape(varlen_, *heads_, kv_heads_.value_or(*heads_), *head_dim_, causal_);
     if (const std::string why = attention::refusal(attention::Tensors{}, s); !why.empty()) {
       throw UsageError(fmt::format("--varlen {}: {}", varlen_, why));
+    }
+    const Shape one_row{1, s.heads, s.kv_heads, 1, s.head_dim, s.causal};  // the head and head-dim rules
+    if (const std::string why = attention::backward_refusal(one_row); any_backward() && !why.empty()) {
+      throw UsageError(fmt::format("--varlen {} --pass {}: {} (give --pass fwd)", varlen_, pass_, why));
     }
   }
 

@@ -101,7 +101,7 @@ TEST(Cli, AttentionShapesTheKernelsRefuseExitTwoWithTheRule) {
        "the query heads must be a multiple of the key/value heads"},
       {{"--batch", "1", "--heads", "4", "--kv-heads", "0", "--seq", "128", "--head-dim", "64"},
        "kv heads = 0: give a positive number"},
-      {{"--batch", "1", "--heads", "4", "--seq", "128", "--head-dim", "96"}, "head dim = 96: give 64 or 128"},
+      {{"--batch", "1", "--heads", "4", "--seq", "128", "--head-dim", "96"}, "head dim = 96: give 64, 128 or 256"},
       {{"--batch", "1", "--heads", "70000", "--kv-heads", "1", "--seq", "128", "--head-dim", "64"}, "at most 65535"},
       {{"--batch", "1", "--heads", "4", "--seq", "128", "--seq-k", "-3", "--head-dim", "64"},
        "seq k = -3: give a positive number (0: as many as seq)"},
@@ -128,6 +128,33 @@ TEST(Cli, AttentionValidShapeGetsPastValidation) {
   }
 }
 
+// Head dim 256: the wgmma forward's alone. The mma.sync kernel asked for by name, or a backward
+// pass, exits 2 saying so; left to default, the mma.sync rows are skipped with the reason.
+TEST(Cli, AttentionHeadDim256IsTheWgmmaForwards) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--batch", "1", "--heads", "4", "--seq", "100", "--head-dim", "256", "--kernel", "mma-sync"},
+       "head dim = 256: the mma-sync forward takes 64 or 128"},
+      {{"--batch", "1", "--heads", "4", "--seq", "100", "--head-dim", "256", "--pass", "bwd"},
+       "head dim = 256: the backward takes 64 or 128 (give --pass fwd)"},
+      {{"--varlen", "100,7", "--heads", "4", "--head-dim", "256", "--pass", "all"},
+       "head dim = 256: the backward takes 64 or 128 (give --pass fwd)"},
+  };
+  for (const auto& [options, why] : cases) {
+    std::vector<std::string> args{"attention"};
+    args.insert(args.end(), options.begin(), options.end());
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << why;
+    EXPECT_TRUE(mentions(r.err, why)) << r.err;
+  }
+  for (const std::vector<std::string>& good :
+       {std::vector<std::string>{"attention", "--batch", "1", "--heads", "4", "--seq", "100", "--head-dim", "256"},
+        std::vector<std::string>{"attention", "--varlen", "100,0,7", "--heads", "4", "--head-dim", "256",
+                                 "--causal"}}) {
+    const auto r = run(good);
+    EXPECT_EQ(r.code, has_gpu() ? 0 : 3) << r.err;
+  }
+}
+
 // --energy: 0 (not measured) or a window of 0.5 to 3600 s; anything else is refused before any GPU work.
 TEST(Cli, AttentionEnergyWindowIsZeroOrHalfASecondOrMore) {
   for (const char* window : {"0.1", "-1", "inf", "nan", "3601"}) {
@@ -148,7 +175,7 @@ TEST(Cli, AttentionVarlenTakesLengthsOrARandomMix) {
       {{"--varlen", "100", "--heads", "4", "--head-dim", "64", "--seq", "100"}, "give it no --batch, --seq"},
       {{"--varlen", "100", "--heads", "4", "--head-dim", "64", "--dtype", "e4m3"}, "--varlen runs the wgmma kernels"},
       {{"--varlen", "100", "--heads", "4", "--head-dim", "64", "--dq", "reduce"}, "--dq reduce picks the backward's"},
-      {{"--varlen", "100", "--heads", "4", "--head-dim", "96"}, "head dim = 96: give 64 or 128"},
+      {{"--varlen", "100", "--heads", "4", "--head-dim", "96"}, "head dim = 96: give 64, 128 or 256"},
       {{"--varlen", "100", "--heads", "4", "--kv-heads", "3", "--head-dim", "64"}, "a multiple of the key/value heads"},
   };
   for (const auto& [options, why] : cases) {

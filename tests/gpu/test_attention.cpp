@@ -38,6 +38,11 @@ constexpr int kFullHostRows = 1000;
 
 const Kernel kKernels[] = {Kernel::wgmma, Kernel::mma_sync};
 const char* name(Kernel k) { return k == Kernel::wgmma ? "wgmma" : "mma-sync"; }
+// The kernels that take s: both, or at head dim 256 the wgmma forward alone.
+std::vector<Kernel> kernels_for(const Shape& s) {
+  if (s.head_dim == 256) return {Kernel::wgmma};
+  return {std::begin(kKernels), std::end(kKernels)};
+}
 
 std::string describe(const Shape& s) {
   const std::string keys = attention::keys(s) == s.seq ? "" : " Nk=" + std::to_string(attention::keys(s));
@@ -194,7 +199,7 @@ void expect_kernels_match_the_gpu_reference(const Shape& s, std::mt19937_64& rng
   const GpuReference ref(in);
   DeviceBuffer<bf16> o(in.q.size());
   DeviceBuffer<float> lse(rows(s, s.heads));
-  for (Kernel k : kKernels) {
+  for (Kernel k : kernels_for(s)) {
     SCOPED_TRACE(name(k));
     if (const std::string why = attention::refusal(s, k); !why.empty()) {
       ADD_FAILURE() << "refused: " << why;
@@ -217,7 +222,7 @@ void expect_kernels_match_the_host(const Shape& s, std::mt19937_64& rng) {
   SCOPED_TRACE(describe(s));
   Inputs in(s, rng);
   const HostReference host(in, host_rows(s.seq, rng));
-  for (Kernel k : kKernels) {
+  for (Kernel k : kernels_for(s)) {
     SCOPED_TRACE(name(k));
     if (const std::string why = attention::refusal(s, k); !why.empty()) {
       ADD_FAILURE() << "refused: " << why;
@@ -356,6 +361,18 @@ TEST(AttentionKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
   for (int d : {64, 128})
     for (bool causal : {false, true}) shapes.push_back({2, 4, 2, 16384, d, causal});
   for (const Shape& s : shapes) expect_kernels_match_the_gpu_reference(s, rng);
+}
+
+// Head dim 256 (the wgmma forward alone: 64-key tiles, one Q slot that O leaves through): lengths
+// around its tiles, fewer and more keys than queries, grouped-query heads, and N = 16384.
+TEST(AttentionKernels, HeadDim256MatchesTheReferences) {
+  auto rng = fresh_rng();
+  for (bool causal : {false, true}) {
+    for (int n : {1, 100, 1000, 4097}) expect_kernels_match_the_host({n <= 100 ? 2 : 1, 4, 2, n, 256, causal}, rng);
+    for (const auto& [nq, nk] : {std::pair{100, 1000}, std::pair{1000, 100}, std::pair{1, 4097}})
+      expect_kernels_match_the_host({2, 4, 1, nq, 256, causal, nk}, rng);
+    expect_kernels_match_the_gpu_reference({1, 8, 8, 16384, 256, causal}, rng);
+  }
 }
 
 // The e4m3 forward (attention::Fp8Forward, D = 128) against the fp32 reference on the dequantized

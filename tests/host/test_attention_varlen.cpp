@@ -149,7 +149,10 @@ TEST(AttentionVarlen, BadTensorsAreRefusedBeforeAnyLaunch) {
   EXPECT_TRUE(mentions(attention::refusal(t, s, {.o = attention::PackedStrides{128, 128}}), "overlap"));
   Varlen d96 = s;
   d96.head_dim = 96;
-  EXPECT_TRUE(mentions(attention::refusal(t, d96), "give 64 or 128"));
+  EXPECT_TRUE(mentions(attention::refusal(t, d96), "give 64, 128 or 256"));
+  Varlen d256 = s;
+  d256.head_dim = 256;
+  EXPECT_EQ(attention::refusal(t, d256), "");
   Varlen bad = s;
   bad.cu_seqlens_q[1] = -1;
   EXPECT_TRUE(mentions(attention::refusal(t, bad), "offsets must not decrease"));

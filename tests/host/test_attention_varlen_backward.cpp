@@ -206,6 +206,9 @@ TEST(AttentionVarlenBackward, BadTensorsAreRefusedBeforeAnyLaunch) {
       "dq: "));
   EXPECT_TRUE(mentions(attention::refusal(t, s, {.dk = attention::PackedStrides{64, 128}}), "dk: "));
   EXPECT_TRUE(mentions(attention::refusal(t, s, {.d_o = attention::PackedStrides{2 * 128 + 4, 128}}), "16 bytes"));
+  Varlen d256 = s;
+  d256.head_dim = 256;
+  EXPECT_EQ(attention::refusal(t, d256), "head dim = 256: the backward takes 64 or 128");
   Varlen bad = s;
   bad.cu_seqlens_k[0] = 1;
   EXPECT_TRUE(mentions(attention::refusal(t, bad), "the first offset must be 0"));

@@ -84,6 +84,8 @@ def main():
     checks.expect(math.isclose(m.flops(dict(batch=1, heads=16, seq=16384, head_dim=128, causal=True)),
                                2 * 16 * 16384 ** 2 * 128), "flops as attention::flops")
     sweep = m.grid(quick=False)
+    checks.expect([s["head_dim"] for s in m.grid(False, (256,))] == [256] * 6 and m.grid(False, (256,))[0]["heads"] == 8,
+                  "--head-dims 256: the sweep's six shapes at hidden 2048")
     checks.expect(len(sweep) == 12 and all(s["batch"] * s["seq"] == 16384 and s["heads"] * s["head_dim"] == 2048
                                            for s in sweep), "the sweep: 16k tokens, hidden 2048")
 
@@ -215,7 +217,8 @@ def main():
         out = os.path.join(tmp, "x.json")
         for bad in (["--reps", "10"], ["--rounds", "7"], ["--rounds", "0"], ["--tk-lib", os.path.join(tmp, "none.so")],
                     ["--pass", "backward"], ["--dq", "sideways"], ["--dq", "reduce"],
-                    ["--dq", "deterministic"], ["--energy", "0.1"], ["--energy", "-1"], ["--energy", "nan"]):
+                    ["--dq", "deterministic"], ["--energy", "0.1"], ["--energy", "-1"], ["--energy", "nan"],
+                    ["--head-dims", "96"], ["--head-dims", "64,x"], ["--head-dims", ""]):
             r = subprocess.run([sys.executable, script, "--out", out, *bad], capture_output=True, text=True)
             checks.expect(r.returncode == 2 and bad[0] in r.stderr, f"{bad}: exit {r.returncode} {r.stderr}")
 

@@ -15,17 +15,39 @@ namespace attention::hopper {
 using namespace tk;
 using bf16 = __nv_bfloat16;
 
-constexpr int kBlockKV = 128;  // keys per tile
+constexpr int kBlockKV = 128;  // keys per tile (D = 256: Tiling<256>::block_kv)
+
+// Per head dimension: consumer warpgroups of 64 query rows each, their registers (setmaxnreg),
+// keys per tile, the K and V stages and Q slots shared memory holds, and whether O leaves through
+// the consumer's Q slot instead of a tile of its own. At D = 64 three consumers fit in the
+// registers (128 x (24 + 3 x 160) <= 64K), and keep the tensor cores busy while any one of them is
+// in its softmax. At D = 128 a consumer's S and O take 128 registers: ptxas serialises the wgmmas
+// below 168, so two consumers of 240. At D = 256 O alone takes 128: S and P over 64 keys fit
+// beside it; Q (32 KB a consumer) and two stages each of 32 KB K and V tiles fill 192 KB, so one
+// Q slot, which O leaves through (a second slot or O tiles of their own would need 256 KB).
+template <int D>
+struct Tiling;
+template <>
+struct Tiling<64> {
+  static constexpr int consumers = 3, consumer_registers = 160, block_kv = kBlockKV, k_stages = 4, v_stages = 4,
+                       q_slots = 2;
+  static constexpr bool o_in_q = false;
+};
+template <>
+struct Tiling<128> {
+  static constexpr int consumers = 2, consumer_registers = 240, block_kv = kBlockKV, k_stages = 2, v_stages = 2,
+                       q_slots = 2;
+  static constexpr bool o_in_q = false;
+};
+template <>
+struct Tiling<256> {
+  static constexpr int consumers = 2, consumer_registers = 240, block_kv = 64, k_stages = 2, v_stages = 2, q_slots = 1;
+  static constexpr bool o_in_q = true;
+};
 
 // What the kernel (kernel.cuh) asks of a config, besides its types and sizes: how P goes from S
 // to the A operand of P V, that product, and whether O is multiplied by Problem::o_scale on the
-// way out. bf16 below; e4m3 in config_fp8.cuh.
-//
-// Per head dimension: consumer warpgroups of 64 query rows each, and the K/V stages the rest of
-// shared memory holds. At D = 64 three consumers fit in the registers (setmaxnreg: 128 x (24 +
-// 3 x 160) <= 64K), and keep the tensor cores busy while any one of them is in its softmax. At
-// D = 128 a consumer's S and O take 128 registers: ptxas serialises the wgmmas below 168, so
-// two consumers of 240.
+// way out. bf16 below (its sizes per head dimension: Tiling); e4m3 in config_fp8.cuh.
 //
 // Shifted: keys and queries of different counts (the causal diagonal off the corner: ../mask.hpp).
 // A config of its own, so that the kernel of equal counts masks as it did without the shift: with
@@ -36,24 +58,23 @@ constexpr int kBlockKV = 128;  // keys per tile
 struct Maps;
 struct VarlenMaps;
 template <int D, bool Shifted = false, bool Varlen = false>
-struct Config {
+struct Config : Tiling<D> {
+  using Tiling<D>::consumers, Tiling<D>::block_kv;
   static constexpr int head_dim = D;
   static constexpr bool varlen = Varlen;
   static constexpr bool shifted = Shifted || Varlen;
   using maps = std::conditional_t<Varlen, VarlenMaps, Maps>;  // the kernel's tensor maps
-  static constexpr int consumers = D == 64 ? 3 : 2;
-  static constexpr int consumer_registers = D == 64 ? 160 : 240;
   static constexpr int producer_registers = 24;
   static constexpr int threads = (1 + consumers) * 128;
   static constexpr int block_q = consumers * warpgroup::kRows;  // query rows per item
 
   using q = st<bf16, warpgroup::kRows, D>;  // one consumer's queries
   using o_tile = q;                         // and its output on the way out
-  using kv = st<bf16, kBlockKV, D>;         // a tile of keys
+  using kv = st<bf16, block_kv, D>;         // a tile of keys
   using v_tile = kv;                        // and of values, keys down (MN-major for P V)
   static constexpr bool v_transposed = false;
-  using scores = rt_fl<16, kBlockKV>;       // each warp's 16 rows of S
-  using probs = rt_bf<16, kBlockKV>;        // and of P, the A operand of P V
+  using scores = rt_fl<16, block_kv>;       // each warp's 16 rows of S
+  using probs = rt_bf<16, block_kv>;        // and of P, the A operand of P V
   using out = rt_fl<16, D>;                 // each warp's 16 rows of O, accumulated
   using out_bf = rt_bf<16, D>;
   using rows = scores::row_vec;             // a value per row: max, sum, rescale factor
@@ -62,7 +83,6 @@ struct Config {
   // 224 KB (kSmemBytes), and V's loads run late enough that a step waits for its V tile only
   // between S and P V (kernel.cuh; a third V stage, O moving to the Q slot, measured slower:
   // results/experiments/attention-keys-160-o-in-q.patch).
-  static constexpr int k_stages = D == 64 ? 4 : 2, v_stages = D == 64 ? 4 : 2;
   // Causal items a chunk of heads at a time (work_order.hpp's chunked) or across every head
   // (snaked). Chunks measured faster only at D = 128 where a wave of the snake would read a head
   // per item (batch x heads >= the grid), each item's K and V then from DRAM; elsewhere the
@@ -73,8 +93,6 @@ struct Config {
   __device__ static void mma_pv(out& o, const probs& pr, const v_tile& v) { warpgroup::mma_AB(o, pr, v); }
   static constexpr bool scaled_output = false;  // O leaves as O / l
 };
-
-constexpr int kQSlots = 2;
 
 // Named barriers: 1 + w for consumer w alone; kTurns + w for its turn at the tensor cores.
 // Consumers take turns to issue their products, so one's products run under the others'
@@ -87,14 +105,21 @@ constexpr int kTurns = 4;
 template <class C>
 using Turns = warpgroup::turns<C::consumers, kTurns>;
 
-// Q has two slots, so the next item's Q lands during this item, and O a tile of its own.
+// Each consumer's O on the way out: a tile of its own, or (C::o_in_q) its Q slot's.
+template <class C>
+struct OTiles {
+  typename C::o_tile o[C::consumers];
+};
+struct InQSlots {};
+
+// Q has two slots where they fit, so the next item's Q lands during this item.
 template <class C>
 struct Smem {
-  typename C::q q[kQSlots][C::consumers];
-  typename C::o_tile o[C::consumers];
+  typename C::q q[C::q_slots][C::consumers];
+  [[no_unique_address]] std::conditional_t<C::o_in_q, InQSlots, OTiles<C>> out;
   typename C::kv k[C::k_stages];
   typename C::v_tile v[C::v_stages];
-  pipeline<kQSlots> q_pipe;
+  pipeline<C::q_slots> q_pipe;
   pipeline<C::k_stages> k_pipe;
   pipeline<C::v_stages> v_pipe;
 
@@ -107,7 +132,9 @@ struct Smem {
 };
 template <class C>
 constexpr int kSmemBytes = sizeof(Smem<C>) + kSmemAlign;  // room to align the tiles
-static_assert(kSmemBytes<Config<64>> <= kMaxSmemBytes && kSmemBytes<Config<128>> <= kMaxSmemBytes, "the stages must fit");
+static_assert(kSmemBytes<Config<64>> <= kMaxSmemBytes && kSmemBytes<Config<128>> <= kMaxSmemBytes &&
+                  kSmemBytes<Config<256>> <= kMaxSmemBytes,
+              "the stages must fit");
 
 struct Maps {
   grid_map q, k, v, o;  // [batch][heads] grids of N x D matrices (tensor_maps.cuh); e4m3: v is V^T's, D x N
@@ -161,7 +188,7 @@ __device__ Item item(const Maps&, const Problem& p, int t) {
   // wgmma wait in the item loop of the kernel of equal counts.
   const int rows_end = (q_tile + C::consumers) * warpgroup::kRows;
   const int key_end = p.causal ? min(p.mask.keys, rows_end + p.mask.shift) : p.mask.keys;
-  return {q_tile, qh, kvh, max(1, (key_end + kBlockKV - 1) / kBlockKV)};
+  return {q_tile, qh, kvh, max(1, (key_end + C::block_kv - 1) / C::block_kv)};
 }
 
 // Item t as a warp's lanes all see it: a packed batch's, read from memory, broadcast from lane 0, so
@@ -186,8 +213,9 @@ __device__ Mask mask_of(const Problem& p, const Item& it) {
 
 // The first key tile whose scores the kernel masks for the 64 rows from q0 >= 0 (every later one
 // too): the one that holds the keys' end or, with a causal mask, a key past q0's diagonal.
-__device__ inline int first_masked_tile(const Problem& p, const Mask& m, int q0) {
-  return p.causal ? min(m.keys / kBlockKV, (q0 + 1 + m.shift) / kBlockKV) : m.keys / kBlockKV;
+template <class C>
+__device__ int first_masked_tile(const Problem& p, const Mask& m, int q0) {
+  return p.causal ? min(m.keys / C::block_kv, (q0 + 1 + m.shift) / C::block_kv) : m.keys / C::block_kv;
 }
 
 // Shape s's problem for config C, its blocks of C::block_q rows. With a causal mask they end at

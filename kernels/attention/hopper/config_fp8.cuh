@@ -48,7 +48,8 @@ struct Fp8Config {
   using out = rt_fl<16, head_dim>;
   using out_bf = rt_bf<16, head_dim>;
   using rows = scores::row_vec;
-  static constexpr int k_stages = 4, v_stages = 4;
+  static constexpr int k_stages = 4, v_stages = 4, q_slots = 2, block_kv = kBlockKV;
+  static constexpr bool o_in_q = false;
   __device__ static bool causal_chunks(int) { return true; }  // measured so (the snake is not, on e4m3)
 
   __device__ static void to_probs(probs& pr, const scores& s) { warp::copy_e4m3(pr, s, kProbScale); }

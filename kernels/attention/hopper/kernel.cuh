@@ -47,12 +47,22 @@ __device__ void produce(Smem<C>& sm, const typename C::maps& maps, const Problem
   }
 }
 
+// Consumer w's O tile for item n: its own, or (C::o_in_q) its Q slot, free once the item's last S is.
+template <class C>
+__device__ typename C::o_tile& o_tile(Smem<C>& sm, int n, int w) {
+  if constexpr (C::o_in_q) {
+    return sm.q[sm.q_pipe.stage(n)][w];
+  } else {
+    return sm.out.o[w];
+  }
+}
+
 // O / l (times o_scale where the config says so) leaves through the consumer's O tile (named barrier 1 + w), and the
 // row logsumexp beside it: ln(sum exp(q.k / sqrt(D))) = (m scale + log2 l) ln 2 (m the raw max). Rows that attend no
 // key (mask.hpp; a shifted config's), computed against key 0, leave as O = 0 and LSE = +inf. A packed
 // batch's LSE is [heads][total_q]: the sequence's rows from its first.
 template <class C>
-__device__ void store_output(Smem<C>& sm, const typename C::maps& maps, const Problem& p, const Item& it,
+__device__ void store_output(Smem<C>& sm, const typename C::maps& maps, const Problem& p, const Item& it, int n,
                              typename C::out& o, const typename C::rows& m, typename C::rows& l, int row0) {
   const int w = warpgroup::index() - 1;
   typename C::out_bf o_bf;
@@ -65,7 +75,7 @@ __device__ void store_output(Smem<C>& sm, const typename C::maps& maps, const Pr
   if (any_keyless) warp::fill_where(lse, 0.0f, keyless);
   warp::mul_row(o, o, lse);
   warp::copy(o_bf, o);
-  warpgroup::store_async(map_of(maps.o, it.seq), sm.o[w], o_bf, it.q_tile + w, 0, 1 + w, it.qh);
+  warpgroup::store_async(map_of(maps.o, it.seq), o_tile(sm, n, w), o_bf, it.q_tile + w, 0, 1 + w, it.qh);
   warp::log2(l, l);
   warp::mul(lse, m, p.scale_log2);
   warp::add(lse, lse, l);
@@ -87,11 +97,11 @@ __device__ void store_output(Smem<C>& sm, const typename C::maps& maps, const Pr
 template <class C>
 __device__ void mask(typename C::scores& s, const Problem& p, const Mask& m, int kv0, int q0, int row0) {
   if constexpr (!C::shifted) {
-    if (q0 >= 0 && (kv0 + kBlockKV > p.seq || (p.causal && kv0 + kBlockKV - 1 > q0))) {
+    if (q0 >= 0 && (kv0 + C::block_kv > p.seq || (p.causal && kv0 + C::block_kv - 1 > q0))) {
       warp::fill_where(s, -INFINITY,
                        [&](int r, int c) { return kv0 + c >= p.seq || (p.causal && kv0 + c > row0 + r); });
     }
-  } else if (q0 >= 0 && m.needs_mask(q0, kv0, kBlockKV)) {
+  } else if (q0 >= 0 && m.needs_mask(q0, kv0, C::block_kv)) {
     warp::fill_where(s, -INFINITY, [&](int r, int c) { return m.hides(row0 + r, kv0 + c); });
   }
 }
@@ -104,6 +114,22 @@ __device__ void issue_first_scores(Smem<C>& sm, typename C::scores& s, int w, in
   warpgroup::mma_fence();
   warpgroup::mma_ABt(s, sm.q[sm.q_pipe.stage(n)][w], sm.k[sm.k_pipe.stage(step)], false);
   warpgroup::mma_commit();
+}
+
+// C::o_in_q: once the copy engine has read consumer w's O out of its Q slot, the slot goes back to
+// the producer for item n + 1's Q, and (Next) that item's first S is issued in a turn of its own
+// (every consumer takes it, so the turns stay paired).
+template <class C, bool Next>
+__device__ void hand_back_q_slot(Smem<C>& sm, typename C::scores& s, const Turns<C>& turn, int w, int n,
+                                 int next_step) {
+  if (warpgroup::thread() == 0) tma::store_wait_read<0>();
+  warpgroup::sync(1 + w);
+  if (threadIdx.x % 32 == 0) sm.q_pipe.release(n);
+  if constexpr (Next) {
+    turn.wait();
+    issue_first_scores(sm, s, w, n + 1, next_step);
+    turn.pass();
+  }
 }
 
 // Consumer w of item n, `it`: 64 query rows from q0, each warp 16 of them from row0; the item's
@@ -122,7 +148,7 @@ __device__ void consume(Smem<C>& sm, const typename C::maps& maps, const Problem
   // With a causal mask the tiles past these 64 rows' diagonal are all future: only released (all
   // but the first, for rows before row 0).
   const int key_end = q0 + warpgroup::kRows + attended.shift;  // past the rows' last key (<= 0: they attend none)
-  const int mine = p.causal ? max(1, min(it.tiles, (key_end + kBlockKV - 1) / kBlockKV)) : it.tiles;
+  const int mine = p.causal ? max(1, min(it.tiles, (key_end + C::block_kv - 1) / C::block_kv)) : it.tiles;
   const bool releaser = threadIdx.x % 32 == 0;
   const Turns<C> turn{w};
   const typename C::q& q = sm.q[sm.q_pipe.stage(n)][w];
@@ -156,7 +182,7 @@ __device__ void consume(Smem<C>& sm, const typename C::maps& maps, const Problem
     turn.pass();
     warpgroup::mma_wait<1>();  // S of tile j: its K tile is free
     if (releaser) sm.k_pipe.release(step + j);
-    if constexpr (decltype(masked)::value) mask<C>(s, p, attended, j * kBlockKV, q0, row0);
+    if constexpr (decltype(masked)::value) mask<C>(s, p, attended, j * C::block_kv, q0, row0);
     warp::online_softmax(s, m, l, rescale, p.scale_log2);
     // P V of tile j - 1 (O, P, its V tile free): ptxas places it after the row max, packing P among
     // the exponentials; the whole softmax under P V measured 1.4-3.5% slower (results/experiments).
@@ -165,10 +191,10 @@ __device__ void consume(Smem<C>& sm, const typename C::maps& maps, const Problem
     warp::mul_row(o, o, rescale);
     C::to_probs(pr, s);
   };
-  const int unmasked = min(mine, first_masked_tile(p, attended, q0));
+  const int unmasked = min(mine, first_masked_tile<C>(p, attended, q0));
   for (int j = 1; j < unmasked; ++j) key_tile(j, std::false_type{});
   for (int j = max(1, unmasked); j < mine; ++j) key_tile(j, std::true_type{});
-  if (releaser) sm.q_pipe.release(n);  // no product reads this Q any more
+  if (releaser && !C::o_in_q) sm.q_pipe.release(n);  // no product reads this Q any more
   for (int j = mine; j < it.tiles; ++j) {  // tiles past the diagonal: released unread
     turn.wait();
     turn.pass();
@@ -181,11 +207,13 @@ __device__ void consume(Smem<C>& sm, const typename C::maps& maps, const Problem
   warpgroup::mma_fence();
   C::mma_pv(o, pr, sm.v[sm.v_pipe.stage(step + mine - 1)]);
   warpgroup::mma_commit();
-  if constexpr (Next) issue_first_scores(sm, s, w, n + 1, step + it.tiles);
+  constexpr bool next_s_here = Next && !C::o_in_q;  // the next item's first S in this turn
+  if constexpr (next_s_here) issue_first_scores(sm, s, w, n + 1, step + it.tiles);
   turn.pass();
-  warpgroup::mma_wait<Next ? 1 : 0>();  // the last P V (the next S may still run)
+  warpgroup::mma_wait<next_s_here ? 1 : 0>();  // the last P V (the next S may still run)
   if (releaser) sm.v_pipe.release(step + mine - 1);
-  if (q0 >= 0) store_output<C>(sm, maps, p, it, o, m, l, row0);
+  if (q0 >= 0) store_output<C>(sm, maps, p, it, n, o, m, l, row0);
+  if constexpr (C::o_in_q) hand_back_q_slot<C, Next>(sm, s, turn, w, n, step + it.tiles);
 }
 
 template <class C>
