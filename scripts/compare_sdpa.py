@@ -32,13 +32,14 @@ readings once for the probe, numbers to 6 significant digits) in version 3's col
 probe "attention", the probe's row params with kernel "torch-flash" or "torch-cudnn" and the pass, so
 `tkprobe compare` reads it and its rows sit beside the probe's. --against REPORT prints both side by side.
 --energy S adds each row's energy per call, as `tkprobe attention --energy S` measures it, every kernel
-in turn after the timed rounds. --varlen SPEC times one packed batch instead of the grid
-(scripts/sdpa_varlen.py): the DSL's varlen kernels beside SDPA on jagged nested tensors, cuDNN's
-ragged SDPA and FlashAttention-4's varlen function, in rows keyed as `tkprobe attention --varlen`'s.
+in turn after the timed rounds. --varlen SPEC (again for more mixes) times packed batches instead
+of the grid (scripts/sdpa_varlen.py): the DSL's varlen kernels beside SDPA on jagged nested tensors,
+cuDNN's ragged SDPA and FlashAttention-4's varlen function, in rows keyed as `tkprobe attention
+--varlen`'s. --head-dims picks the grid's head dims (256: the DSL's wgmma forward alone).
 
     scripts/compare_sdpa.py --out sdpa.json [--quick] [--pass fwd|bwd|fwd+bwd|all] [--reps 50] [--seed N]
                             [--tk-lib build/kernels/libtk_attention_c.so] [--energy SECONDS]
-                            [--varlen LENGTHS|random:SEED]
+                            [--varlen LENGTHS|random:SEED ...] [--head-dims 64,128,256]
     scripts/compare_sdpa.py --out sdpa.json --against attention.json   # tkprobe attention --json attention.json
 
 The report builder below needs neither torch nor a GPU (tests/host/test_compare_sdpa.py runs it);
@@ -897,9 +898,10 @@ class GpuSession:
 
 
 def shapes(args):
-    """The packed batch (--varlen) at each head dim, causal and not; or the dense grid."""
+    """Each packed batch (--varlen) at each head dim, causal and not; or the dense grid."""
     if args.varlen:
-        return sdpa_varlen.varlen_grid(args.varlen, args.quick, SWEEP_HIDDEN, args.head_dims, QUICK_HEADS)
+        return [shape for spec in args.varlen
+                for shape in sdpa_varlen.varlen_grid(spec, args.quick, SWEEP_HIDDEN, args.head_dims, QUICK_HEADS)]
     return grid(args.quick, args.head_dims)
 
 
@@ -944,9 +946,10 @@ def main():
                                          "read every kernel's SM clock)")
     parser.add_argument("--dq", default="fastest", choices=list(tk_library.DQ_PATHS),
                         help="the DSL backward's dQ path (as tkprobe attention --dq; needs --tk-lib)")
-    parser.add_argument("--varlen", help="a packed batch instead of the dense grid: lengths separated by commas, "
-                                         "or random:SEED (tkprobe attention --varlen's), at hidden "
-                                         f"{SWEEP_HIDDEN} for each --head-dims, causal and not")
+    parser.add_argument("--varlen", action="append",
+                        help="a packed batch instead of the dense grid: lengths separated by commas, or random:SEED "
+                             f"(tkprobe attention --varlen's), at hidden {SWEEP_HIDDEN} for each --head-dims, causal "
+                             "and not; again for more length mixes (scripts/plot.py draws each mix a group)")
     parser.add_argument("--head-dims", default=",".join(map(str, HEAD_DIMS)),
                         help=f"the head dims of the grid, of {ALL_HEAD_DIMS} separated by commas (default: the "
                              "probe's sweep)")
@@ -975,9 +978,9 @@ def main():
         args.head_dims = ()
     if not args.head_dims or any(d not in ALL_HEAD_DIMS for d in args.head_dims):
         parser.error(f"--head-dims: give head dims of {ALL_HEAD_DIMS} separated by commas")
-    if args.varlen:
+    for spec in args.varlen or []:
         try:
-            sdpa_varlen.varlen_lengths(args.varlen)
+            sdpa_varlen.varlen_lengths(spec)
         except ValueError as e:
             parser.error(str(e))
     if args.seed is not None and args.seed < 0:

@@ -8,6 +8,7 @@ version 2 document equal to the one tkprobe makes of the same version 1 rows, wr
 
 usage: test_compare_sdpa.py VALIDATE_REPORT TKPROBE SOURCE_DIR
 """
+import argparse
 import ctypes
 import importlib.util
 import json
@@ -235,6 +236,10 @@ def check_varlen(m, validate, source_dir, checks):
     checks.expect(v.varlen_lengths("random:1") == RANDOM_1, f"random:1 as the probe draws it: {v.random_lengths(1)}")
     checks.expect(v.varlen_lengths("4096,0,1") == [4096, 0, 1] and v.offsets_of([4096, 0, 1]) == [0, 4096, 4096, 4097],
                   "a list of lengths and its offsets")
+    mixes = m.shapes(argparse.Namespace(varlen=["random:1", "100,28"], quick=False, head_dims=(128,)))
+    checks.expect([(s["varlen"], s["causal"], s["heads"]) for s in mixes] ==
+                  [("random:1", False, 16), ("random:1", True, 16), ("100,28", False, 16), ("100,28", True, 16)],
+                  f"--varlen again: each mix at each head dim, causal and not: {mixes}")
     shapes = v.varlen_grid("100,0,28", False, 2048, (64, 128), 4)
     checks.expect([(s["heads"], s["head_dim"], s["causal"]) for s in shapes] ==
                   [(32, 64, False), (32, 64, True), (16, 128, False), (16, 128, True)], "hidden 2048, causal and not")
@@ -262,8 +267,8 @@ def check_varlen(m, validate, source_dir, checks):
         checks.expect(r.returncode == 0, f"a --varlen report passes the schema: {r.stderr}")
         script = os.path.join(source_dir, "scripts", "compare_sdpa.py")
         for bad, why in (("random:-1", "seed"), ("4096,x", "'x' is no length"), ("0,0", "0 tokens")):
-            r = subprocess.run([sys.executable, script, "--out", os.path.join(tmp, "x.json"), "--varlen", bad],
-                               capture_output=True, text=True)
+            r = subprocess.run([sys.executable, script, "--out", os.path.join(tmp, "x.json"), "--varlen", "random:2",
+                                "--varlen", bad], capture_output=True, text=True)
             checks.expect(r.returncode == 2 and why in r.stderr, f"--varlen {bad}: exit {r.returncode} {r.stderr}")
 
 
