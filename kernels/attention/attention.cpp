@@ -44,16 +44,20 @@ std::string refusal(Shape s, Kernel kernel) {
     return "heads = " + std::to_string(s.heads) + ", kv heads = " + std::to_string(s.kv_heads) +
            ": the query heads must be a multiple of the key/value heads";
   }
-  if (s.head_dim != 64 && s.head_dim != 128 && s.head_dim != 256) {
-    return "head dim = " + std::to_string(s.head_dim) + ": give 64, 128 or 256";
+  if (s.head_dim != 64 && s.head_dim != 96 && s.head_dim != 128 && s.head_dim != 256) {
+    return "head dim = " + std::to_string(s.head_dim) + ": give 64, 96, 128 or 256";
   }
-  if (kernel == Kernel::mma_sync && s.head_dim == 256) return "head dim = 256: the mma-sync forward takes 64 or 128";
+  if (kernel == Kernel::mma_sync && s.head_dim != 64 && s.head_dim != 128) {
+    return "head dim = " + std::to_string(s.head_dim) + ": the mma-sync forward takes 64 or 128";
+  }
   return kernel == Kernel::wgmma ? detail::hopper_refusal(s) : detail::portable_refusal(s);
 }
 
 std::string backward_refusal(Shape s) {
   if (std::string why = refusal(s, Kernel::wgmma); !why.empty()) return why;
-  if (s.head_dim == 256) return "head dim = 256: the backward takes 64 or 128";
+  if (s.head_dim != 64 && s.head_dim != 128) {
+    return "head dim = " + std::to_string(s.head_dim) + ": the backward takes 64 or 128";
+  }
   return "";
 }
 

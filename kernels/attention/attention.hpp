@@ -70,8 +70,8 @@ struct BackwardLayout {
 // the causal mask Nq Nk - Nq^2 / 2 where Nq <= Nk, else Nk^2 / 2 (half of it at Nq = Nk).
 double flops(Shape s);
 
-// Why `kernel` cannot run `s` ("" when it can), naming what is valid: head dim 64, 128 or 256
-// (`mma_sync`: 64 or 128).
+// Why `kernel` cannot run `s` ("" when it can), naming what is valid: head dim 64, 96, 128 or
+// 256 (`mma_sync`: 64 or 128).
 std::string refusal(Shape s, Kernel kernel);
 
 // Why the backward cannot run `s` ("" when it can): refusal(s, Kernel::wgmma), and head dim 64 or 128.

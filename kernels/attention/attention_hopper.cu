@@ -40,6 +40,7 @@ std::string hopper_refusal(Shape s) {
 Launch hopper_forward(const Tensors& t, Shape s, const ForwardStrides& at) {
   const bool shifted = keys(s) != s.seq;  // Config's Shifted
   if (s.head_dim == 64) return shifted ? launch_for<64, true>(t, s, at) : launch_for<64, false>(t, s, at);
+  if (s.head_dim == 96) return shifted ? launch_for<96, true>(t, s, at) : launch_for<96, false>(t, s, at);
   if (s.head_dim == 128) return shifted ? launch_for<128, true>(t, s, at) : launch_for<128, false>(t, s, at);
   return shifted ? launch_for<256, true>(t, s, at) : launch_for<256, false>(t, s, at);
 }

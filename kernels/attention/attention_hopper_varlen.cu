@@ -84,8 +84,16 @@ Launch launch_for(const Tensors& t, const Varlen& s, const VarlenStrides& at) {
 }  // namespace
 
 Launch hopper_varlen_forward(const Tensors& t, const Varlen& s, const VarlenStrides& at) {
-  if (s.head_dim == 64) return launch_for<64>(t, s, at);
-  return s.head_dim == 128 ? launch_for<128>(t, s, at) : launch_for<256>(t, s, at);
+  switch (s.head_dim) {
+    case 64:
+      return launch_for<64>(t, s, at);
+    case 96:
+      return launch_for<96>(t, s, at);
+    case 128:
+      return launch_for<128>(t, s, at);
+    default:
+      return launch_for<256>(t, s, at);
+  }
 }
 
 }  // namespace attention::detail

@@ -388,12 +388,15 @@ void reference_forward(const bf16* q, const bf16* k, const bf16* v, float* o, fl
   switch (s.head_dim) {
     case 64:
       return launch_reference<64>(q, k, v, o, lse, s, stream);
+    case 96:
+      return launch_reference<96>(q, k, v, o, lse, s, stream);
     case 128:
       return launch_reference<128>(q, k, v, o, lse, s, stream);
     case 256:
       return launch_reference<256>(q, k, v, o, lse, s, stream);
     default:
-      throw std::invalid_argument("attention reference: head dim " + std::to_string(s.head_dim) + " (64, 128 or 256)");
+      throw std::invalid_argument("attention reference: head dim " + std::to_string(s.head_dim) +
+                                  " (64, 96, 128 or 256)");
   }
 }
 

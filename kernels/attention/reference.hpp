@@ -33,7 +33,7 @@ void fill_normal(__nv_bfloat16* out, std::size_t count, std::uint64_t seed, cuda
 // The forward pass attention.hpp defines (same layout, grouped-query heads, mask.hpp's mask and
 // LSE, any numbers of queries and keys) from the same bf16 inputs in fp32 arithmetic: O as float
 // [B][H][N][D], LSE as float [B][H][N]; a row attending no key gets O = 0 and LSE = +inf. Head
-// dim 64, 128 or 256. SIMT fp32: each block keeps 64 queries in shared memory and streams K and V
+// dim 64, 96, 128 or 256. SIMT fp32: each block keeps 64 queries in shared memory and streams K and V
 // through it 64 keys at a time with an online softmax.
 void reference_forward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, float* o, float* lse,
                        attention::Shape s, cudaStream_t stream);

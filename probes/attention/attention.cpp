@@ -58,7 +58,8 @@ using bf16 = __nv_bfloat16;
 // --quick: small, and a length that is no multiple of any tile.
 constexpr int kQuickBatch = 2, kQuickHeads = 4, kQuickSeq = 1000;
 constexpr int kHeadDims[] = {64, 128};
-constexpr int kWgmmaOnlyHeadDim = 256;  // the wgmma forward's alone (attention::refusal)
+// The head dims of the wgmma forward alone (attention::refusal).
+constexpr bool wgmma_only(int head_dim) { return head_dim == 96 || head_dim == 256; }
 
 // bf16 inputs and output put the relative error between 1e-3 and 1e-2 (8 mantissa bits); a
 // wrong row or mask gives ~1. LSE is fp32 throughout, so its error is far smaller.
@@ -189,7 +190,7 @@ class AttentionProbe final : public Probe {
     cmd.add_option("--kv-heads", kv_heads_, "Key/value heads, dividing --heads (default: --heads)");
     cmd.add_option("--seq", seq_, "Sequence length (queries, and keys unless --seq-k)");
     cmd.add_option("--seq-k", seq_k_, "Keys per sequence (default, or 0: --seq)");
-    cmd.add_option("--head-dim", head_dim_, "Head dimension: 64, 128 or 256 (the wgmma forward alone)");
+    cmd.add_option("--head-dim", head_dim_, "Head dimension: 64, 96, 128 or 256 (96 and 256: the wgmma forward alone)");
     cmd.add_flag("--causal", causal_, "Causal mask: query i sees keys 0 .. i + seq-k - seq (the bottom-right corner)");
     cmd.add_option("--kernel", kernel_, "wgmma or mma-sync (default: both)")->check(CLI::IsMember(kKernels));
     cmd.add_option("--pass", pass_,
@@ -270,7 +271,7 @@ class AttentionProbe final : public Probe {
     }
     for (Kernel k : kernels()) {
       // Not asked for by name, the mma.sync kernel's rows of a head dim it lacks say `skipped` why.
-      if (k == Kernel::mma_sync && kernel_.empty() && s.head_dim == kWgmmaOnlyHeadDim) continue;
+      if (k == Kernel::mma_sync && kernel_.empty() && wgmma_only(s.head_dim)) continue;
       if (const std::string why = attention::refusal(s, k); !why.empty()) {
         throw UsageError(fmt::format("{} with the {} kernel: {}", describe(s), kernel_name(k), why));
       }

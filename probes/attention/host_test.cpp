@@ -101,7 +101,7 @@ TEST(Cli, AttentionShapesTheKernelsRefuseExitTwoWithTheRule) {
        "the query heads must be a multiple of the key/value heads"},
       {{"--batch", "1", "--heads", "4", "--kv-heads", "0", "--seq", "128", "--head-dim", "64"},
        "kv heads = 0: give a positive number"},
-      {{"--batch", "1", "--heads", "4", "--seq", "128", "--head-dim", "96"}, "head dim = 96: give 64, 128 or 256"},
+      {{"--batch", "1", "--heads", "4", "--seq", "128", "--head-dim", "80"}, "head dim = 80: give 64, 96, 128 or 256"},
       {{"--batch", "1", "--heads", "70000", "--kv-heads", "1", "--seq", "128", "--head-dim", "64"}, "at most 65535"},
       {{"--batch", "1", "--heads", "4", "--seq", "128", "--seq-k", "-3", "--head-dim", "64"},
        "seq k = -3: give a positive number (0: as many as seq)"},
@@ -128,9 +128,9 @@ TEST(Cli, AttentionValidShapeGetsPastValidation) {
   }
 }
 
-// Head dim 256: the wgmma forward's alone. The mma.sync kernel asked for by name, or a backward
-// pass, exits 2 saying so; left to default, the mma.sync rows are skipped with the reason.
-TEST(Cli, AttentionHeadDim256IsTheWgmmaForwards) {
+// Head dims 96 and 256: the wgmma forward's alone. The mma.sync kernel asked for by name, or a
+// backward pass, exits 2 saying so; left to default, the mma.sync rows are skipped with the reason.
+TEST(Cli, AttentionHeadDims96And256AreTheWgmmaForwards) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--batch", "1", "--heads", "4", "--seq", "100", "--head-dim", "256", "--kernel", "mma-sync"},
        "head dim = 256: the mma-sync forward takes 64 or 128"},
@@ -138,6 +138,8 @@ TEST(Cli, AttentionHeadDim256IsTheWgmmaForwards) {
        "head dim = 256: the backward takes 64 or 128 (give --pass fwd)"},
       {{"--varlen", "100,7", "--heads", "4", "--head-dim", "256", "--pass", "all"},
        "head dim = 256: the backward takes 64 or 128 (give --pass fwd)"},
+      {{"--batch", "1", "--heads", "4", "--seq", "100", "--head-dim", "96", "--pass", "fwd+bwd"},
+       "head dim = 96: the backward takes 64 or 128 (give --pass fwd)"},
   };
   for (const auto& [options, why] : cases) {
     std::vector<std::string> args{"attention"};
@@ -175,7 +177,7 @@ TEST(Cli, AttentionVarlenTakesLengthsOrARandomMix) {
       {{"--varlen", "100", "--heads", "4", "--head-dim", "64", "--seq", "100"}, "give it no --batch, --seq"},
       {{"--varlen", "100", "--heads", "4", "--head-dim", "64", "--dtype", "e4m3"}, "--varlen runs the wgmma kernels"},
       {{"--varlen", "100", "--heads", "4", "--head-dim", "64", "--dq", "reduce"}, "--dq reduce picks the backward's"},
-      {{"--varlen", "100", "--heads", "4", "--head-dim", "96"}, "head dim = 96: give 64, 128 or 256"},
+      {{"--varlen", "100", "--heads", "4", "--head-dim", "80"}, "head dim = 80: give 64, 96, 128 or 256"},
       {{"--varlen", "100", "--heads", "4", "--kv-heads", "3", "--head-dim", "64"}, "a multiple of the key/value heads"},
   };
   for (const auto& [options, why] : cases) {

@@ -38,9 +38,9 @@ constexpr int kFullHostRows = 1000;
 
 const Kernel kKernels[] = {Kernel::wgmma, Kernel::mma_sync};
 const char* name(Kernel k) { return k == Kernel::wgmma ? "wgmma" : "mma-sync"; }
-// The kernels that take s: both, or at head dim 256 the wgmma forward alone.
+// The kernels that take s: both, or at head dims 96 and 256 the wgmma forward alone.
 std::vector<Kernel> kernels_for(const Shape& s) {
-  if (s.head_dim == 256) return {Kernel::wgmma};
+  if (s.head_dim == 96 || s.head_dim == 256) return {Kernel::wgmma};
   return {std::begin(kKernels), std::end(kKernels)};
 }
 
@@ -363,16 +363,18 @@ TEST(AttentionKernels, MatchTheGpuReferenceAtSixteenThousandKeys) {
   for (const Shape& s : shapes) expect_kernels_match_the_gpu_reference(s, rng);
 }
 
-// Head dim 256 (the wgmma forward alone: 64-key tiles, one Q slot that O leaves through): lengths
-// around its tiles, fewer and more keys than queries, grouped-query heads, and N = 16384.
-TEST(AttentionKernels, HeadDim256MatchesTheReferences) {
+// Head dims 96 (three 64-byte swizzled boxes a row) and 256 (64-key tiles, one Q slot that O leaves
+// through), the wgmma forward's alone: lengths around the tiles, fewer and more keys than queries,
+// grouped-query heads, and N = 16384.
+TEST(AttentionKernels, HeadDims96And256MatchTheReferences) {
   auto rng = fresh_rng();
-  for (bool causal : {false, true}) {
-    for (int n : {1, 100, 1000, 4097}) expect_kernels_match_the_host({n <= 100 ? 2 : 1, 4, 2, n, 256, causal}, rng);
-    for (const auto& [nq, nk] : {std::pair{100, 1000}, std::pair{1000, 100}, std::pair{1, 4097}})
-      expect_kernels_match_the_host({2, 4, 1, nq, 256, causal, nk}, rng);
-    expect_kernels_match_the_gpu_reference({1, 8, 8, 16384, 256, causal}, rng);
-  }
+  for (int d : {96, 256})
+    for (bool causal : {false, true}) {
+      for (int n : {1, 100, 1000, 4097}) expect_kernels_match_the_host({n <= 100 ? 2 : 1, 4, 2, n, d, causal}, rng);
+      for (const auto& [nq, nk] : {std::pair{100, 1000}, std::pair{1000, 100}, std::pair{1, 4097}})
+        expect_kernels_match_the_host({2, 4, 1, nq, d, causal, nk}, rng);
+      expect_kernels_match_the_gpu_reference({1, 2048 / d, 2048 / d, 16384, d, causal}, rng);
+    }
 }
 
 // The e4m3 forward (attention::Fp8Forward, D = 128) against the fp32 reference on the dequantized

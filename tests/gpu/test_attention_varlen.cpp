@@ -129,7 +129,7 @@ TEST(AttentionVarlenKernel, MatchesTheReferencePerSequence) {
   auto rng = fresh_rng();
   const std::vector<std::vector<int>> batches = {{1, 0, 300, 129, 1000, 64, 0, 4097}, {16384, 7, 1, 200}};
   for (const auto& lengths : batches)
-    for (int d : {64, 128, 256})
+    for (int d : {64, 96, 128, 256})
       for (bool causal : {false, true}) {
         const Varlen s{attention::offsets_of(lengths), attention::offsets_of(lengths), 8, 2, d, causal};
         SCOPED_TRACE(describe(lengths, lengths, s));
@@ -143,7 +143,7 @@ TEST(AttentionVarlenKernel, MatchesTheReferenceWithOtherKeyCounts) {
   auto rng = fresh_rng();
   const std::vector<int> queries = {5, 300, 0, 1000, 1, 129, 64};
   const std::vector<int> keys = {0, 1000, 7, 300, 4097, 1, 0};
-  for (int d : {64, 128, 256})
+  for (int d : {64, 96, 128, 256})
     for (bool causal : {false, true}) {
       const Varlen s{attention::offsets_of(queries), attention::offsets_of(keys), 4, 4, d, causal};
       SCOPED_TRACE(describe(queries, keys, s));

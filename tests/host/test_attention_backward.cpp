@@ -76,7 +76,8 @@ TEST(AttentionBackward, RefusesWhatTheForwardRefuses) {
     }
     return std::string("accepted");
   };
-  EXPECT_NE(message({1, 4, 4, 128, 96, false}).find("head dim = 96: give 64, 128 or 256"), std::string::npos);
+  EXPECT_NE(message({1, 4, 4, 128, 80, false}).find("head dim = 80: give 64, 96, 128 or 256"), std::string::npos);
+  EXPECT_NE(message({1, 4, 4, 128, 96, false}).find("head dim = 96: the backward takes 64 or 128"), std::string::npos);
   EXPECT_NE(message({1, 4, 3, 128, 64, false}).find("multiple of the key/value heads"), std::string::npos);
   EXPECT_NE(message({1, 4, 4, 0, 64, false}).find("seq = 0: give a positive number"), std::string::npos);
 }

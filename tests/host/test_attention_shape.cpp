@@ -35,23 +35,26 @@ TEST(AttentionShape, CommonRulesNameWhatIsValid) {
     EXPECT_TRUE(mentions(attention::refusal({1, 4, 4, 0, 64, false}, k), "seq = 0: give a positive number"));
     EXPECT_TRUE(mentions(attention::refusal({1, 4, 3, 128, 64, false}, k),
                          "the query heads must be a multiple of the key/value heads"));
-    EXPECT_TRUE(mentions(attention::refusal({1, 4, 4, 128, 96, false}, k), "head dim = 96: give 64, 128 or 256"));
+    EXPECT_TRUE(mentions(attention::refusal({1, 4, 4, 128, 80, false}, k), "head dim = 80: give 64, 96, 128 or 256"));
   }
 }
 
-// Head dim 256 is the wgmma forward's alone (bf16, dense or packed): the mma.sync forward, the
-// backward and the e4m3 forward say which head dims they take.
-TEST(AttentionShape, HeadDim256IsTheWgmmaForwardsAlone) {
-  for (bool causal : {false, true})
-    for (int n : {1, 100, 1000, 4097}) {
-      EXPECT_EQ(attention::refusal({1, 4, 2, n, 256, causal}, Kernel::wgmma), "") << n;
-      EXPECT_EQ(attention::refusal({1, 4, 2, n, 256, causal, 2 * n + 3}, Kernel::wgmma), "") << n;  // Nk > Nq
-    }
-  const Shape d256{1, 4, 4, 128, 256, false};
-  EXPECT_EQ(attention::refusal(d256, Kernel::mma_sync), "head dim = 256: the mma-sync forward takes 64 or 128");
-  EXPECT_EQ(attention::backward_refusal(d256), "head dim = 256: the backward takes 64 or 128");
+// Head dims 96 and 256 are the wgmma forward's alone (bf16, dense or packed): the mma.sync forward,
+// the backward and the e4m3 forward say which head dims they take.
+TEST(AttentionShape, HeadDims96And256AreTheWgmmaForwardsAlone) {
+  for (int d : {96, 256}) {
+    for (bool causal : {false, true})
+      for (int n : {1, 100, 1000, 4097}) {
+        EXPECT_EQ(attention::refusal({1, 4, 2, n, d, causal}, Kernel::wgmma), "") << d << " " << n;
+        EXPECT_EQ(attention::refusal({1, 4, 2, n, d, causal, 2 * n + 3}, Kernel::wgmma), "") << n;  // Nk > Nq
+      }
+    const Shape s{1, 4, 4, 128, d, false};
+    const std::string head_dim = "head dim = " + std::to_string(d);
+    EXPECT_EQ(attention::refusal(s, Kernel::mma_sync), head_dim + ": the mma-sync forward takes 64 or 128");
+    EXPECT_EQ(attention::backward_refusal(s), head_dim + ": the backward takes 64 or 128");
+    EXPECT_EQ(attention::refusal(s, attention::Dtype::e4m3), head_dim + ": the e4m3 forward takes 128");
+  }
   EXPECT_EQ(attention::backward_refusal({1, 4, 4, 128, 128, false}), "");
-  EXPECT_EQ(attention::refusal(d256, attention::Dtype::e4m3), "head dim = 256: the e4m3 forward takes 128");
 }
 
 // Batch and heads are grid dimensions of the mma_sync kernel only: the wgmma kernel's persistent
@@ -84,8 +87,8 @@ TEST(AttentionShape, E4m3TakesTheWgmmaRulesAndHeadDim128) {
   for (const Shape& s : {Shape{1, 4, 4, 1, 64, false}, Shape{2, 16, 16, 4096, 128, true}, Shape{1, 4, 3, 128, 128, false}})
     EXPECT_EQ(attention::refusal(s, Dtype::bf16), attention::refusal(s, Kernel::wgmma));
   EXPECT_EQ(attention::refusal({1, 4, 4, 128, 64, false}, Dtype::e4m3), "head dim = 64: the e4m3 forward takes 128");
-  EXPECT_TRUE(
-      mentions(attention::refusal({1, 4, 4, 128, 96, false}, Dtype::e4m3), "head dim = 96: give 64, 128 or 256"));
+  EXPECT_TRUE(mentions(attention::refusal({1, 4, 4, 128, 96, false}, Dtype::e4m3),
+                       "head dim = 96: the e4m3 forward takes 128"));
   EXPECT_TRUE(mentions(attention::refusal({0, 4, 4, 128, 128, false}, Dtype::e4m3), "batch = 0"));
   EXPECT_TRUE(mentions(attention::refusal({1, 4, 3, 128, 128, false}, Dtype::e4m3), "multiple of the key/value heads"));
   EXPECT_TRUE(mentions(attention::refusal({65536, 1, 1, 16, 128, false}, Dtype::e4m3), "at most 65535"));

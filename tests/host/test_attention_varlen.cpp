@@ -147,12 +147,14 @@ TEST(AttentionVarlen, BadTensorsAreRefusedBeforeAnyLaunch) {
   EXPECT_TRUE(mentions(attention::refusal(t, s, {.k = attention::PackedStrides{2 * 128 + 4, 128}}), "16 bytes"));
   EXPECT_TRUE(mentions(attention::refusal(attention::Tensors{fake(0, 8), t.k, t.v, t.o, t.lse}, s), "16-byte aligned"));
   EXPECT_TRUE(mentions(attention::refusal(t, s, {.o = attention::PackedStrides{128, 128}}), "overlap"));
-  Varlen d96 = s;
-  d96.head_dim = 96;
-  EXPECT_TRUE(mentions(attention::refusal(t, d96), "give 64, 128 or 256"));
-  Varlen d256 = s;
-  d256.head_dim = 256;
-  EXPECT_EQ(attention::refusal(t, d256), "");
+  Varlen d80 = s;
+  d80.head_dim = 80;
+  EXPECT_TRUE(mentions(attention::refusal(t, d80), "give 64, 96, 128 or 256"));
+  for (int d : {96, 256}) {
+    Varlen other = s;
+    other.head_dim = d;
+    EXPECT_EQ(attention::refusal(t, other), "") << d;
+  }
   Varlen bad = s;
   bad.cu_seqlens_q[1] = -1;
   EXPECT_TRUE(mentions(attention::refusal(t, bad), "offsets must not decrease"));

@@ -22,14 +22,21 @@ constexpr int kBlockKV = 128;  // keys per tile (D = 256: Tiling<256>::block_kv)
 // the consumer's Q slot instead of a tile of its own. At D = 64 three consumers fit in the
 // registers (128 x (24 + 3 x 160) <= 64K), and keep the tensor cores busy while any one of them is
 // in its softmax. At D = 128 a consumer's S and O take 128 registers: ptxas serialises the wgmmas
-// below 168, so two consumers of 240. At D = 256 O alone takes 128: S and P over 64 keys fit
-// beside it; Q (32 KB a consumer) and two stages each of 32 KB K and V tiles fill 192 KB, so one
-// Q slot, which O leaves through (a second slot or O tiles of their own would need 256 KB).
+// below 168, so two consumers of 240, as at D = 96 (O 48 beside S and P: three consumers of 160
+// would spill), whose 24 KB K and V tiles leave room for three stages each (216 KB). At D = 256 O
+// alone takes 128: S and P over 64 keys fit beside it; Q (32 KB a consumer) and two stages each of 32 KB K and V tiles
+// fill 192 KB, so one Q slot, which O leaves through (a second slot or O tiles of their own would need 256 KB).
 template <int D>
 struct Tiling;
 template <>
 struct Tiling<64> {
   static constexpr int consumers = 3, consumer_registers = 160, block_kv = kBlockKV, k_stages = 4, v_stages = 4,
+                       q_slots = 2;
+  static constexpr bool o_in_q = false;
+};
+template <>
+struct Tiling<96> {
+  static constexpr int consumers = 2, consumer_registers = 240, block_kv = kBlockKV, k_stages = 3, v_stages = 3,
                        q_slots = 2;
   static constexpr bool o_in_q = false;
 };
@@ -132,8 +139,8 @@ struct Smem {
 };
 template <class C>
 constexpr int kSmemBytes = sizeof(Smem<C>) + kSmemAlign;  // room to align the tiles
-static_assert(kSmemBytes<Config<64>> <= kMaxSmemBytes && kSmemBytes<Config<128>> <= kMaxSmemBytes &&
-                  kSmemBytes<Config<256>> <= kMaxSmemBytes,
+static_assert(kSmemBytes<Config<64>> <= kMaxSmemBytes && kSmemBytes<Config<96>> <= kMaxSmemBytes &&
+                  kSmemBytes<Config<128>> <= kMaxSmemBytes && kSmemBytes<Config<256>> <= kMaxSmemBytes,
               "the stages must fit");
 
 struct Maps {
