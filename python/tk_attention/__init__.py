@@ -44,7 +44,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if torch is None:
         raise ImportError("tk_attention.scaled_dot_product_attention needs PyTorch: install torch")
     p = check_call(ops.describe("q", query), ops.describe("k", key), ops.describe("v", value), attn_mask, dropout_p,
-                   is_causal, scale, enable_gqa)
+                   is_causal, scale, enable_gqa, ops.needs_gradient(query, key, value))
     deterministic = deterministic_backward or torch.are_deterministic_algorithms_enabled()
     return ops.attention(query, key, value, p.causal, deterministic)
 
@@ -56,7 +56,8 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     sequence's bottom-right corner. Each call reads cu_seqlens back to the host (a sync): no CUDA graph."""
     if torch is None:
         raise ImportError("tk_attention.varlen_attention needs PyTorch: install torch")
-    ops.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale)
+    ops.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale,
+                       needs_gradient=ops.needs_gradient(q, k, v))
     deterministic = deterministic_backward or torch.are_deterministic_algorithms_enabled()
     return ops.varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), int(max_seqlen_k), bool(causal),
                               deterministic)[0]

@@ -2,7 +2,8 @@
 an unsupported call raises Unsupported before any library is reached, and
 tests/host/test_dropin_checks.py runs the checks without torch or a GPU.
 
-SDPA's semantics: bf16 CUDA tensors (B, H, N, D) of one device, head dim 64 or 128, queries and keys
+SDPA's semantics: bf16 CUDA tensors (B, H, N, D) of one device, head dim 64 or 128 (96 and 256
+without a gradient: the backward takes 64 and 128), queries and keys
 of any lengths, enable_gqa (H a multiple of the key/value heads), scale None or 1/sqrt(D), no
 dropout; the causal mask as is_causal where queries and keys are of one length, else as
 attn_mask=torch.nn.attention.bias.causal_lower_right(Nq, Nk): the kernels align it to the
@@ -14,11 +15,13 @@ dim contiguous, the other strides multiples of 8 elements (16 bytes), the base 1
 import collections
 import math
 
-HEAD_DIMS = (64, 128)
+HEAD_DIMS = (64, 96, 128, 256)  # the forward's (attention::refusal)
+BACKWARD_HEAD_DIMS = (64, 128)  # the backward's (attention::backward_refusal)
 ELEMENT_BYTES = 2  # bf16
 MAX_STRIDE_BYTES = 1 << 40  # cuTensorMapEncodeTiled's bound
-SUPPORTED = ("supported: bf16 CUDA tensors (B, H, N, D) with D 64 or 128, is_causal (queries and keys of one "
-             "length) or attn_mask=causal_lower_right(Nq, Nk), enable_gqa, scale None or 1/sqrt(D)")
+SUPPORTED = ("supported: bf16 CUDA tensors (B, H, N, D) with D 64 or 128 (96 or 256 without a gradient), is_causal "
+             "(queries and keys of one length) or attn_mask=causal_lower_right(Nq, Nk), enable_gqa, scale None or "
+             "1/sqrt(D)")
 LOWER_RIGHT = "LOWER_RIGHT"  # torch.nn.attention.bias.CausalVariant's name for the bottom-right causal mask
 
 
@@ -68,7 +71,7 @@ def layout_refusal(t, dims, nonempty, tma):
     if len(t.shape) != dims.count(",") + 1:
         return f"{t.name} has {len(t.shape)} dims {tuple(t.shape)}: give {dims}"
     if t.shape[-1] not in HEAD_DIMS:
-        return f"{t.name} has head dim {t.shape[-1]}: give 64 or 128"
+        return f"{t.name} has head dim {t.shape[-1]}: give 64, 96, 128 or 256"
     if 0 in t.shape:
         return f"{t.name} is empty {tuple(t.shape)}: give at least {nonempty}"
     return tma(t)
@@ -78,6 +81,15 @@ def check_tensor(t):
     why = layout_refusal(t, "(B, H, N, D)", "one batch, head and row", tma_refusal)
     if why:
         refuse(why)
+
+
+def gradient_refusal(head_dim, needs_gradient):
+    """Why a call whose inputs need a gradient (autograd on, an input requiring grad) cannot be
+    taken at this head dim ("" when it can): the backward takes BACKWARD_HEAD_DIMS."""
+    if needs_gradient and head_dim not in BACKWARD_HEAD_DIMS:
+        return (f"head dim {head_dim} with inputs that require grad: the backward takes 64 or 128 (run the forward "
+                f"under torch.no_grad(), or give inputs that do not require grad)")
+    return ""
 
 
 def causal_mask(attn_mask, is_causal, n, kn):
@@ -98,8 +110,10 @@ def causal_mask(attn_mask, is_causal, n, kn):
     return True
 
 
-def check_call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    """The Problem an SDPA call describes, or Unsupported. q, k, v are Tensor descriptions."""
+def check_call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False,
+               needs_gradient=False):
+    """The Problem an SDPA call describes, or Unsupported. q, k, v are Tensor descriptions;
+    needs_gradient: whether autograd will ask for the backward."""
     if dropout_p != 0.0:
         refuse(f"dropout_p = {dropout_p}: only 0.0 is supported")
     for t in (q, k, v):
@@ -118,11 +132,14 @@ def check_call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
                f"the key/value heads")
     if scale is not None and not math.isclose(scale, 1 / math.sqrt(d), rel_tol=1e-6):
         refuse(f"scale = {scale}: only the default 1/sqrt(D) = {1 / math.sqrt(d):.6g} is supported")
+    if why := gradient_refusal(d, needs_gradient):
+        refuse(why)
     return Problem(b, h, kh, n, kn, d, causal_mask(attn_mask, is_causal, n, kn))
 
 
 # ---- packed batches (FlashAttention's flash_attn_varlen_func) ----
-VARLEN_SUPPORTED = ("supported: bf16 CUDA tensors q (total_q, H, D), k and v (total_k, Hkv, D), D 64 or 128, H a "
+VARLEN_SUPPORTED = ("supported: bf16 CUDA tensors q (total_q, H, D), k and v (total_k, Hkv, D), D 64 or 128 (96 or "
+                    "256 without a gradient), H a "
                     "multiple of Hkv, cu_seqlens_q and cu_seqlens_k int32 (B + 1) on their device: 0, then each "
                     "sequence's end, never decreasing, the last the tokens' count; no sequence longer than max_seqlen; "
                     "softmax_scale None or 1/sqrt(D)")
@@ -174,9 +191,10 @@ def check_offsets(cu, total, max_seqlen, device):
                       f"the total")
 
 
-def check_varlen_call(q, k, v, cu_q, cu_k, max_seqlen_q, max_seqlen_k, causal=False, softmax_scale=None):
+def check_varlen_call(q, k, v, cu_q, cu_k, max_seqlen_q, max_seqlen_k, causal=False, softmax_scale=None,
+                      needs_gradient=False):
     """The VarlenProblem a flash_attn_varlen_func call describes, or Unsupported. q, k, v are Tensor
-    descriptions of (total, heads, D) tensors, cu_q and cu_k Offsets."""
+    descriptions of (total, heads, D) tensors, cu_q and cu_k Offsets; needs_gradient as check_call's."""
     for t in (q, k, v):
         check_packed(t)
     if len({q.device, k.device, v.device}) != 1:
@@ -195,4 +213,6 @@ def check_varlen_call(q, k, v, cu_q, cu_k, max_seqlen_q, max_seqlen_k, causal=Fa
     if softmax_scale is not None and not math.isclose(softmax_scale, 1 / math.sqrt(d), rel_tol=1e-6):
         refuse_varlen(f"softmax_scale = {softmax_scale}: only the default 1/sqrt(D) = {1 / math.sqrt(d):.6g} is "
                       f"supported")
+    if why := gradient_refusal(d, needs_gradient):
+        refuse_varlen(why)
     return VarlenProblem(cu_q.values, cu_k.values, h, kh, d, bool(causal))

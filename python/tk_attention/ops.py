@@ -132,11 +132,16 @@ def _offsets(name, cu, read=False):
                    cu.tolist() if read else None)
 
 
-def varlen_problem(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale=None, read=False):
+def varlen_problem(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale=None, read=False, needs_gradient=False):
     """The VarlenProblem of a call; `read`: with the addresses and offsets' values (a sync)."""
     return check_varlen_call(describe("q", q, read), describe("k", k, read), describe("v", v, read),
                              _offsets("cu_seqlens_q", cu_q, read), _offsets("cu_seqlens_k", cu_k, read), max_q, max_k,
-                             causal, scale)
+                             causal, scale, needs_gradient)
+
+
+def needs_gradient(*tensors):
+    """Whether autograd will ask for these inputs' gradient."""
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
 def _varlen_args(p):

@@ -124,6 +124,24 @@ def test_fewer_or_more_keys_than_queries(torch, F):
                 assert err <= bound, f"{(b, h, kvh, n, kn, d)} causal={causal} {name}: error {err:.3e} > {bound}"
 
 
+def test_head_dims_96_and_256_forward_without_a_gradient(torch, F):
+    """D = 96 and 256, the forward alone (no gradient asked): O against fp32 SDPA, causal and not,
+    GQA, fewer keys than queries; inputs that require grad are refused (the backward takes 64, 128)."""
+    from torch.nn.attention.bias import causal_lower_right
+    for i, (b, h, kvh, n, kn, d) in enumerate([(2, 8, 2, 1000, 1000, 96), (1, 4, 4, 300, 4097, 256),
+                                               (2, 4, 1, 1000, 100, 256)]):
+        g = torch.Generator(device="cuda").manual_seed(200 + i)
+        draw = lambda heads, rows: torch.randn(b, heads, rows, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        q, k, v = draw(h, n), draw(kvh, kn), draw(kvh, kn)
+        for causal in (False, True):
+            mask = causal_lower_right(n, kn) if causal else None
+            with torch.no_grad():
+                ours = tk_attention.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=h != kvh)
+            err, bound = error(ours, attend_fp32(torch, q.float(), k.float(), v.float(), causal))
+            print(f"  {(b, h, kvh, n, kn, d)} causal={causal} O: {err:.2e} (bound {bound:.0e})")
+            assert err <= bound, f"{(b, h, kvh, n, kn, d)} causal={causal}: error {err:.3e} > {bound}"
+
+
 def test_packed_batches_match_each_sequence_alone(torch, F):
     """varlen_attention (flash_attn_varlen_func's signature): O and the gradients of a packed batch
     (sequences of 0, 1 and uneven lengths, GQA, other key counts) against attend_fp32 on each
@@ -238,8 +256,10 @@ def test_refusals_name_what_is_supported(torch, F):
                                                                                                       device="cuda")),
         "dropout": lambda: tk_attention.scaled_dot_product_attention(q, k, v, dropout_p=0.1),
         "scale": lambda: tk_attention.scaled_dot_product_attention(q, k, v, scale=1.0),
-        "head dim 96": lambda: tk_attention.scaled_dot_product_attention(*(t[..., :96] for t in inputs(
+        "head dim 80": lambda: tk_attention.scaled_dot_product_attention(*(t[..., :80] for t in inputs(
             torch, (1, 2, 2, 64, 128, False), seed=1)[:3])),
+        "head dim 256 with a gradient": lambda: tk_attention.scaled_dot_product_attention(*(
+            t.requires_grad_() for t in inputs(torch, (1, 2, 2, 64, 256, False), seed=2)[:3])),
         "cpu": lambda: tk_attention.scaled_dot_product_attention(q.cpu(), k.cpu(), v.cpu()),
         "mismatched": lambda: tk_attention.scaled_dot_product_attention(q, k[:, :, :32], v[:, :48]),
         "is_causal, two lengths": lambda: tk_attention.scaled_dot_product_attention(q, k[:, :, :32], v[:, :, :32],

@@ -157,8 +157,10 @@ def check_varlen(m, tensor, failures):
     refuses("batch differs", "cu_seqlens_q has 5 offsets and cu_seqlens_k 4",
             ck=offsets("cu_seqlens_k", [0, 7, 8, 298]))
     refuses("4-d q", "q has 4 dims", q=tensor("q", (1, 306, 8, 128)))
-    refuses("head dim 96", "q has head dim 96: give 64 or 128", q=packed("q", 306, 8, 96), k=packed("k", 298, 2, 96),
-            v=packed("v", 298, 2, 96))
+    refuses("head dim 80", "q has head dim 80: give 64, 96, 128 or 256", q=packed("q", 306, 8, 80),
+            k=packed("k", 298, 2, 80), v=packed("v", 298, 2, 80))
+    refuses("head dim 256 with a gradient", "head dim 256 with inputs that require grad", q=packed("q", 306, 8, 256),
+            k=packed("k", 298, 2, 256), v=packed("v", 298, 2, 256), needs_gradient=True)
     refuses("fp16", "k is float16: give bfloat16", k=packed("k", 298, 2, dtype="float16"))
     refuses("heads", "a multiple of the key/value heads", k=packed("k", 298, 3), v=packed("v", 298, 3))
     refuses("misaligned", "v: its address is not 16-byte aligned", v=packed("v", 298, 2, offset=2))
@@ -242,7 +244,13 @@ def main():
     refuses("fp32 v", "v is float32: give bfloat16", *qkv(v=tensor("v", shape, dtype="float32")))
     refuses("cpu", "k is on cpu: give CUDA tensors", *qkv(k=tensor("k", shape, device="cpu")))
     refuses("two devices", "give tensors of one device", *qkv(v=tensor("v", shape, device="cuda:1")))
-    refuses("head dim 96", "q has head dim 96: give 64 or 128", *qkv((2, 8, 100, 96)))
+    refuses("head dim 80", "q has head dim 80: give 64, 96, 128 or 256", *qkv((2, 8, 100, 80)))
+    for d in (96, 256):  # the forward alone
+        if getattr(accepts(f"head dim {d} without a gradient", *qkv((2, 8, 100, d))), "head_dim", None) != d:
+            failures.append(f"head dim {d} without a gradient: not its problem")
+        refuses(f"head dim {d} with a gradient", f"head dim {d} with inputs that require grad: the backward takes 64 "
+                "or 128", *qkv((2, 8, 100, d)), needs_gradient=True)
+    accepts("head dim 128 with a gradient", *qkv((2, 8, 100, 128)), needs_gradient=True)
     refuses("3-d", "q has 3 dims (8, 100, 64): give (B, H, N, D)", *qkv(q=tensor("q", (8, 100, 64), (6400, 64, 1))))
     refuses("empty", "q is empty (0, 8, 100, 64)", *qkv((0, 8, 100, 64)))
     refuses("k and v differ", "give k and v of one shape", *qkv(v=tensor("v", (2, 8, 999, 128))))
