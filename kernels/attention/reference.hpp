@@ -17,12 +17,17 @@ namespace tkprobe::attention_check {
 // `tkprobe attention`'s sweep (and tkprobe-bench's): 16k tokens in all (B x N = 16384) at hidden
 // size 2048 (H x D), the grid FlashAttention-2's paper reports, so figures can be set beside
 // published ones; by head dim (64, 128), then mask (off, causal), then N (1024, 4096, 16384).
-inline std::vector<attention::Shape> sweep() {
+// sweep_at: one head dim's six (the suite's D = 256 forward).
+inline std::vector<attention::Shape> sweep_at(int d) {
   constexpr int kTokens = 16384, kHidden = 2048;
   std::vector<attention::Shape> out;
-  for (int d : {64, 128})
-    for (bool causal : {false, true})
-      for (int n : {1024, 4096, 16384}) out.push_back({kTokens / n, kHidden / d, kHidden / d, n, d, causal});
+  for (bool causal : {false, true})
+    for (int n : {1024, 4096, 16384}) out.push_back({kTokens / n, kHidden / d, kHidden / d, n, d, causal});
+  return out;
+}
+inline std::vector<attention::Shape> sweep() {
+  std::vector<attention::Shape> out = sweep_at(64);
+  for (const attention::Shape& s : sweep_at(128)) out.push_back(s);
   return out;
 }
 

@@ -21,7 +21,8 @@
 //
 // The suite (`tkprobe all`, and so the regression baseline) runs every kernel a caller can reach:
 // bf16 forward and backward with the dQ path a caller gets by default, the deterministic dQ path's
-// backward, the e4m3 forward on the D = 128 shapes, and the varlen passes on a random mix.
+// backward, the e4m3 forward on the D = 128 shapes, the varlen passes on a random mix, and the
+// wgmma forward at D = 256 on the sweep's lengths.
 #include "kernels/attention/attention.hpp"
 
 #include <fmt/format.h>
@@ -79,6 +80,7 @@ constexpr double kMinEnergySeconds = 0.5, kMaxEnergySeconds = 3600;
 const std::map<std::string, attention::Dtype> kDtypes = {{"bf16", attention::Dtype::bf16},
                                                          {"e4m3", attention::Dtype::e4m3}};
 constexpr int kE4m3HeadDim = 128;  // the only head dim the e4m3 forward takes
+constexpr int kSuiteWideHeadDim = 256;  // the suite's forward of the wgmma kernel alone
 // The suite's packed batch (attention_probe::random_lengths): 16k tokens as the sweep's, 16 heads of 128.
 const std::string kSuiteVarlen = "random:1";
 constexpr int kSuiteVarlenHeads = 16;
@@ -296,6 +298,7 @@ class AttentionProbe final : public Probe {
       run_bf16(ctx);
     }
     if (e4m3() || suite_) run_e4m3(ctx);
+    if (suite_) run_wide_head_dim(ctx);
     if (suite_) {  // a packed batch, the random mix at the sweep's D = 128 (16 heads): each kernel once
       for (bool causal : {false, true})
         run_varlen(ctx, kSuiteVarlen, varlen_shape(kSuiteVarlen, kSuiteVarlenHeads, kSuiteVarlenHeads, 128, causal),
@@ -384,12 +387,7 @@ class AttentionProbe final : public Probe {
                   const std::vector<Pass>& passes) {
     const auto runs = [&](Pass p) { return std::find(passes.begin(), passes.end(), p) != passes.end(); };
     if (const std::string why = why_not_runnable(attention_probe::kWgmmaKernelNeeds, ctx.device); !why.empty()) {
-      for (Pass p : passes) {
-        Result r(name(), varlen_params(spec, s, p));
-        r.status = Status::skipped;
-        r.reason = why;
-        ctx.add(std::move(r));
-      }
+      for (Pass p : passes) add_skipped(ctx, varlen_params(spec, s, p), why);
       return;
     }
     VarlenBuffers b(s);
@@ -542,12 +540,31 @@ class AttentionProbe final : public Probe {
         runs.push_back(measure_e4m3(ctx, s));
         continue;
       }
-      Result skipped(name(), params_json(Kernel::wgmma, s, Pass::fwd, "e4m3"));
-      skipped.status = Status::skipped;
-      skipped.reason = why;
-      ctx.add(std::move(skipped));
+      add_skipped(ctx, params_json(Kernel::wgmma, s, Pass::fwd, "e4m3"), why);
     }
     summarise(ctx, Kernel::wgmma, "fwd e4m3", runs, "e4m3");
+  }
+
+  // The suite's forward at kSuiteWideHeadDim, the wgmma kernel's alone: the sweep's lengths at
+  // hidden 2048 (--quick: its shape), causal and not.
+  void run_wide_head_dim(ProbeContext& ctx) {
+    std::vector<Shape> wide = attention_check::sweep_at(kSuiteWideHeadDim);
+    if (ctx.options.quick) {
+      wide.clear();
+      for (bool causal : {false, true})
+        wide.push_back({kQuickBatch, kQuickHeads, kQuickHeads, kQuickSeq, kSuiteWideHeadDim, causal});
+    }
+    std::vector<Run> runs;
+    for (const Shape& s : wide) {
+      if (const std::string why = why_not(ctx, Kernel::wgmma, s); !why.empty()) {
+        add_skipped(ctx, params_json(Kernel::wgmma, s, Pass::fwd), why);
+        continue;
+      }
+      Buffers b(s);
+      fill_inputs(ctx, s, b);
+      runs.push_back(measure_forward(ctx, Kernel::wgmma, s, b));
+    }
+    summarise(ctx, Kernel::wgmma, fmt::format("fwd, head dim {}", kSuiteWideHeadDim), runs);
   }
 
   bool has(Pass p) const {
@@ -592,23 +609,31 @@ class AttentionProbe final : public Probe {
     }
   };
 
-  // Fresh inputs and the reference for `s`, then every kernel and pass on them.
-  void measure_shape(ProbeContext& ctx, const Shape& s, Runs& runs) {
-    Buffers b(s);
+  // A row that cannot run here, and why.
+  void add_skipped(ProbeContext& ctx, Json params, const std::string& why) const {
+    Result r(name(), std::move(params));
+    r.status = Status::skipped;
+    r.reason = why;
+    ctx.add(std::move(r));
+  }
+
+  // Fresh inputs into `b` and the reference on them.
+  static void fill_inputs(ProbeContext& ctx, const Shape& s, Buffers& b) {
     const cudaStream_t stream = ctx.harness.stream();
     attention_check::fill_normal(b.q.get(), b.q.size(), ctx.rng(), stream);
     attention_check::fill_normal(b.k.get(), b.k.size(), ctx.rng(), stream);
     attention_check::fill_normal(b.v.get(), b.v.size(), ctx.rng(), stream);
     attention_check::reference_forward(b.q.get(), b.k.get(), b.v.get(), b.o_ref.get(), b.lse_ref.get(), s, stream);
     TK_CUDA(cudaStreamSynchronize(stream));
+  }
+
+  // Fresh inputs and the reference for `s`, then every kernel and pass on them.
+  void measure_shape(ProbeContext& ctx, const Shape& s, Runs& runs) {
+    Buffers b(s);
+    fill_inputs(ctx, s, b);
     for (Kernel k : kernels()) {
       if (const std::string why = why_not(ctx, k, s); !why.empty()) {
-        for (Pass p : passes_of(k)) {
-          Result skipped(name(), params_json(k, s, p));
-          skipped.status = Status::skipped;
-          skipped.reason = why;
-          ctx.add(std::move(skipped));
-        }
+        for (Pass p : passes_of(k)) add_skipped(ctx, params_json(k, s, p), why);
         continue;
       }
       if (has(Pass::fwd)) runs.all.push_back(measure_forward(ctx, k, s, b));

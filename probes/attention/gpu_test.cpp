@@ -123,13 +123,13 @@ TEST(AttentionProbe, EveryPassOfTheWgmmaKernelPassesItsChecks) {
 // wgmma backward and fwd+bwd on the default dQ path and the deterministic path's backward where the
 // default is another; the e4m3 forward on the two D = 128 shapes; the varlen forward on the random mix,
 // causal and not.
-TEST(AttentionProbe, TheSuiteHoldsTheDeterministicBackwardE4m3AndVarlen) {
+TEST(AttentionProbe, TheSuiteHoldsTheDeterministicBackwardE4m3VarlenAndHeadDim256) {
   if (const std::string why = wgmma_why(); !why.empty()) GTEST_SKIP() << why;
   const auto path = fixtures::temp_dir("gpu-attention-suite") / "report.json";
   const auto run = fixtures::run({"all", "--probes", "attention", "--quick", "--json", path.string()});
   ASSERT_EQ(run.code, 0) << run.err;
   const tkprobe::Json report = tkprobe::read_report(path);
-  int e4m3 = 0, deterministic = 0, reducing = 0, varlen = 0;
+  int e4m3 = 0, deterministic = 0, reducing = 0, varlen = 0, wide = 0;
   for (const auto& r : report["results"]) {
     SCOPED_TRACE(r["params"].dump());
     EXPECT_EQ(r["status"], "ok") << r.value("reason", "") << " " << r["check"].dump();
@@ -138,6 +138,10 @@ TEST(AttentionProbe, TheSuiteHoldsTheDeterministicBackwardE4m3AndVarlen) {
     if (p.contains("varlen")) {
       ++varlen;
       EXPECT_EQ(p["head_dim"], 128);
+    } else if (p["head_dim"] == 256) {
+      ++wide;
+      EXPECT_EQ(p["kernel"], "wgmma");
+      EXPECT_EQ(p["pass"], "fwd");
     } else if (p["dtype"] == "e4m3") {
       ++e4m3;
       EXPECT_EQ(p["head_dim"], 128);
@@ -148,6 +152,7 @@ TEST(AttentionProbe, TheSuiteHoldsTheDeterministicBackwardE4m3AndVarlen) {
   }
   EXPECT_EQ(e4m3, 2);
   EXPECT_EQ(varlen, 4) << "the packed batch's forward and backward, causal and not";
+  EXPECT_EQ(wide, 2) << "the wgmma forward at D = 256, causal and not";
   EXPECT_EQ(deterministic, 4) << "each shape's deterministic backward: the default path's or the suite's own";
   EXPECT_LE(reducing, 4);
 }
