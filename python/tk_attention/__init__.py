@@ -28,6 +28,8 @@ except ImportError:  # the checks and the library need no torch; the attention d
     torch = None
 else:
     from . import ops
+    from .plan import VarlenPlan  # a packed batch's passes prepared once: CUDA graphs capture them
+    __all__.append("VarlenPlan")
 
 # The backward's dQ path (attention::DqPath): False (the default) runs whichever path measured
 # faster for the shape (attention::dq_path: today everywhere the one where the dK/dV kernel reduces
@@ -53,7 +55,8 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                      softmax_scale=None):
     """FlashAttention's flash_attn_varlen_func for what the kernels support (checks.py's
     check_varlen_call): q (total_q, H, D), k and v (total_k, Hkv, D), int32 cu_seqlens; causal at each
-    sequence's bottom-right corner. Each call reads cu_seqlens back to the host (a sync): no CUDA graph."""
+    sequence's bottom-right corner. Each call reads cu_seqlens back to the host (a sync): no CUDA graph
+    (VarlenPlan prepares a batch once, and a graph captures its launches)."""
     if torch is None:
         raise ImportError("tk_attention.varlen_attention needs PyTorch: install torch")
     ops.varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale,

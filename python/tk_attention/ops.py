@@ -144,20 +144,20 @@ def needs_gradient(*tensors):
     return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
-def _varlen_args(p):
+def varlen_args(p):
     """The C interface's offsets and shape arguments for VarlenProblem p."""
     batch = len(p.cu_seqlens_q) - 1
     host = lambda values: (ctypes.c_int * len(values))(*values)
     return host(p.cu_seqlens_q), host(p.cu_seqlens_k), batch, p.heads, p.kv_heads, p.head_dim, int(p.causal)
 
 
-def _packed_strides(tensors):
+def packed_strides(tensors):
     """{row, head} in elements per packed (total, heads, D) tensor."""
     flat = [s for t in tensors for s in t.stride()[:2]]
     return (ctypes.c_int64 * len(flat))(*flat)
 
 
-def _varlen_lse(q):
+def varlen_lse(q):
     return q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)  # [heads][total_q]
 
 
@@ -167,19 +167,19 @@ def varlen_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
                    deterministic_backward: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """O (laid out as q where q is dense) and the row logsumexp, float [heads][total_q]."""
     p = varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, read=True)
-    o, lse = torch.empty_like(q), _varlen_lse(q)
+    o, lse = torch.empty_like(q), varlen_lse(q)
     lib = library.loaded()
-    offsets_q, offsets_k, *shape = _varlen_args(p)
+    offsets_q, offsets_k, *shape = varlen_args(p)
     _run(lib.tk_attention_varlen_create, lib.tk_attention_varlen_launch, lib.tk_attention_varlen_destroy,
          "tk_attention_varlen_create", q.device, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
-         lse.data_ptr(), offsets_q, offsets_k, *shape, _packed_strides((q, k, v, o)))
+         lse.data_ptr(), offsets_q, offsets_k, *shape, packed_strides((q, k, v, o)))
     return o, lse
 
 
 @varlen_forward.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, deterministic_backward):
     varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal)
-    return torch.empty_like(q), _varlen_lse(q)
+    return torch.empty_like(q), varlen_lse(q)
 
 
 @torch.library.custom_op("tk_attention::varlen_backward", mutates_args=())
@@ -194,13 +194,13 @@ def varlen_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     lib = library.loaded()
     dq_path = library.DQ_PATHS["deterministic" if deterministic else "fastest"]
-    offsets_q, offsets_k, *shape = _varlen_args(p)
+    offsets_q, offsets_k, *shape = varlen_args(p)
     scratch = torch.empty(lib.tk_attention_varlen_backward_scratch_bytes(offsets_q, offsets_k, *shape, dq_path),
                           dtype=torch.uint8, device=q.device)
     _run(lib.tk_attention_varlen_backward_create, lib.tk_attention_varlen_backward_launch,
          lib.tk_attention_varlen_backward_destroy, "tk_attention_varlen_backward_create", q.device, q.data_ptr(),
          k.data_ptr(), v.data_ptr(), o.data_ptr(), d_o.data_ptr(), lse.data_ptr(), dq.data_ptr(), dk.data_ptr(),
-         dv.data_ptr(), offsets_q, offsets_k, *shape, _packed_strides((q, k, v, o, d_o, dq, dk, dv)),
+         dv.data_ptr(), offsets_q, offsets_k, *shape, packed_strides((q, k, v, o, d_o, dq, dk, dv)),
          scratch.data_ptr(), dq_path)
     return dq, dk, dv
 

@@ -188,6 +188,46 @@ def test_packed_batches_match_each_sequence_alone(torch, F):
                    "cu_seqlens_q and cu_seqlens_k int32")
 
 
+def test_varlen_plan_replays_in_a_cuda_graph(torch, F):
+    """VarlenPlan: a packed batch's forward and backward captured in a CUDA graph, then replayed on
+    new inputs copied into the plan's tensors: O and the gradients equal varlen_attention's on those
+    inputs, bit for bit on the deterministic path; a plan without d_o has no backward."""
+    lengths = [1, 300, 0, 1000, 129]
+    h, kvh, d, total = 8, 2, 128, sum(lengths)
+    g = torch.Generator(device="cuda").manual_seed(300)
+    draw = lambda heads: torch.randn(total, heads, d, device="cuda", dtype=torch.bfloat16, generator=g)
+    q, k, v, d_o = draw(h), draw(kvh), draw(kvh), draw(h)
+    cu = torch.tensor([0] + lengths, device="cuda", dtype=torch.int32).cumsum(0, dtype=torch.int32)
+    plan = tk_attention.VarlenPlan(q, k, v, cu, cu, max(lengths), max(lengths), causal=True, d_o=d_o,
+                                   deterministic=True)
+    plan.forward()  # outside capture first: a graph's first replay must not be the kernels' first launch
+    plan.backward()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        plan.forward()
+        plan.backward()
+    fresh = [draw(h), draw(kvh), draw(kvh), draw(h)]
+    for static, new in zip((q, k, v, d_o), fresh):
+        static.copy_(new)
+    for t in (plan.out, plan.dq, plan.dk, plan.dv):
+        t.fill_(float("nan"))  # poisoned: the replay must write every element
+    graph.replay()
+    torch.cuda.synchronize()
+    tk_attention.deterministic_backward = True
+    try:
+        leaves = [t.detach().requires_grad_() for t in fresh[:3]]
+        out = tk_attention.varlen_attention(*leaves, cu, cu, max(lengths), max(lengths), causal=True)
+        want = [out.detach(), *torch.autograd.grad(out, leaves, fresh[3])]
+    finally:
+        tk_attention.deterministic_backward = False
+    for name, got, w in zip(("O", "dQ", "dK", "dV"), (plan.out, plan.dq, plan.dk, plan.dv), want):
+        assert torch.equal(got, w), f"{name}: the replayed plan differs from varlen_attention on the same inputs"
+    forward_only = tk_attention.VarlenPlan(q, k, v, cu, cu, max(lengths), max(lengths))
+    expect_refused({"backward without d_o": forward_only.backward}, "give d_o")
+    forward_only.close()
+    plan.close()
+
+
 def test_projection_layouts_are_read_in_place(torch, F):
     """q, k, v as x @ W viewed (B, N, H, D) and transposed, and as slices of one fused QKV: the same
     bits as the same values contiguous, and O laid out as q (empty_like keeps a dense layout)."""
