@@ -35,7 +35,7 @@ probe "attention", the probe's row params with kernel "torch-flash" or "torch-cu
 in turn after the timed rounds. --varlen SPEC (again for more mixes) times packed batches instead
 of the grid (scripts/sdpa_varlen.py): the DSL's varlen kernels beside SDPA on jagged nested tensors,
 cuDNN's ragged SDPA and FlashAttention-4's varlen function, in rows keyed as `tkprobe attention
---varlen`'s. --head-dims picks the grid's head dims (256: the DSL's wgmma forward alone).
+--varlen`'s. --head-dims picks the grid's head dims (96, 256: the DSL's wgmma forward alone).
 
     scripts/compare_sdpa.py --out sdpa.json [--quick] [--pass fwd|bwd|fwd+bwd|all] [--reps 50] [--seed N]
                             [--tk-lib build/kernels/libtk_attention_c.so] [--energy SECONDS]
@@ -90,7 +90,7 @@ PASS_WORK = {"fwd": 1.0, "bwd": 2.5, "fwd+bwd": 3.5}  # FLOPs per pass, in forwa
 
 # The probe's grids (probes/attention/attention.cpp): 16k tokens at hidden 2048; --quick a small, ragged one.
 SWEEP_TOKENS, SWEEP_HIDDEN, SWEEP_SEQS, HEAD_DIMS = 16384, 2048, (1024, 4096, 16384), (64, 128)
-ALL_HEAD_DIMS = (64, 128, 256)  # --head-dims: 256 has the DSL's wgmma forward alone
+ALL_HEAD_DIMS = (64, 96, 128, 256)  # --head-dims: 96 and 256 have the DSL's wgmma forward alone
 QUICK_BATCH, QUICK_HEADS, QUICK_SEQ = 2, 4, 1000
 
 # Dense bf16 TFLOP/s by datasheet, as src/device.cpp's datasheet_peaks() matches device names.

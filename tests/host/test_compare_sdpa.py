@@ -219,7 +219,7 @@ def main():
         for bad in (["--reps", "10"], ["--rounds", "7"], ["--rounds", "0"], ["--tk-lib", os.path.join(tmp, "none.so")],
                     ["--pass", "backward"], ["--dq", "sideways"], ["--dq", "reduce"],
                     ["--dq", "deterministic"], ["--energy", "0.1"], ["--energy", "-1"], ["--energy", "nan"],
-                    ["--head-dims", "96"], ["--head-dims", "64,x"], ["--head-dims", ""]):
+                    ["--head-dims", "80"], ["--head-dims", "64,x"], ["--head-dims", ""]):
             r = subprocess.run([sys.executable, script, "--out", out, *bad], capture_output=True, text=True)
             checks.expect(r.returncode == 2 and bad[0] in r.stderr, f"{bad}: exit {r.returncode} {r.stderr}")
 
