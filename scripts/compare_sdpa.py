@@ -81,7 +81,7 @@ tk_library = c_interface()
 PROBE = "attention"
 BACKENDS = {"torch-flash": "FLASH_ATTENTION", "torch-cudnn": "CUDNN_ATTENTION"}
 FA4 = "fa4"
-PEERS = (*BACKENDS, FA4, sdpa_varlen.CUDNN_RAGGED)  # every kernel not the DSL's: reported, never judged
+PEERS = (*BACKENDS, FA4, sdpa_varlen.CUDNN_RAGGED, sdpa_varlen.FLASH_VARLEN)  # not the DSL's: reported, never judged
 TK_KERNELS = {"wgmma": 0, "mma-sync": 1}  # libtk_attention_c's kernel numbers (kernels/attention/c_api.cpp)
 MAX_LSE_ERROR = 1e-2  # the probe's bound on the logsumexp (absolute)
 MAX_REL_ERROR = 1e-2  # the probe's bound (probes/attention/attention.cpp): bf16 inputs and output; and each gradient's
@@ -270,7 +270,7 @@ def side_by_side(*reports):
     clock each kernel ran at. Rows that failed their check are left out: a wrong output's speed
     compares with nothing."""
     by_shape = per_shape(reports, lambda r: r["metrics"]["tflops"]["median"])
-    optional = (FA4, sdpa_varlen.CUDNN_RAGGED)  # columns only where they have rows
+    optional = (FA4, sdpa_varlen.CUDNN_RAGGED, sdpa_varlen.FLASH_VARLEN)  # columns only where they have rows
     peers = [*BACKENDS, *(p for p in optional if any(p in rates for rates in by_shape.values()))]
     kernels = [*TK_KERNELS, *peers]
     ratios = "".join(f" | wgmma / {p.removeprefix('torch-')}" for p in peers)

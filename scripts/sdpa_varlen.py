@@ -8,7 +8,10 @@ the same long-tailed mix the probe draws (varlen_lengths below mirrors
 probes/attention/varlen_lengths.hpp, and both tests pin random:1). The kernels:
 - wgmma: the DSL's varlen forward and backward (libtk_attention_c's tk_attention_varlen_*);
 - torch-flash, torch-cudnn: PyTorch's SDPA on jagged nested tensors (torch.nested, layout
-  torch.jagged) under that backend: FlashAttention-2's varlen kernels for FLASH_ATTENTION;
+  torch.jagged) under that backend: FlashAttention-2's varlen kernels for FLASH_ATTENTION, and
+  each call's nested-tensor work around them;
+- torch-flash-varlen: those FlashAttention-2 kernels alone (aten::_flash_attention_forward on the
+  packed tensors and offsets);
 - cudnn-ragged: cuDNN's SDPA graph over ragged offsets (nvidia-cudnn-frontend), where installed;
 - fa4: FlashAttention-4's flash_attn_varlen_func (flash_attn.cute), where installed.
 A kernel that cannot take the batch (a zero-length sequence, GQA under autograd, a missing package)
@@ -29,6 +32,7 @@ RANDOM_TOKENS, SHORTEST, LONGEST = 16384, 16, 8192
 MAX_LENGTH = 1 << 20
 MASK64 = (1 << 64) - 1
 CUDNN_RAGGED = "cudnn-ragged"
+FLASH_VARLEN = "torch-flash-varlen"  # FlashAttention-2's varlen kernels, called without nested tensors
 NESTED_BACKENDS = {"torch-flash": "FLASH_ATTENTION", "torch-cudnn": "CUDNN_ATTENTION"}
 MAX_TOTAL_ALIGN = 64  # cuDNN's backward sizes its workspace for the packed tokens rounded up to this
 
@@ -224,6 +228,31 @@ def nested_attend(torch, p, causal, q, k, v):
         .transpose(1, 2).values()
 
 
+class Missing(Exception):
+    """A peer that is not installed here: its rows say why, skipped."""
+
+
+def autograd_peer(torch, compare, kernel, p, causal):
+    """(attend(q, k, v) -> O (total, heads, D), the context it runs in) of a peer autograd
+    differentiates: SDPA on nested tensors under its backend, FlashAttention-2's varlen kernels as
+    PyTorch ships them (aten::_flash_attention_forward, no nested-tensor work around them), or
+    FlashAttention-4's; Missing where the peer is not installed."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    if kernel in NESTED_BACKENDS:
+        backend = getattr(SDPBackend, NESTED_BACKENDS[kernel])
+        return (lambda q, k, v: nested_attend(torch, p, causal, q, k, v)), (lambda: sdpa_kernel(backend))
+    if kernel == FLASH_VARLEN:
+        flash = torch.ops.aten._flash_attention_forward
+        return (lambda q, k, v: flash(q, k, v, p.cu32, p.cu32, p.max_len, p.max_len, 0.0, causal, False)[0]), \
+            contextlib.nullcontext
+    varlen_func, why = flash_attn_4_varlen()
+    if varlen_func is None:
+        raise Missing(why)
+    return (lambda q, k, v: compare.fa4_output(varlen_func(q, k, v, cu_seqlens_q=p.cu32, cu_seqlens_k=p.cu32,
+                                                             max_seqlen_q=p.max_len, max_seqlen_k=p.max_len,
+                                                             causal=causal))), contextlib.nullcontext
+
+
 @functools.lru_cache(maxsize=None)
 def flash_attn_4_varlen():
     """FlashAttention-4's flash_attn_varlen_func, or None and why it cannot be had."""
@@ -345,7 +374,6 @@ class CudnnRagged:
 def forward_runs(torch, compare, p, kernels, tk):
     """{kernel: run} and {kernel: (o, lse or None)} for the forward, {kernel: skipped reason}, the
     releases, and the torch backend contexts."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
     causal = p.shape["causal"]
     runs, outputs, skipped, releases = {}, {}, {}, []
     contexts = {kernel: contextlib.nullcontext for kernel in kernels}
@@ -361,26 +389,20 @@ def forward_runs(torch, compare, p, kernels, tk):
                 releases.append(release)
                 run()
                 outputs[kernel] = (o, lse)
-            elif kernel in NESTED_BACKENDS:
-                backend = getattr(SDPBackend, NESTED_BACKENDS[kernel])
-                run = lambda: nested_attend(torch, p, causal, p.q, p.k, p.v)
-                with sdpa_kernel(backend):
-                    outputs[kernel] = (run(), None)
-                contexts[kernel] = lambda backend=backend: sdpa_kernel(backend)
             elif kernel == CUDNN_RAGGED:
                 o = torch.full_like(p.q, float("nan"))
                 run = CudnnRagged(torch, p, causal).forward(torch, o)
                 run()
                 outputs[kernel] = (o, None)
             else:
-                varlen_func, why = flash_attn_4_varlen()
-                if varlen_func is None:
-                    skipped[kernel] = why
-                    continue
-                run = lambda f=varlen_func: compare.fa4_output(
-                    f(p.q, p.k, p.v, cu_seqlens_q=p.cu32, cu_seqlens_k=p.cu32, max_seqlen_q=p.max_len,
-                      max_seqlen_k=p.max_len, causal=causal))
-                outputs[kernel] = (run(), None)
+                attend, context = autograd_peer(torch, compare, kernel, p, causal)
+                run = lambda attend=attend: attend(p.q, p.k, p.v)
+                with context():
+                    outputs[kernel] = (run(), None)
+                contexts[kernel] = context
+        except Missing as e:
+            skipped[kernel] = str(e)
+            continue
         except Exception as e:  # a batch or GPU the kernel does not take
             skipped[kernel] = f"refused: {compare.first_line(e)}"
             continue
@@ -390,7 +412,6 @@ def forward_runs(torch, compare, p, kernels, tk):
 
 def backward_runs(torch, compare, p, kernels, tk, with_forward):
     """As forward_runs for the backward (or forward and backward): {kernel: (o, lse, grads)}."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
     causal = p.shape["causal"]
     runs, results, skipped, releases = {}, {}, {}, []
     contexts = {kernel: contextlib.nullcontext for kernel in kernels}
@@ -418,23 +439,16 @@ def backward_runs(torch, compare, p, kernels, tk, with_forward):
                 run = (lambda f=run_forward, g=run_backward: (f(), g())) if with_forward else run_backward
                 results[kernel] = (o, None, grads)
             else:
+                attend, context = autograd_peer(torch, compare, kernel, p, causal)
                 leaves = [t.detach().requires_grad_() for t in (p.q, p.k, p.v)]
-                if kernel in NESTED_BACKENDS:
-                    backend = getattr(SDPBackend, NESTED_BACKENDS[kernel])
-                    attend = lambda leaves=leaves: nested_attend(torch, p, causal, *leaves)
-                    with sdpa_kernel(backend):
-                        o, grads, run = compare.autograd_runs(torch, attend, leaves, p.d_o, with_forward)
-                    contexts[kernel] = lambda backend=backend: sdpa_kernel(backend)
-                else:
-                    varlen_func, why = flash_attn_4_varlen()
-                    if varlen_func is None:
-                        skipped[kernel] = why
-                        continue
-                    attend = lambda f=varlen_func, leaves=leaves: compare.fa4_output(
-                        f(*leaves, cu_seqlens_q=p.cu32, cu_seqlens_k=p.cu32, max_seqlen_q=p.max_len,
-                          max_seqlen_k=p.max_len, causal=causal))
-                    o, grads, run = compare.autograd_runs(torch, attend, leaves, p.d_o, with_forward)
+                with context():  # a peer that cannot take the batch refuses here
+                    o, grads, run = compare.autograd_runs(torch, lambda attend=attend, leaves=leaves: attend(*leaves),
+                                                          leaves, p.d_o, with_forward)
+                contexts[kernel] = context
                 results[kernel] = (o.detach(), None, grads)
+        except Missing as e:
+            skipped[kernel] = str(e)
+            continue
         except Exception as e:  # a batch or GPU the kernel does not take
             skipped[kernel] = f"refused: {compare.first_line(e)}"
             continue

@@ -253,6 +253,9 @@ def check_varlen(m, validate, source_dir, checks):
     checks.expect(all(set(r["params"]) == VARLEN_KEYS for r in rows) and rows[0]["params"]["sequences"] == 3
                   and rows[0]["params"]["tokens"] == 128, f"the probe's --varlen keys: {rows[0]['params']}")
     checks.expect(rows[1].get("peer") is True and "peer" not in rows[0], "cuDNN's ragged SDPA is a peer")
+    flash2 = m.measured_row(v.FLASH_VARLEN, shapes[3], rates, 3e-3, 989.4, m.telemetry(None, None))
+    checks.expect(flash2.get("peer") is True and "torch-flash-varlen" in m.side_by_side({"results": [rows[0], flash2]}),
+                  "FlashAttention-2's varlen kernels alone: a peer with a column of its own")
     table = m.side_by_side({"results": rows})
     checks.expect("| varlen 100,0,28 (3 sequences, 128 tokens) H=16 D=128 causal | 209.5 | - | - | - | 109.5 | - | - | "
                   "1.913 |" in table and "wgmma / cudnn-ragged" in table, f"a packed batch beside its peers:\n{table}")
