@@ -15,6 +15,21 @@ using cli_fixtures::has_gpu;
 using cli_fixtures::mentions;
 using fixtures::run;
 
+namespace {
+
+// Each `tkprobe attention OPTIONS` exits 2 (usage) with a message that holds its rule.
+void expect_usage_errors(const std::vector<std::pair<std::vector<std::string>, std::string>>& cases) {
+  for (const auto& [options, why] : cases) {
+    std::vector<std::string> args{"attention"};
+    args.insert(args.end(), options.begin(), options.end());
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << why;
+    EXPECT_TRUE(mentions(r.err, why)) << r.err;
+  }
+}
+
+}  // namespace
+
 TEST(Cli, AttentionShapeOptionsAreAllOrNothingAndNotWithSweep) {
   const auto dir = fixtures::temp_dir("cli-attention");
   const auto out = dir / "r.json";
@@ -141,13 +156,7 @@ TEST(Cli, AttentionHeadDims96And256AreTheWgmmaForwards) {
       {{"--batch", "1", "--heads", "4", "--seq", "100", "--head-dim", "96", "--pass", "fwd+bwd"},
        "head dim = 96: the backward takes 64 or 128 (give --pass fwd)"},
   };
-  for (const auto& [options, why] : cases) {
-    std::vector<std::string> args{"attention"};
-    args.insert(args.end(), options.begin(), options.end());
-    const auto r = run(args);
-    EXPECT_EQ(r.code, 2) << why;
-    EXPECT_TRUE(mentions(r.err, why)) << r.err;
-  }
+  expect_usage_errors(cases);
   for (const std::vector<std::string>& good :
        {std::vector<std::string>{"attention", "--batch", "1", "--heads", "4", "--seq", "100", "--head-dim", "256"},
         std::vector<std::string>{"attention", "--varlen", "100,0,7", "--heads", "4", "--head-dim", "256",
@@ -180,13 +189,7 @@ TEST(Cli, AttentionVarlenTakesLengthsOrARandomMix) {
       {{"--varlen", "100", "--heads", "4", "--head-dim", "80"}, "head dim = 80: give 64, 96, 128 or 256"},
       {{"--varlen", "100", "--heads", "4", "--kv-heads", "3", "--head-dim", "64"}, "a multiple of the key/value heads"},
   };
-  for (const auto& [options, why] : cases) {
-    std::vector<std::string> args{"attention"};
-    args.insert(args.end(), options.begin(), options.end());
-    const auto r = run(args);
-    EXPECT_EQ(r.code, 2) << why;
-    EXPECT_TRUE(mentions(r.err, why)) << r.err;
-  }
+  expect_usage_errors(cases);
   for (const char* pass : {"fwd", "all"}) {
     const auto good =
         run({"attention", "--varlen", "1000,0,1,77", "--heads", "4", "--head-dim", "64", "--causal", "--pass", pass});

@@ -24,33 +24,25 @@ constexpr int kBlockKV = 128;  // keys per tile (D = 256: Tiling<256>::block_kv)
 // in its softmax. At D = 128 a consumer's S and O take 128 registers: ptxas serialises the wgmmas
 // below 168, so two consumers of 240, as at D = 96 (O 48 beside S and P: three consumers of 160
 // would spill), whose 24 KB K and V tiles leave room for three stages each (216 KB). At D = 256 O
-// alone takes 128: S and P over 64 keys fit beside it; Q (32 KB a consumer) and two stages each of 32 KB K and V tiles
-// fill 192 KB, so one Q slot, which O leaves through (a second slot or O tiles of their own would need 256 KB).
+// alone takes 128: S and P over 64 keys fit beside it; Q (32 KB a consumer) and two stages each of
+// 32 KB K and V tiles fill 192 KB, so one Q slot, which O leaves through (a second slot or O tiles
+// of their own would need 256 KB).
+template <int Consumers, int ConsumerRegisters, int BlockKV, int KStages, int VStages, int QSlots, bool OInQ>
+struct TilingOf {
+  static constexpr int consumers = Consumers, consumer_registers = ConsumerRegisters, block_kv = BlockKV,
+                       k_stages = KStages, v_stages = VStages, q_slots = QSlots;
+  static constexpr bool o_in_q = OInQ;
+};
 template <int D>
 struct Tiling;
 template <>
-struct Tiling<64> {
-  static constexpr int consumers = 3, consumer_registers = 160, block_kv = kBlockKV, k_stages = 4, v_stages = 4,
-                       q_slots = 2;
-  static constexpr bool o_in_q = false;
-};
+struct Tiling<64> : TilingOf<3, 160, kBlockKV, 4, 4, 2, false> {};
 template <>
-struct Tiling<96> {
-  static constexpr int consumers = 2, consumer_registers = 240, block_kv = kBlockKV, k_stages = 3, v_stages = 3,
-                       q_slots = 2;
-  static constexpr bool o_in_q = false;
-};
+struct Tiling<96> : TilingOf<2, 240, kBlockKV, 3, 3, 2, false> {};
 template <>
-struct Tiling<128> {
-  static constexpr int consumers = 2, consumer_registers = 240, block_kv = kBlockKV, k_stages = 2, v_stages = 2,
-                       q_slots = 2;
-  static constexpr bool o_in_q = false;
-};
+struct Tiling<128> : TilingOf<2, 240, kBlockKV, 2, 2, 2, false> {};
 template <>
-struct Tiling<256> {
-  static constexpr int consumers = 2, consumer_registers = 240, block_kv = 64, k_stages = 2, v_stages = 2, q_slots = 1;
-  static constexpr bool o_in_q = true;
-};
+struct Tiling<256> : TilingOf<2, 240, 64, 2, 2, 1, true> {};
 
 // What the kernel (kernel.cuh) asks of a config, besides its types and sizes: how P goes from S
 // to the A operand of P V, that product, and whether O is multiplied by Problem::o_scale on the
