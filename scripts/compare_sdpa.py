@@ -578,21 +578,26 @@ class TkAttention:
                                                     self.dq_path)
         return path == tk_library.DQ_PATHS["reduce"]
 
+    @staticmethod
+    def runnable(torch, handle, launch, destroy):
+        """(run, release) of a pass the library prepared (tk_library.launcher), launched on PyTorch's
+        current stream, so events order with it; None where it refused (the reason is on stderr)."""
+        made = tk_library.launcher(handle, launch, destroy)
+        if made is None:
+            return None
+        launch_on, release = made
+        stream = torch.cuda.current_stream().cuda_stream
+        return (lambda: launch_on(stream)), release
+
     def prepare(self, torch, kernel, q, k, v, causal):
         """(run, o, lse, release), or None when the kernel refuses the shape (it says why on stderr)."""
         b, h, n, d = q.shape
         o = torch.full_like(q, float("nan"))  # poisoned: an unwritten element fails the check
         lse = torch.full((b, h, n), float("nan"), device=q.device)
-        handle = self.lib.tk_attention_create(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
-                                              b, h, k.shape[1], n, d, int(causal), TK_KERNELS[kernel])
-        if not handle:
-            return None
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)  # PyTorch's, so events order with it
-
-        def run():
-            if self.lib.tk_attention_launch(handle, stream) != 0:
-                raise RuntimeError(f"tk_attention_launch ({kernel}) failed")
-        return run, o, lse, lambda: self.lib.tk_attention_destroy(handle)
+        made = self.runnable(torch, self.lib.tk_attention_create(
+            q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), b, h, k.shape[1], n, d,
+            int(causal), TK_KERNELS[kernel]), self.lib.tk_attention_launch, self.lib.tk_attention_destroy)
+        return None if made is None else (made[0], o, lse, made[1])
 
     def prepare_backward(self, torch, q, k, v, d_o, causal):
         """(forward run, backward run, o, lse, (dq, dk, dv), release) for the wgmma kernels (the
@@ -604,23 +609,21 @@ class TkAttention:
         run_forward, o, lse, release_forward = forward
         b, h, n, d = q.shape
         grads = [torch.full_like(t, float("nan")) for t in (q, k, v)]  # poisoned
-        handle = self.lib.tk_attention_backward_create_opts(
+        made = self.runnable(torch, self.lib.tk_attention_backward_create_opts(
             q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), d_o.data_ptr(), lse.data_ptr(),
-            *(g.data_ptr() for g in grads), b, h, k.shape[1], n, d, int(causal), None, None,
-            self.dq_path)
-        if not handle:
-            release_forward()
-            return None
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+            *(g.data_ptr() for g in grads), b, h, k.shape[1], n, d, int(causal), None, None, self.dq_path),
+            self.lib.tk_attention_backward_launch, self.lib.tk_attention_backward_destroy)
+        return with_forward(run_forward, release_forward, made, o, lse, grads)
 
-        def run_backward():
-            if self.lib.tk_attention_backward_launch(handle, stream) != 0:
-                raise RuntimeError("tk_attention_backward_launch failed")
 
-        def release():
-            self.lib.tk_attention_backward_destroy(handle)
-            release_forward()
-        return run_forward, run_backward, o, lse, grads, release
+def with_forward(run_forward, release_forward, made, o, lse, grads):
+    """A prepared backward (`made`: runnable's, None where refused) beside its forward: (forward run,
+    backward run, o, lse, grads, release of both), or None, the forward released."""
+    if made is None:
+        release_forward()
+        return None
+    run_backward, release_backward = made
+    return run_forward, run_backward, o, lse, grads, lambda: (release_backward(), release_forward())
 
 
 # Energy per call, as src/energy.cpp measures it for `tkprobe attention --energy`: the call back to back,
@@ -915,7 +918,7 @@ def run_all(args):
     tk = TkAttention(args.tk_lib, args.dq) if args.tk_lib else None
     clock = sm_clock(torch, args.tk_lib)
     kernels = [*(TK_KERNELS if tk else []), *(PEERS if args.varlen else [*BACKENDS, FA4])]
-    tk_varlen = sdpa_varlen.TkVarlen(tk.lib, tk.dq_path) if tk else None
+    tk_varlen = sdpa_varlen.TkVarlen(tk) if tk else None
     this = sys.modules[__name__]  # the reference, rows and timing sdpa_varlen shares
     rows = []
     peak = datasheet_bf16_peak(device["name"])

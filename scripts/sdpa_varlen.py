@@ -169,10 +169,11 @@ def packed_reference_backward(torch, compare, p, causal):
 
 
 class TkVarlen:
-    """The DSL's varlen forward and backward through libtk_attention_c, prepared once per batch."""
+    """The DSL's varlen forward and backward through libtk_attention_c, prepared once per batch, as
+    compare.TkAttention (`tk`) prepares the dense passes."""
 
-    def __init__(self, lib, dq_path):
-        self.lib, self.dq_path = lib, dq_path
+    def __init__(self, tk):
+        self.tk, self.lib = tk, tk.lib
 
     def prepare(self, torch, p, causal):
         """(run, o, lse, release) or None when refused (the reason is on stderr)."""
@@ -180,19 +181,13 @@ class TkVarlen:
         o = torch.full_like(p.q, float("nan"))  # poisoned: an unwritten row fails the check
         lse = torch.full((s["heads"], p.q.shape[0]), float("nan"), device="cuda")
         cu = p.host_offsets()
-        handle = self.lib.tk_attention_varlen_create(p.q.data_ptr(), p.k.data_ptr(), p.v.data_ptr(), o.data_ptr(),
-                                                     lse.data_ptr(), cu, cu, len(p.lengths), s["heads"],
-                                                     s["kv_heads"], s["head_dim"], int(causal), None)
-        if not handle:
-            return None
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        made = self.tk.runnable(torch, self.lib.tk_attention_varlen_create(
+            p.q.data_ptr(), p.k.data_ptr(), p.v.data_ptr(), o.data_ptr(), lse.data_ptr(), cu, cu, len(p.lengths),
+            s["heads"], s["kv_heads"], s["head_dim"], int(causal), None),
+            self.lib.tk_attention_varlen_launch, self.lib.tk_attention_varlen_destroy)
+        return None if made is None else (made[0], o, lse, made[1])
 
-        def run():
-            if self.lib.tk_attention_varlen_launch(handle, stream) != 0:
-                raise RuntimeError("tk_attention_varlen_launch failed")
-        return run, o, lse, lambda: self.lib.tk_attention_varlen_destroy(handle)
-
-    def prepare_backward(self, torch, p, causal):
+    def prepare_backward(self, torch, compare, p, causal):
         """(forward run, backward run, o, lse, grads, release) or None when refused."""
         forward = self.prepare(torch, p, causal)
         if forward is None:
@@ -200,23 +195,12 @@ class TkVarlen:
         run_forward, o, lse, release_forward = forward
         s, cu = p.shape, p.host_offsets()
         grads = [torch.full_like(t, float("nan")) for t in (p.q, p.k, p.v)]  # poisoned
-        handle = self.lib.tk_attention_varlen_backward_create(
+        made = self.tk.runnable(torch, self.lib.tk_attention_varlen_backward_create(
             p.q.data_ptr(), p.k.data_ptr(), p.v.data_ptr(), o.data_ptr(), p.d_o.data_ptr(), lse.data_ptr(),
             *(g.data_ptr() for g in grads), cu, cu, len(p.lengths), s["heads"], s["kv_heads"], s["head_dim"],
-            int(causal), None, None, self.dq_path)
-        if not handle:
-            release_forward()
-            return None
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-
-        def run_backward():
-            if self.lib.tk_attention_varlen_backward_launch(handle, stream) != 0:
-                raise RuntimeError("tk_attention_varlen_backward_launch failed")
-
-        def release():
-            self.lib.tk_attention_varlen_backward_destroy(handle)
-            release_forward()
-        return run_forward, run_backward, o, lse, grads, release
+            int(causal), None, None, self.tk.dq_path),
+            self.lib.tk_attention_varlen_backward_launch, self.lib.tk_attention_varlen_backward_destroy)
+        return compare.with_forward(run_forward, release_forward, made, o, lse, grads)
 
 
 def nested_attend(torch, p, causal, q, k, v):
@@ -228,15 +212,15 @@ def nested_attend(torch, p, causal, q, k, v):
         .transpose(1, 2).values()
 
 
-class Missing(Exception):
-    """A peer that is not installed here: its rows say why, skipped."""
+class Skipped(Exception):
+    """A kernel that cannot run the batch here (not installed, no such pass, refused): its rows say why."""
 
 
 def autograd_peer(torch, compare, kernel, p, causal):
     """(attend(q, k, v) -> O (total, heads, D), the context it runs in) of a peer autograd
     differentiates: SDPA on nested tensors under its backend, FlashAttention-2's varlen kernels as
     PyTorch ships them (aten::_flash_attention_forward, no nested-tensor work around them), or
-    FlashAttention-4's; Missing where the peer is not installed."""
+    FlashAttention-4's; Skipped where the peer is not installed."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     if kernel in NESTED_BACKENDS:
         backend = getattr(SDPBackend, NESTED_BACKENDS[kernel])
@@ -247,7 +231,7 @@ def autograd_peer(torch, compare, kernel, p, causal):
             contextlib.nullcontext
     varlen_func, why = flash_attn_4_varlen()
     if varlen_func is None:
-        raise Missing(why)
+        raise Skipped(why)
     return (lambda q, k, v: compare.fa4_output(varlen_func(q, k, v, cu_seqlens_q=p.cu32, cu_seqlens_k=p.cu32,
                                                              max_seqlen_q=p.max_len, max_seqlen_k=p.max_len,
                                                              causal=causal))), contextlib.nullcontext
@@ -371,89 +355,87 @@ class CudnnRagged:
         return run
 
 
-def forward_runs(torch, compare, p, kernels, tk):
-    """{kernel: run} and {kernel: (o, lse or None)} for the forward, {kernel: skipped reason}, the
-    releases, and the torch backend contexts."""
-    causal = p.shape["causal"]
-    runs, outputs, skipped, releases = {}, {}, {}, []
+def prepared_runs(compare, kernels, prepare):
+    """prepare(kernel) -> (run, result, context or None) for each kernel: {kernel: run}, {kernel:
+    result}, {kernel: why skipped} (Skipped, or a batch or GPU the kernel refused) and {kernel: the
+    torch backend context its launches need}."""
+    runs, results, skipped = {}, {}, {}
     contexts = {kernel: contextlib.nullcontext for kernel in kernels}
     for kernel in kernels:
         try:
-            if kernel in compare.TK_KERNELS:
-                prepared = tk.prepare(torch, p, causal) if kernel == "wgmma" else None
-                if prepared is None:
-                    skipped[kernel] = "refused by the kernel (its reason is on stderr)" if kernel == "wgmma" else \
-                        "no packed batches: the varlen kernels are the wgmma ones"
-                    continue
-                run, o, lse, release = prepared
-                releases.append(release)
-                run()
-                outputs[kernel] = (o, lse)
-            elif kernel == CUDNN_RAGGED:
-                o = torch.full_like(p.q, float("nan"))
-                run = CudnnRagged(torch, p, causal).forward(torch, o)
-                run()
-                outputs[kernel] = (o, None)
-            else:
-                attend, context = autograd_peer(torch, compare, kernel, p, causal)
-                run = lambda attend=attend: attend(p.q, p.k, p.v)
-                with context():
-                    outputs[kernel] = (run(), None)
-                contexts[kernel] = context
-        except Missing as e:
+            runs[kernel], results[kernel], context = prepare(kernel)
+        except Skipped as e:
             skipped[kernel] = str(e)
             continue
         except Exception as e:  # a batch or GPU the kernel does not take
             skipped[kernel] = f"refused: {compare.first_line(e)}"
             continue
-        runs[kernel] = run
-    return runs, outputs, skipped, releases, contexts
+        contexts[kernel] = context or contexts[kernel]
+    return runs, results, skipped, contexts
+
+
+def the_dsls(prepared, kernel, what):
+    """The DSL's prepared pass, or Skipped: `what` the mma-sync kernel lacks, or the wgmma kernel's refusal."""
+    if kernel != "wgmma":
+        raise Skipped(what)
+    if prepared is None:
+        raise Skipped("refused by the kernel (its reason is on stderr)")
+    return prepared
+
+
+def timed_unit(run_forward, run_backward, with_forward):
+    """What a backward row times: the backward alone, or the forward and the backward."""
+    return (lambda: (run_forward(), run_backward())) if with_forward else run_backward
+
+
+def forward_runs(torch, compare, p, kernels, tk):
+    """prepared_runs of the forward, each result (o, lse or None); and the DSL's releases."""
+    causal, releases = p.shape["causal"], []
+
+    def prepare(kernel):
+        if kernel in compare.TK_KERNELS:
+            run, o, lse, release = the_dsls(tk.prepare(torch, p, causal) if kernel == "wgmma" else None, kernel,
+                                            "no packed batches: the varlen kernels are the wgmma ones")
+            releases.append(release)
+            run()
+            return run, (o, lse), None
+        if kernel == CUDNN_RAGGED:
+            o = torch.full_like(p.q, float("nan"))
+            run = CudnnRagged(torch, p, causal).forward(torch, o)
+            run()
+            return run, (o, None), None
+        attend, context = autograd_peer(torch, compare, kernel, p, causal)
+        with context():  # a peer that cannot take the batch refuses here
+            o = attend(p.q, p.k, p.v)
+        return (lambda: attend(p.q, p.k, p.v)), (o, None), context
+    return (*prepared_runs(compare, kernels, prepare), releases)
 
 
 def backward_runs(torch, compare, p, kernels, tk, with_forward):
-    """As forward_runs for the backward (or forward and backward): {kernel: (o, lse, grads)}."""
-    causal = p.shape["causal"]
-    runs, results, skipped, releases = {}, {}, {}, []
-    contexts = {kernel: contextlib.nullcontext for kernel in kernels}
-    for kernel in kernels:
-        try:
-            if kernel in compare.TK_KERNELS:
-                prepared = tk.prepare_backward(torch, p, causal) if kernel == "wgmma" else None
-                if prepared is None:
-                    skipped[kernel] = "refused by the kernel (its reason is on stderr)" if kernel == "wgmma" else \
-                        "no backward: the backward is the wgmma kernels'"
-                    continue
-                run_forward, run_backward, o, lse, grads, release = prepared
-                releases.append(release)
-                run_forward()
-                run_backward()
-                run = (lambda f=run_forward, g=run_backward: (f(), g())) if with_forward else run_backward
-                results[kernel] = (o, lse, grads)
-            elif kernel == CUDNN_RAGGED:
-                ragged = CudnnRagged(torch, p, causal)
-                o = torch.full_like(p.q, float("nan"))
-                grads = [torch.full_like(t, float("nan")) for t in (p.q, p.k, p.v)]
-                run_forward, run_backward = ragged.forward(torch, o), ragged.backward(torch, o, grads)
-                run_forward()
-                run_backward()
-                run = (lambda f=run_forward, g=run_backward: (f(), g())) if with_forward else run_backward
-                results[kernel] = (o, None, grads)
-            else:
-                attend, context = autograd_peer(torch, compare, kernel, p, causal)
-                leaves = [t.detach().requires_grad_() for t in (p.q, p.k, p.v)]
-                with context():  # a peer that cannot take the batch refuses here
-                    o, grads, run = compare.autograd_runs(torch, lambda attend=attend, leaves=leaves: attend(*leaves),
-                                                          leaves, p.d_o, with_forward)
-                contexts[kernel] = context
-                results[kernel] = (o.detach(), None, grads)
-        except Missing as e:
-            skipped[kernel] = str(e)
-            continue
-        except Exception as e:  # a batch or GPU the kernel does not take
-            skipped[kernel] = f"refused: {compare.first_line(e)}"
-            continue
-        runs[kernel] = run
-    return runs, results, skipped, releases, contexts
+    """As forward_runs for the backward (or forward and backward): each result (o, lse, grads)."""
+    causal, releases = p.shape["causal"], []
+
+    def prepare(kernel):
+        if kernel in compare.TK_KERNELS:
+            run_forward, run_backward, o, lse, grads, release = the_dsls(
+                tk.prepare_backward(torch, compare, p, causal) if kernel == "wgmma" else None, kernel,
+                "no backward: the backward is the wgmma kernels'")
+            releases.append(release)
+        elif kernel == CUDNN_RAGGED:
+            ragged = CudnnRagged(torch, p, causal)
+            o, lse = torch.full_like(p.q, float("nan")), None
+            grads = [torch.full_like(t, float("nan")) for t in (p.q, p.k, p.v)]
+            run_forward, run_backward = ragged.forward(torch, o), ragged.backward(torch, o, grads)
+        else:
+            attend, context = autograd_peer(torch, compare, kernel, p, causal)
+            leaves = [t.detach().requires_grad_() for t in (p.q, p.k, p.v)]
+            with context():  # a peer that cannot take the batch refuses here
+                o, grads, run = compare.autograd_runs(torch, lambda: attend(*leaves), leaves, p.d_o, with_forward)
+            return run, (o.detach(), None, grads), context
+        run_forward()
+        run_backward()
+        return timed_unit(run_forward, run_backward, with_forward), (o, lse, grads), None
+    return (*prepared_runs(compare, kernels, prepare), releases)
 
 
 def measure(torch, compare, shape, kernels, args, session, clock, peak, tk, pass_):
@@ -462,10 +444,10 @@ def measure(torch, compare, shape, kernels, args, session, clock, peak, tk, pass
     work = compare.pass_flops(shape, pass_)
     with_forward = pass_ != "bwd"
     if pass_ == "fwd":
-        runs, outputs, skipped, releases, contexts = forward_runs(torch, compare, p, kernels, tk)
+        runs, outputs, skipped, contexts, releases = forward_runs(torch, compare, p, kernels, tk)
         results = {kernel: (o, lse, None) for kernel, (o, lse) in outputs.items()}
     else:
-        runs, results, skipped, releases, contexts = backward_runs(torch, compare, p, kernels, tk, pass_ == "fwd+bwd")
+        runs, results, skipped, contexts, releases = backward_runs(torch, compare, p, kernels, tk, pass_ == "fwd+bwd")
     torch.cuda.synchronize()
     if pass_ == "fwd":
         (want_o, want_lse), want_grads = packed_reference(torch, compare, p, shape["causal"]), None

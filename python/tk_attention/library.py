@@ -22,6 +22,20 @@ def library_path(given=None):
     return os.path.normpath(path)
 
 
+def launcher(handle, launch, destroy):
+    """(launch_on, release) of a pass a create call prepared, or None where it refused (a null
+    handle; the reason is on stderr). launch_on(stream) launches it on a CUDA stream given as an
+    integer (torch.cuda.Stream.cuda_stream) and raises RuntimeError where the launch fails;
+    release() frees it."""
+    if not handle:
+        return None
+
+    def launch_on(stream):
+        if launch(handle, ctypes.c_void_p(stream)) != 0:
+            raise RuntimeError(f"tk_attention: {launch.__name__} failed")
+    return launch_on, lambda: destroy(handle)
+
+
 def load(path=None):
     """Loads the library (library_path) and declares its functions; returns it."""
     global lib

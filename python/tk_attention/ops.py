@@ -35,18 +35,23 @@ def _strides(tensors):
     return (ctypes.c_int64 * len(flat))(*flat)
 
 
-def _run(create, launch, destroy, entry, device, *args):
+def prepared(create, launch, destroy, *args):
+    """library.launcher of create(*args), or Unsupported where the library refused the call."""
+    made = library.launcher(create(*args), launch, destroy)
+    if made is None:
+        raise Unsupported(f"tk_attention: {create.__name__} refused the call (its reason is on stderr)")
+    return made
+
+
+def _run(create, launch, destroy, device, *args):
     """Prepares a pass on `device`, launches it on PyTorch's current stream and frees the host-side
     object (the launch holds copies of everything it needs)."""
     with torch.cuda.device(device):
-        handle = create(*args)
-        if not handle:
-            raise Unsupported(f"tk_attention: {entry} refused the call (its reason is on stderr)")
+        launch_on, release = prepared(create, launch, destroy, *args)
         try:
-            if launch(handle, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)) != 0:
-                raise RuntimeError(f"tk_attention: {entry}: the launch failed")
+            launch_on(torch.cuda.current_stream().cuda_stream)
         finally:
-            destroy(handle)
+            release()
 
 
 def _forward_outputs(q, p):
@@ -62,7 +67,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
     p = _problem(q, k, v, causal, address=True)
     o, lse = _forward_outputs(q, p)
     lib = library.loaded()
-    _run(lib.tk_attention_create_strided, lib.tk_attention_launch, lib.tk_attention_destroy, "tk_attention_create",
+    _run(lib.tk_attention_create_strided, lib.tk_attention_launch, lib.tk_attention_destroy,
          q.device, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), *_shape_args(p), 0,
          _strides((q, k, v, o)))
     return o, lse
@@ -89,7 +94,7 @@ def backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
     scratch = torch.empty(lib.tk_attention_backward_scratch_bytes_opts(*_shape_args(p), dq_path), dtype=torch.uint8,
                           device=q.device)
     _run(lib.tk_attention_backward_create_opts, lib.tk_attention_backward_launch, lib.tk_attention_backward_destroy,
-         "tk_attention_backward_create", q.device, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+         q.device, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
          d_o.data_ptr(), lse.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), *_shape_args(p),
          _strides((q, k, v, o, d_o, dq, dk, dv)), scratch.data_ptr(), dq_path)
     return dq, dk, dv
@@ -171,7 +176,7 @@ def varlen_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
     lib = library.loaded()
     offsets_q, offsets_k, *shape = varlen_args(p)
     _run(lib.tk_attention_varlen_create, lib.tk_attention_varlen_launch, lib.tk_attention_varlen_destroy,
-         "tk_attention_varlen_create", q.device, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+         q.device, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
          lse.data_ptr(), offsets_q, offsets_k, *shape, packed_strides((q, k, v, o)))
     return o, lse
 
@@ -198,7 +203,7 @@ def varlen_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.
     scratch = torch.empty(lib.tk_attention_varlen_backward_scratch_bytes(offsets_q, offsets_k, *shape, dq_path),
                           dtype=torch.uint8, device=q.device)
     _run(lib.tk_attention_varlen_backward_create, lib.tk_attention_varlen_backward_launch,
-         lib.tk_attention_varlen_backward_destroy, "tk_attention_varlen_backward_create", q.device, q.data_ptr(),
+         lib.tk_attention_varlen_backward_destroy, q.device, q.data_ptr(),
          k.data_ptr(), v.data_ptr(), o.data_ptr(), d_o.data_ptr(), lse.data_ptr(), dq.data_ptr(), dk.data_ptr(),
          dv.data_ptr(), offsets_q, offsets_k, *shape, packed_strides((q, k, v, o, d_o, dq, dk, dv)),
          scratch.data_ptr(), dq_path)

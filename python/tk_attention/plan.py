@@ -13,18 +13,10 @@ out and lse (and dq, dk, dv), allocated once; new inputs go into the tensors it 
         plan.backward()
     q.copy_(next_q); ...; graph.replay()  # plan.out, plan.dq, plan.dk, plan.dv
 """
-import ctypes
-
 import torch
 
 from . import library, ops
 from .checks import Unsupported, packed_tma_refusal
-
-
-def _created(handle, entry):
-    if not handle:
-        raise Unsupported(f"tk_attention: {entry} refused the call (its reason is on stderr)")
-    return handle
 
 
 class VarlenPlan:
@@ -38,58 +30,57 @@ class VarlenPlan:
         if d_o is not None and (d_o.shape != q.shape or packed_tma_refusal(ops.describe("d_o", d_o, True))):
             raise Unsupported(f"tk_attention: d_o is {tuple(d_o.shape)} with strides {d_o.stride()}: give a tensor "
                               f"of q's shape {tuple(q.shape)} whose rows the TMA reads (as q's)")
-        self._lib, self._device, self._handles = library.loaded(), q.device, []
+        self._device, self._releases, self._backward = q.device, [], None
         self._tensors = (q, k, v, d_o)  # the maps point at them: kept alive with the plan
         self.out, self.lse = torch.empty_like(q), ops.varlen_lse(q)
         offsets_q, offsets_k, *shape = ops.varlen_args(p)
-        lib = self._lib
+        lib = library.loaded()
         with torch.cuda.device(self._device):
-            self._forward = self._keep(_created(lib.tk_attention_varlen_create(
+            self._forward = self._kept(ops.prepared(
+                lib.tk_attention_varlen_create, lib.tk_attention_varlen_launch, lib.tk_attention_varlen_destroy,
                 q.data_ptr(), k.data_ptr(), v.data_ptr(), self.out.data_ptr(), self.lse.data_ptr(), offsets_q,
-                offsets_k, *shape, ops.packed_strides((q, k, v, self.out))), "tk_attention_varlen_create"),
-                lib.tk_attention_varlen_destroy)
+                offsets_k, *shape, ops.packed_strides((q, k, v, self.out))))
             if d_o is None:
                 return
             self.dq, self.dk, self.dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
             dq_path = library.DQ_PATHS["deterministic" if deterministic else "fastest"]
-            self._scratch = torch.empty(lib.tk_attention_varlen_backward_scratch_bytes(offsets_q, offsets_k, *shape,
-                                                                                       dq_path),
-                                        dtype=torch.uint8, device=q.device)
+            scratch_bytes = lib.tk_attention_varlen_backward_scratch_bytes(offsets_q, offsets_k, *shape, dq_path)
+            self._scratch = torch.empty(scratch_bytes, dtype=torch.uint8, device=q.device)
             tensors = (q, k, v, self.out, d_o, self.dq, self.dk, self.dv)
-            self._backward = self._keep(_created(lib.tk_attention_varlen_backward_create(
-                *(t.data_ptr() for t in tensors[:5]), self.lse.data_ptr(), *(t.data_ptr() for t in tensors[5:]),
-                offsets_q, offsets_k, *shape, ops.packed_strides(tensors), self._scratch.data_ptr(), dq_path),
-                "tk_attention_varlen_backward_create"), lib.tk_attention_varlen_backward_destroy)
+            self._backward = self._kept(ops.prepared(
+                lib.tk_attention_varlen_backward_create, lib.tk_attention_varlen_backward_launch,
+                lib.tk_attention_varlen_backward_destroy, *(t.data_ptr() for t in tensors[:5]), self.lse.data_ptr(),
+                *(t.data_ptr() for t in tensors[5:]), offsets_q, offsets_k, *shape, ops.packed_strides(tensors),
+                self._scratch.data_ptr(), dq_path))
 
-    def _keep(self, handle, destroy):
-        self._handles.append((handle, destroy))
-        return handle
+    def _kept(self, made):
+        """A prepared pass's launch_on, its release kept for close()."""
+        launch_on, release = made
+        self._releases.append(release)
+        return launch_on
 
-    def _launch(self, launch, handle, entry):
+    def _launch(self, launch_on):
         with torch.cuda.device(self._device):
-            if launch(handle, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)) != 0:
-                raise RuntimeError(f"tk_attention: {entry}: the launch failed")
+            launch_on(torch.cuda.current_stream().cuda_stream)
 
     def forward(self):
         """O into self.out (and the row logsumexp into self.lse, [heads][total_q]); returns self.out."""
-        self._launch(self._lib.tk_attention_varlen_launch, self._forward, "tk_attention_varlen_launch")
+        self._launch(self._forward)
         return self.out
 
     def backward(self):
         """dQ, dK, dV of the plan's d_o into self.dq, self.dk, self.dv, from the last forward's out and lse."""
-        if not hasattr(self, "_backward"):
+        if self._backward is None:
             raise Unsupported("tk_attention: this VarlenPlan has no backward: give d_o when making it")
-        self._launch(self._lib.tk_attention_varlen_backward_launch, self._backward,
-                     "tk_attention_varlen_backward_launch")
+        self._launch(self._backward)
         return self.dq, self.dk, self.dv
 
     def close(self):
         """Frees the prepared passes (their tables in device memory): the plan must outlive every graph
         that captured it, and cannot run after."""
-        handles = getattr(self, "_handles", [])  # none where making the plan was refused
-        while handles:
-            handle, destroy = handles.pop()
-            destroy(handle)
+        releases = getattr(self, "_releases", [])  # none where making the plan was refused
+        while releases:
+            releases.pop()()
 
     def __del__(self):
         self.close()
