@@ -223,7 +223,15 @@ def test_varlen_plan_replays_in_a_cuda_graph(torch, F):
     for name, got, w in zip(("O", "dQ", "dK", "dV"), (plan.out, plan.dq, plan.dk, plan.dv), want):
         assert torch.equal(got, w), f"{name}: the replayed plan differs from varlen_attention on the same inputs"
     forward_only = tk_attention.VarlenPlan(q, k, v, cu, cu, max(lengths), max(lengths))
-    expect_refused({"backward without d_o": forward_only.backward}, "give d_o")
+    expect_refused({"backward without d_o": forward_only.backward,
+                    "d_o of another shape": lambda: tk_attention.VarlenPlan(q, k, v, cu, cu, max(lengths),
+                                                                            max(lengths), d_o=d_o[:-1]),
+                    "d_o with a strided head dim": lambda: tk_attention.VarlenPlan(
+                        q, k, v, cu, cu, max(lengths), max(lengths), d_o=torch.cat([d_o, d_o], -1)[..., ::2]),
+                    "head dim 256 with d_o": lambda: tk_attention.VarlenPlan(
+                        *(torch.cat([t, t], -1) for t in (q, k, v)), cu, cu, max(lengths), max(lengths),
+                        d_o=torch.cat([d_o, d_o], -1))},
+                   "tk_attention: ")
     forward_only.close()
     plan.close()
 
