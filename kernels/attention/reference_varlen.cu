@@ -28,6 +28,16 @@ PackedStrides or_contiguous(const std::optional<PackedStrides>& given, int heads
   return given.value_or(PackedStrides{std::int64_t(heads) * head_dim, head_dim});
 }
 
+// The errors of rows that attend no key: exact (O = 0, LSE = +inf) or infinitely wrong.
+Errors keyless_errors(const DeviceBuffer<bf16>& o, const DeviceBuffer<float>& lse) {
+  const std::vector<bf16> got_o = o.download();
+  const std::vector<float> got_lse = lse.download();
+  const bool exact = std::all_of(got_o.begin(), got_o.end(), [](bf16 x) { return float(x) == 0.0f; }) &&
+                     std::all_of(got_lse.begin(), got_lse.end(), [](float x) { return x == INFINITY; });
+  const double e = exact ? 0 : INFINITY;
+  return {e, e, e};
+}
+
 // Sequence b's errors; a sequence without keys is exact or infinitely wrong.
 Errors sequence_errors(const attention::Tensors& t, const attention::Varlen& s, const attention::VarlenLayout& l, int b,
                        cudaStream_t stream) {
@@ -36,14 +46,7 @@ Errors sequence_errors(const attention::Tensors& t, const attention::Varlen& s, 
   DeviceBuffer<float> lse(std::size_t(s.heads) * nq);
   gather(o.get(), static_cast<const bf16*>(t.o), first, nq, s.heads, d, or_contiguous(l.o, s.heads, d), stream);
   gather(lse.get(), static_cast<const float*>(t.lse), first, nq, s.heads, 1, PackedStrides{1, s.total_q()}, stream);
-  if (nk == 0) {
-    const std::vector<bf16> got_o = o.download();
-    const std::vector<float> got_lse = lse.download();
-    const bool exact = std::all_of(got_o.begin(), got_o.end(), [](bf16 x) { return float(x) == 0.0f; }) &&
-                       std::all_of(got_lse.begin(), got_lse.end(), [](float x) { return x == INFINITY; });
-    const double e = exact ? 0 : INFINITY;
-    return {e, e, e};
-  }
+  if (nk == 0) return keyless_errors(o, lse);
   const attention::Shape one{1, s.heads, s.kv_heads, nq, d, s.causal, nk};
   DeviceBuffer<bf16> q(o.size()), k(std::size_t(s.kv_heads) * nk * d), v(k.size());
   gather(q.get(), t.q, first, nq, s.heads, d, or_contiguous(l.q, s.heads, d), stream);
@@ -99,7 +102,61 @@ BackwardErrors sequence_backward_errors(const attention::BackwardTensors& t, con
   return compare_backward(dq.get(), dk.get(), dv.get(), dq_ref.get(), dk_ref.get(), dv_ref.get(), one, stream);
 }
 
+// Keys [0, keys) of one sequence's pages (`table_row`, device memory) of a cache
+// [pages][page_size][kv_heads][D] as a contiguous (1, kv_heads, keys, D) tensor: a thread per element.
+__global__ void gather_pages_kernel(bf16* out, const bf16* cache, const int* table_row, int keys, int page_size,
+                                    int kv_heads, int head_dim) {
+  const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (i >= std::size_t(kv_heads) * keys * head_dim) return;
+  const int d = int(i % head_dim), key = int(i / head_dim % keys), h = int(i / head_dim / keys);
+  const std::size_t row = std::size_t(table_row[key / page_size]) * page_size + key % page_size;
+  out[i] = cache[(row * kv_heads + h) * head_dim + d];
+}
+
+void gather_pages(bf16* out, const bf16* cache, const attention::decode::Shape& s, const int* table_row, int keys,
+                  cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const std::size_t elements = std::size_t(s.kv_heads) * keys * s.head_dim;
+  gather_pages_kernel<<<unsigned((elements + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      out, cache, table_row, keys, s.page_size, s.kv_heads, s.head_dim);
+  TK_CUDA(cudaGetLastError());
+}
+
+// Sequence b of a decode step against the reference on its queries and gathered pages alone.
+Errors decode_sequence_errors(const attention::decode::Tensors& t, const attention::decode::Shape& s, int b, int keys,
+                              cudaStream_t stream) {
+  const int* table_row = t.block_table + std::size_t(b) * s.pages_per_seq;
+  const int nq = s.q_tokens, d = s.head_dim;
+  const PackedStrides q_at{std::int64_t(s.heads) * d, d};
+  DeviceBuffer<bf16> q(std::size_t(s.heads) * nq * d), o(q.size());
+  DeviceBuffer<float> lse(std::size_t(s.heads) * nq);
+  gather(o.get(), static_cast<const bf16*>(t.o), b * nq, nq, s.heads, d, q_at, stream);
+  TK_CUDA(cudaMemcpyAsync(lse.get(), t.lse + std::size_t(b) * s.heads * nq, lse.size() * sizeof(float),
+                          cudaMemcpyDeviceToDevice, stream));
+  if (keys == 0) return keyless_errors(o, lse);
+  const attention::Shape one{1, s.heads, s.kv_heads, nq, d, s.causal, keys};
+  DeviceBuffer<bf16> k(std::size_t(s.kv_heads) * keys * d), v(k.size());
+  gather(q.get(), t.q, b * nq, nq, s.heads, d, q_at, stream);
+  gather_pages(k.get(), t.k_cache, s, table_row, keys, stream);
+  gather_pages(v.get(), t.v_cache, s, table_row, keys, stream);
+  DeviceBuffer<float> o_ref(o.size()), lse_ref(lse.size());
+  reference_forward(q.get(), k.get(), v.get(), o_ref.get(), lse_ref.get(), one, stream);
+  return compare_to_reference(o.get(), lse.get(), o_ref.get(), lse_ref.get(), one, stream);
+}
+
 }  // namespace
+
+Errors compare_decode_to_reference(const attention::decode::Tensors& t, const attention::decode::Shape& s,
+                                   const std::vector<int>& lengths, cudaStream_t stream) {
+  Errors worst{0, 0, 0};
+  for (int b = 0; b < s.batch; ++b) {
+    const int keys = attention::decode::clamped_keys(lengths[b], s);
+    const Errors e = decode_sequence_errors(t, s, b, keys, stream);
+    worst = {worse(worst.rel_error, e.rel_error), worse(worst.lse_error, e.lse_error),
+             worse(worst.worst_row_error, e.worst_row_error)};
+  }
+  return worst;
+}
 
 VarlenBackwardErrors compare_varlen_backward(const attention::BackwardTensors& t, const attention::Varlen& s,
                                              cudaStream_t stream) {

@@ -1,9 +1,13 @@
 #pragma once
 // What a packed batch's forward and backward (attention::VarlenForward, VarlenBackward: varlen.hpp)
-// are checked with: the fp32 references (reference.hpp) run on each sequence alone.
+// and a decode step (attention::decode::Decode: decode.hpp) are checked with: the fp32 references
+// (reference.hpp) run on each sequence alone.
 #include <cuda_runtime_api.h>
 
+#include <vector>
+
 #include "kernels/attention/attention.hpp"
+#include "kernels/attention/decode.hpp"
 #include "kernels/attention/reference.hpp"
 
 namespace tkprobe::attention_check {
@@ -26,5 +30,12 @@ struct VarlenBackwardErrors : BackwardErrors {
 };
 VarlenBackwardErrors compare_varlen_backward(const attention::BackwardTensors& t, const attention::Varlen& s,
                                              cudaStream_t stream);
+
+// A decode step's O and LSE in `t` against the reference on each sequence's queries and its cached
+// keys gathered in page order through the step's block table (`lengths`: a host copy of its
+// lengths; every page they reach must be in the pool): the largest of each error over the
+// sequences, exact O = 0 and LSE = +inf for an empty cache.
+Errors compare_decode_to_reference(const attention::decode::Tensors& t, const attention::decode::Shape& s,
+                                   const std::vector<int>& lengths, cudaStream_t stream);
 
 }  // namespace tkprobe::attention_check

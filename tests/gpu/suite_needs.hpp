@@ -35,6 +35,7 @@ inline const std::pair<std::string_view, Requirements> kOtherSuites[] = {
     {"Dsl", {.sm90a = {Sm90aFeature::sm90a_kernels}}},
     {"Attention", {.sm90a = {Sm90aFeature::sm90a_kernels}}},
     {"Based", {.sm90a = {Sm90aFeature::sm90a_kernels}}},
+    {"Decode", {}},  // the decode kernel is portable
     {"Harness", {}},
     {"Counters", {}},
     {"Compare", {}},

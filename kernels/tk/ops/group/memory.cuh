@@ -38,6 +38,15 @@ struct group {
   // thread of the group calls it; the copies join each thread's current cp.async group.
   template <class T, int R, int C>
   __device__ static void load_async(st<T, R, C>& dst, const T* src, int ld, int valid_rows) {
+    load_rows_async(
+        dst, [=](int row) { return src + row * ld; }, valid_rows);
+  }
+
+  // The same for rows that lie anywhere (a gather, such as a paged cache's): row r of the tile
+  // from row_source(r), a 16-byte-aligned pointer to its first element, or nullptr for a row of
+  // zeros (as are rows >= valid_rows, whose source is never asked for).
+  template <class T, int R, int C, class RowSource>
+  __device__ static void load_rows_async(st<T, R, C>& dst, RowSource row_source, int valid_rows) {
     using Tile = st<T, R, C>;
     constexpr int chunk_elements = arch::kCpAsyncBytes / int(sizeof(T));
     constexpr int chunks_per_row = C / chunk_elements, chunks = R * chunks_per_row;
@@ -49,8 +58,9 @@ struct group {
       if (chunks % threads != 0 && chunk >= chunks) break;
       const int row = chunk / chunks_per_row, col = chunk % chunks_per_row * chunk_elements;
       const std::uint32_t to = base + Tile::offset(row, col);
-      if (row < valid_rows) {
-        arch::cp_async_16(to, src + row * ld + col);
+      const T* from = row < valid_rows ? row_source(row) : nullptr;
+      if (from != nullptr) {
+        arch::cp_async_16(to, from + col);
       } else {
         arch::store_zero_16(to);
       }

@@ -1,0 +1,376 @@
+// Decode attention over a paged KV cache (decode.hpp: layout, how the work is cut), portable
+// (sm_80 and newer: mma.sync, ldmatrix, cp.async), because decode is bound by the cache's reads,
+// not the tensor cores. A block takes one chunk of a kv head's query rows and one split of its
+// sequence's keys; key tiles stream through kStages shared stages by cp.async, each row gathered
+// through the block table. Warp w works on row tile w % row_tiles with its share of each key tile
+// (keys_per_warp): S = Q K^T, an online softmax in base 2 from a running max that starts finite
+// (so a warp whose keys a row does not attend ends with l = 0, not NaN), O += P V. At the end the
+// warps of a row tile merge their (max, sum, O) in shared memory; the block writes O and LSE, or
+// with several splits its partial ones, which the combine kernel merges.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/attention/decode.hpp"
+#include "tk/group.cuh"
+
+namespace attention::decode {
+namespace {
+
+using namespace tk;
+using bf16 = __nv_bfloat16;
+
+constexpr int kThreads = kWarps * kWarpThreads;
+constexpr int kSlice = 64;          // head-dimension columns per shared tile: one 128-byte swizzled row
+constexpr int kStages = 3;          // key/value tiles in flight: enough bytes per SM to keep HBM busy
+constexpr float kNoScore = -1e30f;  // the running max's start: below any score, yet finite
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
+constexpr int kCombineRowsPerBlock = kWarps;  // the combine kernel: a warp per query row
+
+using block = group<kWarps>;
+
+template <int D, int RowTiles>
+struct Tiles {
+  static_assert(D % kSlice == 0, "attention (decode): the head dim must be whole slices");
+  static constexpr int slices = D / kSlice;
+  static constexpr int key_parts = kWarps / RowTiles;  // warps sharing a row tile
+  static constexpr int warp_keys = keys_per_warp(RowTiles);
+  static constexpr int block_rows = RowTiles * kTileRows;
+  using q_tile = st<bf16, kTileRows, kSlice>;
+  using kv_tile = st<bf16, kKeys, kSlice>;
+  using q_reg = rt_bf<kTileRows, kSlice>;
+  using k_reg = rt_bf<warp_keys, kSlice>;         // row_l N x K: mma_ABt's B
+  using v_reg = rt_bf<warp_keys, kSlice, col_l>;  // col_l K x N: mma_AB's B
+  using o_reg = rt_fl<kTileRows, kSlice>;
+  using s_reg = rt_fl<kTileRows, warp_keys>;
+  using p_reg = rt_bf<kTileRows, warp_keys>;
+  using rows = s_reg::row_vec;
+
+  struct Stage {
+    kv_tile k[slices], v[slices];
+  };
+  // Each warp's share of its row tile, for the merge after the last key tile.
+  struct Partials {
+    float o[kWarps][kTileRows * D];
+    float max[kWarps][kTileRows], sum[kWarps][kTileRows];
+    float weight[kWarps][kTileRows];  // 2^(scale (max - the row tile's max)) / the merged sum
+    float lse[RowTiles][kTileRows];   // natural log; -inf where the split held no attended key
+  };
+  struct Smem {
+    q_tile q[RowTiles][slices];
+    union {
+      Stage stage[kStages];
+      Partials partials;
+    };
+  };
+  static constexpr int smem_bytes = sizeof(Smem) + kSmemAlign;
+};
+
+struct Args {
+  Tensors t;
+  Shape s;
+  int splits;
+  float scale;
+  float* o_part;    // [splits][batch][q_tokens][heads][D], with several splits
+  float* lse_part;  // [splits][batch][heads][q_tokens]
+};
+
+// Where query row `r` of kv head `g` of sequence `b` lies in Q and O ([batch][q_tokens][heads][D]).
+__device__ std::size_t row_offset(const Shape& s, int b, int g, int r) {
+  const Row row = row_of(r, group_size(s));
+  return ((std::size_t(b) * s.q_tokens + row.token) * s.heads + g * group_size(s) + row.head_in_group) * s.head_dim;
+}
+
+// Starts gathering key tile [key0, key0 + kKeys) of K and V into `stage` (keys at and past `end`
+// zeros), as one cp.async group.
+template <int D, int RowTiles>
+__device__ void load_kv(typename Tiles<D, RowTiles>::Stage& stage, const Args& a, const int* table_row, int g, int key0,
+                        int end) {
+  const Shape& s = a.s;
+  const auto cached = [&](const bf16* cache, int c) {
+    return [=](int r) -> const bf16* {
+      const long long row = cache_row(table_row, key0 + r, s.page_size, s.pages);
+      return row < 0 ? nullptr : cache + (row * s.kv_heads + g) * D + c * kSlice;
+    };
+  };
+#pragma unroll
+  for (int c = 0; c < Tiles<D, RowTiles>::slices; ++c) {
+    block::load_rows_async(stage.k[c], cached(a.t.k_cache, c), end - key0);
+    block::load_rows_async(stage.v[c], cached(a.t.v_cache, c), end - key0);
+  }
+  block::commit();
+}
+
+// The merge of the warps of each row tile, then the block's rows out: O and LSE, or the split's
+// partial ones.
+template <int D, int RowTiles>
+__device__ void merge_and_store(typename Tiles<D, RowTiles>::Partials& part, const Args& a, int b, int g, int row0,
+                                int split) {
+  using F = Tiles<D, RowTiles>;
+  const Shape& s = a.s;
+  const float scale_log2 = a.scale * kLog2e;
+  for (int i = threadIdx.x; i < F::block_rows; i += kThreads) {  // a thread per row: the weights
+    const int tile = i / kTileRows, r = i % kTileRows;
+    float max = kNoScore, sum = 0;
+    for (int p = 0; p < F::key_parts; ++p) max = fmaxf(max, part.max[p * RowTiles + tile][r]);
+    for (int p = 0; p < F::key_parts; ++p) {
+      const int w = p * RowTiles + tile;
+      part.weight[w][r] = exp2f((part.max[w][r] - max) * scale_log2);
+      sum += part.sum[w][r] * part.weight[w][r];
+    }
+    for (int p = 0; p < F::key_parts; ++p) part.weight[p * RowTiles + tile][r] /= sum > 0 ? sum : 1;
+    part.lse[tile][r] = sum > 0 ? max * a.scale + logf(sum) : -kInfinity;
+  }
+  __syncthreads();
+  const int valid = rows(s) - row0;
+  for (int e = threadIdx.x; e < F::block_rows * D; e += kThreads) {
+    const int i = e / D, d = e % D, tile = i / kTileRows, r = i % kTileRows;
+    if (i >= valid) break;
+    float o = 0;
+    for (int p = 0; p < F::key_parts; ++p)
+      o += part.o[p * RowTiles + tile][r * D + d] * part.weight[p * RowTiles + tile][r];
+    const float lse = part.lse[tile][r];
+    const std::size_t at = row_offset(s, b, g, row0 + i) + d;
+    if (a.splits == 1) {
+      a.t.o[at] = __float2bfloat16(lse == -kInfinity ? 0.0f : o);  // no key attended: O = 0
+    } else {
+      a.o_part[std::size_t(split) * s.batch * s.q_tokens * s.heads * D + at] = o;
+    }
+  }
+  for (int i = threadIdx.x; i < F::block_rows && i < valid; i += kThreads) {
+    const Row row = row_of(row0 + i, group_size(s));
+    const std::size_t at = (std::size_t(b) * s.heads + g * group_size(s) + row.head_in_group) * s.q_tokens + row.token;
+    const float lse = part.lse[i / kTileRows][i % kTileRows];
+    if (a.splits == 1) {
+      a.t.lse[at] = lse == -kInfinity ? kInfinity : lse;  // a row attending no key: LSE = +inf
+    } else {
+      a.lse_part[std::size_t(split) * s.batch * s.heads * s.q_tokens + at] = lse;
+    }
+  }
+}
+
+// Grid (splits, kv_heads x chunks, batch); blocks of kWarps warps.
+template <int D, int RowTiles, bool Causal>
+__global__ void __launch_bounds__(kThreads) decode_kernel(const Args a) {
+  using F = Tiles<D, RowTiles>;
+  extern __shared__ std::uint8_t raw[];
+  auto& sm = aligned_smem<typename F::Smem>(raw);
+  const Shape& s = a.s;
+  const int chunks = row_cut(rows(s)).chunks;
+  const int split = blockIdx.x, g = blockIdx.y / chunks, row0 = blockIdx.y % chunks * F::block_rows, b = blockIdx.z;
+  const int warp = threadIdx.x / kWarpThreads, tile = warp % RowTiles, part = warp / RowTiles;
+  const int keys = clamped_keys(a.t.lengths[b], s);
+  const Mask mask{keys, keys - s.q_tokens, Causal};
+  const int valid_rows = rows(s) - row0, last_row = row0 + min(valid_rows, F::block_rows) - 1;
+  const KeyRange range = split_keys(keys, split, a.splits, mask, row_of(last_row, group_size(s)).token);
+  const int* table_row = a.t.block_table + std::size_t(b) * s.pages_per_seq;
+  const int tiles = range.end > range.begin ? ceil_div(range.end - range.begin, kKeys) : 0;
+  const float scale_log2 = a.scale * kLog2e;
+
+  for (int t = 0; t < RowTiles; ++t)
+#pragma unroll
+    for (int c = 0; c < F::slices; ++c) {
+      const int tile_row0 = row0 + t * kTileRows;
+      block::load_rows_async(
+          sm.q[t][c], [&](int r) { return a.t.q + row_offset(s, b, g, tile_row0 + r) + c * kSlice; },
+          valid_rows - t * kTileRows);
+    }
+  for (int j = 0; j < kStages - 1; ++j) {  // the first tiles in flight (a group each, empty or not)
+    if (j < tiles)
+      load_kv<D, RowTiles>(sm.stage[j], a, table_row, g, range.begin + j * kKeys, range.end);
+    else
+      block::commit();
+  }
+  typename F::q_reg queries[F::slices];
+  typename F::o_reg o[F::slices];
+  typename F::rows max, sum, rescale;
+  warp::fill(max, kNoScore);
+  warp::zero(sum);
+#pragma unroll
+  for (int c = 0; c < F::slices; ++c) warp::zero(o[c]);
+  const int first_token = row_of(row0 + tile * kTileRows, group_size(s)).token;
+
+  for (int j = 0; j < tiles; ++j) {
+    const int next = j + kStages - 1;
+    if (next < tiles)
+      load_kv<D, RowTiles>(sm.stage[next % kStages], a, table_row, g, range.begin + next * kKeys, range.end);
+    else
+      block::commit();
+    block::wait<kStages - 1>();
+    __syncthreads();  // tile j (and the queries) landed for every thread
+    if (j == 0) {
+#pragma unroll
+      for (int c = 0; c < F::slices; ++c) warp::load(queries[c], sm.q[tile][c]);
+    }
+    const typename F::Stage& kv = sm.stage[j % kStages];
+    const int key0 = range.begin + j * kKeys + part * F::warp_keys;
+    typename F::s_reg scores;
+    warp::zero(scores);
+#pragma unroll
+    for (int c = 0; c < F::slices; ++c) {
+      typename F::k_reg k;
+      warp::load(k, kv.k[c], part * F::warp_keys, 0);
+      warp::mma_ABt(scores, queries[c], k, scores);
+    }
+    if (key0 + F::warp_keys > range.end || mask.needs_mask(first_token, key0, F::warp_keys)) {
+      warp::fill_where(scores, -kInfinity, [&](int r, int col) {
+        const int key = key0 + col;
+        return key >= range.end || !mask.attends(row_of(row0 + tile * kTileRows + r, group_size(s)).token, key);
+      });
+    }
+    warp::online_softmax(scores, max, sum, rescale, scale_log2);
+    typename F::p_reg probs;
+    warp::copy(probs, scores);
+#pragma unroll
+    for (int c = 0; c < F::slices; ++c) {
+      typename F::v_reg v;
+      warp::mul_row(o[c], o[c], rescale);
+      warp::load(v, kv.v[c], part * F::warp_keys, 0);
+      warp::mma_AB(o[c], probs, v, o[c]);
+    }
+    __syncthreads();  // every warp is done with this stage before it is loaded again
+  }
+  block::wait<0>();
+  __syncthreads();  // the stages become the partials: no copy may still land in them
+  warp::sum_row_parts(sum);
+  typename F::Partials& partials = sm.partials;
+#pragma unroll
+  for (int c = 0; c < F::slices; ++c) warp::store(partials.o[warp] + c * kSlice, o[c], D);
+  warp::store(partials.max[warp], max);
+  warp::store(partials.sum[warp], sum);
+  __syncthreads();
+  merge_and_store<D, RowTiles>(partials, a, b, g, row0, split);
+}
+
+// One warp per query row: LSE = ln sum_s exp(lse_s) over the splits, O = sum_s exp(lse_s - LSE) O_s;
+// a row no split attended gets O = 0 and LSE = +inf.
+__global__ void __launch_bounds__(kCombineRowsPerBlock* kWarpThreads) combine_kernel(const Args a) {
+  const Shape& s = a.s;
+  const int lane = threadIdx.x % kWarpThreads;
+  const int row = blockIdx.x * kCombineRowsPerBlock + threadIdx.x / kWarpThreads;  // (b, t, h) of O
+  const int rows_total = s.batch * s.q_tokens * s.heads;
+  if (row >= rows_total) return;
+  const int h = row % s.heads, t = row / s.heads % s.q_tokens, b = row / s.heads / s.q_tokens;
+  const std::size_t lse_at = (std::size_t(b) * s.heads + h) * s.q_tokens + t;
+  const std::size_t lse_stride = std::size_t(s.batch) * s.heads * s.q_tokens;
+  const std::size_t o_stride = std::size_t(rows_total) * s.head_dim;
+  float max = -kInfinity;
+  for (int k = 0; k < a.splits; ++k) max = fmaxf(max, a.lse_part[k * lse_stride + lse_at]);
+  float sum = 0;
+  if (max != -kInfinity)
+    for (int k = 0; k < a.splits; ++k) sum += expf(a.lse_part[k * lse_stride + lse_at] - max);
+  const float lse = max == -kInfinity ? kInfinity : max + logf(sum);
+  for (int d = lane; d < s.head_dim; d += kWarpThreads) {
+    float o = 0;
+    if (max != -kInfinity)
+      for (int k = 0; k < a.splits; ++k)
+        o += expf(a.lse_part[k * lse_stride + lse_at] - lse) *
+             a.o_part[k * o_stride + std::size_t(row) * s.head_dim + d];
+    a.t.o[std::size_t(row) * s.head_dim + d] = __float2bfloat16(o);
+  }
+  if (lane == 0) a.t.lse[lse_at] = lse;
+}
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("attention (decode): ") + what + ": " + cudaGetErrorString(e));
+}
+
+using Kernel = void (*)(Args);
+
+template <int D, int RowTiles>
+Kernel kernel_of(bool causal) {
+  return causal ? decode_kernel<D, RowTiles, true> : decode_kernel<D, RowTiles, false>;
+}
+
+template <int D>
+Kernel kernel_of(int row_tiles, bool causal) {
+  return row_tiles == 1   ? kernel_of<D, 1>(causal)
+         : row_tiles == 2 ? kernel_of<D, 2>(causal)
+                          : kernel_of<D, kWarps>(causal);
+}
+
+int smem_bytes(int head_dim, int row_tiles) {
+  const auto bytes = [](auto tiles) { return decltype(tiles)::smem_bytes; };
+  if (head_dim == 64) {
+    return row_tiles == 1 ? bytes(Tiles<64, 1>{}) : row_tiles == 2 ? bytes(Tiles<64, 2>{}) : bytes(Tiles<64, kWarps>{});
+  }
+  return row_tiles == 1   ? bytes(Tiles<128, 1>{})
+         : row_tiles == 2 ? bytes(Tiles<128, 2>{})
+                          : bytes(Tiles<128, kWarps>{});
+}
+
+// The blocks of the kernel for `s` the current GPU holds at once.
+int resident_blocks(Shape s) {
+  const int row_tiles = row_cut(rows(s)).row_tiles;
+  const Kernel kernel = s.head_dim == 64 ? kernel_of<64>(row_tiles, s.causal) : kernel_of<128>(row_tiles, s.causal);
+  const int bytes = smem_bytes(s.head_dim, row_tiles);
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "shared memory");
+  int device = 0, sms = 0, per_sm = 0;
+  check(cudaGetDevice(&device), "device");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "SM count");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, bytes), "occupancy");
+  return sms * per_sm;
+}
+
+}  // namespace
+
+std::string refusal(Shape s) {
+  constexpr int kMaxGridDim = 65535;
+  if (s.batch < 1 || s.q_tokens < 1 || s.heads < 1 || s.kv_heads < 1)
+    return "batch, q_tokens, heads and kv_heads must each be at least 1";
+  if (s.heads % s.kv_heads != 0)
+    return std::to_string(s.heads) + " heads over " + std::to_string(s.kv_heads) +
+           " kv heads: heads must be a multiple of kv_heads";
+  if (s.head_dim != 64 && s.head_dim != 128) return "head dim " + std::to_string(s.head_dim) + ": give 64 or 128";
+  if (s.page_size < 1 || s.pages_per_seq < 1 || s.pages < 1)
+    return "page_size, pages_per_seq and pages must each be at least 1";
+  if (static_cast<long long>(s.page_size) * s.pages_per_seq > std::numeric_limits<int>::max())
+    return "page_size x pages_per_seq must fit an int (a sequence's keys)";
+  const RowCut cut = row_cut(rows(s));
+  if (s.batch > kMaxGridDim || static_cast<long long>(s.kv_heads) * cut.chunks > kMaxGridDim)
+    return "batch and kv_heads x row chunks must each be at most " + std::to_string(kMaxGridDim) + " (the grid)";
+  if (s.max_keys < 0) return "max_keys must be at least 0 (0: the block table's capacity)";
+  return "";
+}
+
+int splits(Shape s, int resident) {
+  const RowCut cut = row_cut(rows(s));
+  return splits_for(s.batch * s.kv_heads * cut.chunks, max_keys(s), resident);
+}
+
+std::size_t scratch_bytes(Shape s, int splits) {
+  if (splits <= 1) return 0;
+  const std::size_t rows_total = std::size_t(s.batch) * s.q_tokens * s.heads;
+  return splits * rows_total * (s.head_dim + 1) * sizeof(float);
+}
+
+Decode::Decode(const Tensors& t, Shape s, int splits_wanted) {
+  if (std::string why = refusal(s); !why.empty()) throw std::invalid_argument("attention (decode): " + why);
+  const int row_tiles = row_cut(rows(s)).row_tiles, chunks = row_cut(rows(s)).chunks;
+  const int n = splits_wanted > 0 ? std::min(splits_wanted, kMaxSplits) : decode::splits(s, resident_blocks(s));
+  void* scratch = nullptr;
+  if (const std::size_t bytes = scratch_bytes(s, n); bytes > 0) {
+    check(cudaMalloc(&scratch, bytes), "scratch");
+    scratch_ = std::shared_ptr<void>(scratch, [](void* p) { cudaFree(p); });
+  }
+  float* o_part = static_cast<float*>(scratch);
+  float* lse_part = o_part ? o_part + std::size_t(n) * s.batch * s.q_tokens * s.heads * s.head_dim : nullptr;
+  const Args args{t, s, n, 1.0f / std::sqrt(float(s.head_dim)), o_part, lse_part};
+  const Kernel kernel = s.head_dim == 64 ? kernel_of<64>(row_tiles, s.causal) : kernel_of<128>(row_tiles, s.causal);
+  const int bytes = smem_bytes(s.head_dim, row_tiles);
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "shared memory");
+  const dim3 grid(n, s.kv_heads * chunks, s.batch);
+  const int combine_blocks = ceil_div(s.batch * s.q_tokens * s.heads, kCombineRowsPerBlock);
+  splits_ = n;
+  launch_ = [=](cudaStream_t stream) {
+    kernel<<<grid, kThreads, bytes, stream>>>(args);
+    if (n > 1) combine_kernel<<<combine_blocks, kCombineRowsPerBlock * kWarpThreads, 0, stream>>>(args);
+  };
+}
+
+}  // namespace attention::decode
