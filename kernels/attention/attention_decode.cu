@@ -349,16 +349,19 @@ std::size_t scratch_bytes(Shape s, int splits) {
   return splits * rows_total * (s.head_dim + 1) * sizeof(float);
 }
 
-Decode::Decode(const Tensors& t, Shape s, int splits_wanted) {
+int splits_here(Shape s) { return splits(s, resident_blocks(s)); }
+
+Decode::Decode(const Tensors& t, Shape s, int splits_wanted, float* scratch) {
   if (std::string why = refusal(s); !why.empty()) throw std::invalid_argument("attention (decode): " + why);
   const int row_tiles = row_cut(rows(s)).row_tiles, chunks = row_cut(rows(s)).chunks;
-  const int n = splits_wanted > 0 ? std::min(splits_wanted, kMaxSplits) : decode::splits(s, resident_blocks(s));
-  void* scratch = nullptr;
-  if (const std::size_t bytes = scratch_bytes(s, n); bytes > 0) {
-    check(cudaMalloc(&scratch, bytes), "scratch");
-    scratch_ = std::shared_ptr<void>(scratch, [](void* p) { cudaFree(p); });
+  const int n = splits_wanted > 0 ? std::min(splits_wanted, kMaxSplits) : splits_here(s);
+  if (const std::size_t bytes = scratch_bytes(s, n); bytes > 0 && scratch == nullptr) {
+    void* own = nullptr;
+    check(cudaMalloc(&own, bytes), "scratch");
+    scratch_ = std::shared_ptr<void>(own, [](void* p) { cudaFree(p); });
+    scratch = static_cast<float*>(own);
   }
-  float* o_part = static_cast<float*>(scratch);
+  float* o_part = n > 1 ? scratch : nullptr;
   float* lse_part = o_part ? o_part + std::size_t(n) * s.batch * s.q_tokens * s.heads * s.head_dim : nullptr;
   const Args args{t, s, n, 1.0f / std::sqrt(float(s.head_dim)), o_part, lse_part};
   const Kernel kernel = s.head_dim == 64 ? kernel_of<64>(row_tiles, s.causal) : kernel_of<128>(row_tiles, s.causal);

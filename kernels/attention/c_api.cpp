@@ -19,12 +19,19 @@
 // K, V (total_k, kv_heads, D), LSE float [heads][total_q]; cu_seqlens_q and cu_seqlens_k are host
 // arrays of batch + 1 int32 offsets; `strides` null (contiguous) or {row, head} in elements per
 // tensor, q, k, v, o (backward: q, k, v, o, d_o, dq, dk, dv).
+//
+// Decode (tk_attention_decode_*: kernels/attention/decode.hpp): Q, O [batch][q_tokens][heads][D],
+// K and V caches [pages][page_size][kv_heads][D], all contiguous; block_table [batch][pages_per_seq]
+// and lengths [batch] int32 device arrays; LSE float [batch][heads][q_tokens]; max_keys bounds every
+// length (0: the table's capacity) and sizes the split of the keys.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <vector>
 
 #include "kernels/attention/attention.hpp"
+#include "kernels/attention/decode.hpp"
 
 namespace {
 
@@ -252,5 +259,47 @@ int tk_attention_backward_launch(void* backward, void* stream) {
 // Frees it, and its own scratch if it has one (cudaFree waits for the device, so a launch in
 // flight finishes first).
 void tk_attention_backward_destroy(void* backward) { delete static_cast<attention::Backward*>(backward); }
+
+// The splits a decode step takes on the current GPU (`splits` > 0: that many, at most 64), 0 when
+// the shape is refused; the scratch those take (bytes, 0 for one split).
+int tk_attention_decode_splits(int batch, int q_tokens, int heads, int kv_heads, int head_dim, int page_size,
+                               int pages_per_seq, int pages, int causal, int max_keys, int splits) {
+  const attention::decode::Shape s{batch,     q_tokens,      heads, kv_heads,    head_dim,
+                                   page_size, pages_per_seq, pages, causal != 0, max_keys};
+  if (!attention::decode::refusal(s).empty()) return 0;
+  return splits > 0 ? std::min(splits, attention::decode::kMaxSplits) : attention::decode::splits_here(s);
+}
+long long tk_attention_decode_scratch_bytes(int batch, int q_tokens, int heads, int kv_heads, int head_dim,
+                                            int splits) {
+  const attention::decode::Shape s{batch, q_tokens, heads, kv_heads, head_dim, 1, 1, 1, false, 0};
+  return (long long)attention::decode::scratch_bytes(s, splits);
+}
+
+// A prepared decode step on `splits` splits (from tk_attention_decode_splits) and `scratch` (null:
+// its own; else tk_attention_decode_scratch_bytes of 16-byte aligned device memory that outlives
+// its launches). Free it with tk_attention_decode_destroy.
+void* tk_attention_decode_create(const void* q, const void* k_cache, const void* v_cache, const int* block_table,
+                                 const int* lengths, void* o, float* lse, int batch, int q_tokens, int heads,
+                                 int kv_heads, int head_dim, int page_size, int pages_per_seq, int pages, int causal,
+                                 int max_keys, int splits, void* scratch) {
+  const attention::decode::Shape s{batch,     q_tokens,      heads, kv_heads,    head_dim,
+                                   page_size, pages_per_seq, pages, causal != 0, max_keys};
+  const attention::decode::Tensors t{static_cast<const bf16*>(q),
+                                     static_cast<const bf16*>(k_cache),
+                                     static_cast<const bf16*>(v_cache),
+                                     block_table,
+                                     lengths,
+                                     static_cast<bf16*>(o),
+                                     lse};
+  return create_or_explain("tk_attention_decode_create", attention::decode::refusal(s),
+                           [&] { return new attention::decode::Decode(t, s, splits, static_cast<float*>(scratch)); });
+}
+
+int tk_attention_decode_launch(void* step, void* stream) {
+  (*static_cast<attention::decode::Decode*>(step))(static_cast<cudaStream_t>(stream));
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+void tk_attention_decode_destroy(void* step) { delete static_cast<attention::decode::Decode*>(step); }
 
 }  // extern "C"

@@ -118,17 +118,20 @@ struct Tensors {
 };
 
 // The splits a Decode of `s` takes by itself on a GPU that holds `resident` of its blocks at once
-// (splits_for), and the scratch its partial results take with `splits` splits.
+// (splits_for); on the current GPU (s must pass refusal); and the scratch the partial results of
+// `splits` splits take (16-byte aligned device memory; 0 bytes for one split).
 int splits(Shape s, int resident);
+int splits_here(Shape s);
 std::size_t scratch_bytes(Shape s, int splits);
 
 // A decode step ready to launch: one kernel, and the combine kernel after it where the keys are
-// split. `splits` > 0 forces that many (at most kMaxSplits), to measure the rule. Throws
+// split. `splits` > 0 forces that many (at most kMaxSplits), to measure the rule; `scratch` null
+// (allocated here) or scratch_bytes(s, splits) that outlive the launches. Throws
 // std::invalid_argument with refusal(s) when that is not empty, std::runtime_error when the
 // scratch cannot be allocated.
 class Decode {
  public:
-  Decode(const Tensors& t, Shape s, int splits = 0);
+  Decode(const Tensors& t, Shape s, int splits = 0, float* scratch = nullptr);
   void operator()(cudaStream_t stream) const { launch_(stream); }
   int splits() const { return splits_; }
 

@@ -8,6 +8,8 @@
     out = tk_attention.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     # a packed batch (total, H, D) with int32 cu_seqlens, as flash_attn_varlen_func:
     out = tk_attention.varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_q, max_k, causal=True)
+    # decode over a paged KV cache, flash_attn_with_kvcache's layout (no append):
+    out, lse = tk_attention.decode(q, k_cache, v_cache, block_table, cache_seqlens)
 
 Forward and backward are the `wgmma` kernels (sm_90a) of kernels/attention, reached through the C
 library the package carries (library.py), registered as the PyTorch operators tk_attention::forward
@@ -15,12 +17,13 @@ and tk_attention::backward (ops.py): torch.compile and CUDA graphs take them. Wh
 in checks.py; anything else raises Unsupported naming what is supported, never a silent fallback to
 another implementation. Without torch the checks still import and run.
 """
-from .checks import Offsets, Problem, Tensor, Unsupported, VarlenProblem, check_call, check_varlen_call
+from .checks import (DecodeProblem, Offsets, Problem, Tensor, Unsupported, VarlenProblem, check_call,
+                     check_decode_call, check_varlen_call)
 from .library import DQ_PATHS, library_path, load
 
-__all__ = ["DQ_PATHS", "Offsets", "Problem", "Tensor", "Unsupported", "VarlenProblem", "check_call",
-           "check_varlen_call", "deterministic_backward", "library_path", "load", "scaled_dot_product_attention",
-           "varlen_attention"]
+__all__ = ["DQ_PATHS", "DecodeProblem", "Offsets", "Problem", "Tensor", "Unsupported", "VarlenProblem", "check_call",
+           "check_decode_call", "check_varlen_call", "decode", "deterministic_backward", "library_path", "load",
+           "scaled_dot_product_attention", "varlen_attention"]
 
 try:
     import torch
@@ -64,3 +67,16 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     deterministic = deterministic_backward or torch.are_deterministic_algorithms_enabled()
     return ops.varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), int(max_seqlen_k), bool(causal),
                               deterministic)[0]
+
+
+def decode(q, k_cache, v_cache, block_table, cache_seqlens, causal=False, max_seqlen_k=None):
+    """Attention of each sequence's new tokens q (B, T, H, D) against its cached keys: k_cache and
+    v_cache (pages, page_size, Hkv, D), sequence b's key j in page block_table[b, j // page_size]
+    (int32), cache_seqlens[b] keys (int32, the new tokens' included); causal: the new tokens see each
+    other causally (bottom-right). Returns (out (B, T, H, D), lse float (B, H, T)). Nothing is read
+    back to the host: a CUDA graph captures the call. max_seqlen_k bounds the lengths (None: the
+    table's capacity) and sets how the keys are split across the GPU."""
+    if torch is None:
+        raise ImportError("tk_attention.decode needs PyTorch: install torch")
+    ops.decode_problem(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k)
+    return ops.decode(q, k_cache, v_cache, block_table, cache_seqlens, bool(causal), int(max_seqlen_k or 0))

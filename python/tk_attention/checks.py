@@ -216,3 +216,62 @@ def check_varlen_call(q, k, v, cu_q, cu_k, max_seqlen_q, max_seqlen_k, causal=Fa
     if why := gradient_refusal(d, needs_gradient):
         refuse_varlen(why)
     return VarlenProblem(cu_q.values, cu_k.values, h, kh, d, bool(causal))
+
+
+DECODE_HEAD_DIMS = (64, 128)  # attention::decode::refusal's
+DECODE_SUPPORTED = ("supported: contiguous bf16 CUDA tensors q (B, T, H, D) and k_cache, v_cache (pages, page_size, "
+                    "Hkv, D), D 64 or 128, H a multiple of Hkv; block_table (B, pages_per_seq) and cache_seqlens (B,) "
+                    "contiguous int32 on q's device; max_seqlen_k None or at least 1")
+DecodeProblem = collections.namedtuple(
+    "DecodeProblem", "batch q_tokens heads kv_heads head_dim page_size pages_per_seq pages causal max_keys")
+
+
+def refuse_decode(why):
+    raise Unsupported(f"tk_attention: {why} ({DECODE_SUPPORTED})")
+
+
+def contiguous_strides(shape):
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.insert(0, step)
+        step *= extent
+    return tuple(strides)
+
+
+def decode_tensor_refusal(t, dims, dtype, device=None):
+    """Why t is no contiguous CUDA tensor of `dtype` and `dims` on `device` ("" when it is)."""
+    if t.device.split(":")[0] != "cuda" or (device is not None and t.device != device):
+        return f"{t.name} is on {t.device}: give CUDA tensors of q's device"
+    if t.dtype != dtype:
+        return f"{t.name} is {t.dtype}: give {dtype}"
+    if len(t.shape) != len([axis for axis in dims.strip("()").split(",") if axis.strip()]) or 0 in t.shape:
+        return f"{t.name} has shape {tuple(t.shape)}: give {dims}, none of them 0"
+    if tuple(t.stride) != contiguous_strides(t.shape):
+        return f"{t.name} has strides {tuple(t.stride)}: give a contiguous tensor"
+    if dtype == "bfloat16" and t.address is not None and t.address % 16:
+        return f"{t.name}: its address is not 16-byte aligned (cp.async reads 16 bytes at a time)"
+    return ""
+
+
+def check_decode_call(q, k_cache, v_cache, block_table, cache_seqlens, causal=False, max_seqlen_k=None):
+    """The DecodeProblem a flash_attn_with_kvcache-style call describes (Tensor descriptions of each
+    argument), or Unsupported. Where a sequence's length is past max_seqlen_k or the table's capacity
+    the kernel reads only the table's pages; pages outside the pool read as zeros."""
+    for t, dims, dtype in ((q, "(B, T, H, D)", "bfloat16"), (k_cache, "(pages, page_size, Hkv, D)", "bfloat16"),
+                           (v_cache, "(pages, page_size, Hkv, D)", "bfloat16"),
+                           (block_table, "(B, pages_per_seq)", "int32"), (cache_seqlens, "(B,)", "int32")):
+        if why := decode_tensor_refusal(t, dims, dtype, q.device if t is not q else None):
+            refuse_decode(why)
+    (b, tokens, h, d), (pages, page_size, kh, kd) = q.shape, k_cache.shape
+    if tuple(v_cache.shape) != tuple(k_cache.shape):
+        refuse_decode(f"k_cache is {tuple(k_cache.shape)} and v_cache {tuple(v_cache.shape)}: give one shape")
+    if d not in DECODE_HEAD_DIMS or kd != d:
+        refuse_decode(f"q has head dim {d} and the cache {kd}: give one head dim, 64 or 128")
+    if h % kh:
+        refuse_decode(f"q has {h} heads and the cache {kh}: the query heads must be a multiple of the cache's")
+    if block_table.shape[0] != b or cache_seqlens.shape[0] != b:
+        refuse_decode(f"q has batch {b}, block_table {block_table.shape[0]} rows and cache_seqlens "
+                      f"{cache_seqlens.shape[0]} entries: give one per sequence")
+    if max_seqlen_k is not None and max_seqlen_k < 1:
+        refuse_decode(f"max_seqlen_k = {max_seqlen_k}: give at least 1, or None (the table's capacity)")
+    return DecodeProblem(b, tokens, h, kh, d, page_size, block_table.shape[1], pages, bool(causal), max_seqlen_k or 0)

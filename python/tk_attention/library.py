@@ -69,6 +69,13 @@ def load(path=None):
     loaded.tk_attention_varlen_backward_create.argtypes = [p] * 9 + [offsets] * 2 + [i] * 5 + [strides, p, i]
     loaded.tk_attention_varlen_backward_launch.argtypes = [p, p]
     loaded.tk_attention_varlen_backward_destroy.argtypes = [p]
+    loaded.tk_attention_decode_splits.argtypes = [i] * 11
+    loaded.tk_attention_decode_scratch_bytes.restype = ctypes.c_longlong
+    loaded.tk_attention_decode_scratch_bytes.argtypes = [i] * 6
+    loaded.tk_attention_decode_create.restype = p
+    loaded.tk_attention_decode_create.argtypes = [p] * 7 + [i] * 11 + [p]
+    loaded.tk_attention_decode_launch.argtypes = [p, p]
+    loaded.tk_attention_decode_destroy.argtypes = [p]
     lib = loaded
     return loaded
 

@@ -10,7 +10,8 @@ import ctypes
 import torch
 
 from . import library
-from .checks import Offsets, Tensor, Unsupported, check_call, check_varlen_call, packed_tma_refusal, tma_refusal
+from .checks import (Offsets, Tensor, Unsupported, check_call, check_decode_call, check_varlen_call, packed_tma_refusal,
+                     tma_refusal)
 
 
 def describe(name, tensor, address=False):
@@ -230,3 +231,41 @@ def _varlen_gradients(ctx, d_o, _):
 
 
 varlen_forward.register_autograd(_varlen_gradients, setup_context=_save_varlen)
+
+
+def decode_problem(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k, address=False):
+    names = ("q", "k_cache", "v_cache", "block_table", "cache_seqlens")
+    tensors = (q, k_cache, v_cache, block_table, cache_seqlens)
+    return check_decode_call(*(describe(n, t, address) for n, t in zip(names, tensors)), causal, max_seqlen_k or None)
+
+
+def _decode_lse(q):
+    return q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)  # [B][H][T]
+
+
+@torch.library.custom_op("tk_attention::decode", mutates_args=())
+def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
+           cache_seqlens: torch.Tensor, causal: bool, max_seqlen_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """O (B, T, H, D) and the row logsumexp, float (B, H, T); the split's scratch from PyTorch's
+    allocator, so a CUDA graph captures the step."""
+    p = decode_problem(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k, address=True)
+    o, lse = torch.empty_like(q), _decode_lse(q)
+    lib = library.loaded()
+    shape = (p.batch, p.q_tokens, p.heads, p.kv_heads, p.head_dim, p.page_size, p.pages_per_seq, p.pages,
+             int(p.causal), p.max_keys)
+    with torch.cuda.device(q.device):
+        splits = lib.tk_attention_decode_splits(*shape, 0)
+    if splits == 0:
+        raise Unsupported("tk_attention: tk_attention_decode_splits refused the call")
+    scratch_bytes = lib.tk_attention_decode_scratch_bytes(p.batch, p.q_tokens, p.heads, p.kv_heads, p.head_dim, splits)
+    scratch = torch.empty(scratch_bytes, dtype=torch.uint8, device=q.device) if scratch_bytes else None
+    _run(lib.tk_attention_decode_create, lib.tk_attention_decode_launch, lib.tk_attention_decode_destroy, q.device,
+         q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), block_table.data_ptr(), cache_seqlens.data_ptr(),
+         o.data_ptr(), lse.data_ptr(), *shape, splits, None if scratch is None else scratch.data_ptr())
+    return o, lse
+
+
+@decode.register_fake
+def _(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k):
+    decode_problem(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k)
+    return torch.empty_like(q), _decode_lse(q)

@@ -236,6 +236,47 @@ def test_varlen_plan_replays_in_a_cuda_graph(torch, F):
     plan.close()
 
 
+def test_decode_over_a_paged_cache(torch, F):
+    """tk_attention.decode: each sequence's new tokens against its pages, scattered over the pool in
+    random order, O and LSE against fp32 attention on the cache gathered per sequence (causal among
+    the new tokens at the bottom-right), and the same step captured in a CUDA graph replays to the
+    same bits."""
+    g = torch.Generator(device="cuda").manual_seed(400)
+    lengths, page, h, kvh, d = [1, 300, 0, 4097, 64], 16, 32, 8, 128
+    for tokens, causal in ((1, False), (4, True)):
+        widths = [-(-n // page) for n in lengths]
+        pool = 2 * sum(widths) + 1
+        order = torch.randperm(pool, generator=torch.Generator().manual_seed(tokens)).tolist()
+        table = torch.zeros(len(lengths), max(widths), dtype=torch.int32)
+        for b, w in enumerate(widths):
+            table[b, :w] = torch.tensor(order[sum(widths[:b]):sum(widths[:b]) + w], dtype=torch.int32)
+        q = torch.randn(len(lengths), tokens, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        k_cache, v_cache = (torch.randn(pool, page, kvh, d, device="cuda", dtype=torch.bfloat16, generator=g)
+                            for _ in range(2))
+        table, seqlens = table.cuda(), torch.tensor(lengths, dtype=torch.int32, device="cuda")
+        out, lse = tk_attention.decode(q, k_cache, v_cache, table, seqlens, causal=causal)
+        for b, n in enumerate(lengths):
+            if n == 0:
+                assert bool((out[b] == 0).all()) and bool((lse[b] == float("inf")).all()), "an empty cache: O 0, LSE inf"
+                continue
+            rows = (table[b, :widths[b]].long()[:, None] * page + torch.arange(page, device="cuda")).flatten()[:n]
+            k, v = (c.flatten(0, 1)[rows].transpose(0, 1)[None].float() for c in (k_cache, v_cache))
+            want = attend_fp32(torch, q[b].transpose(0, 1)[None].float(), k, v, causal)[0].transpose(0, 1)
+            err, bound = error(out[b], want)
+            print(f"  decode tokens={tokens} causal={causal} keys={n}: O {err:.2e} (bound {bound:.0e})")
+            assert err <= bound, f"decode keys={n} tokens={tokens}: error {err:.3e} > {bound}"
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            replayed, _ = tk_attention.decode(q, k_cache, v_cache, table, seqlens, causal=causal)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(replayed, out), "the replayed decode step differs from the eager one"
+    expect_refused({"int64 table": lambda: tk_attention.decode(q, k_cache, v_cache, table.long(), seqlens),
+                    "head dim 96": lambda: tk_attention.decode(q[..., :96].contiguous(), k_cache[..., :96].contiguous(),
+                                                               v_cache[..., :96].contiguous(), table, seqlens)},
+                   "block_table (B, pages_per_seq)")
+
+
 def test_projection_layouts_are_read_in_place(torch, F):
     """q, k, v as x @ W viewed (B, N, H, D) and transposed, and as slices of one fused QKV: the same
     bits as the same values contiguous, and O laid out as q (empty_like keeps a dense layout)."""

@@ -62,6 +62,11 @@ def library_calls(source_dir, library):
           lib.tk_attention_varlen_backward_scratch_bytes(decreasing, starts, 2, 8, 2, 64, 1, 2),
           lib.tk_attention_varlen_backward_create(*[1 << 20] * 9, starts, decreasing, 2, 8, 8, 128, 1, None, None, 0),
           lib.tk_attention_varlen_backward_create(*[1 << 20] * 9, starts, starts, 2, 8, 8, 96, 1, None, None, 0))
+    decode_shape = (2, 1, 32, 8, 128, 16, 4, 10, 0, 0)  # B, T, H, Hkv, D, page, pages per seq, pages, causal, max
+    print("decode", lib.tk_attention_decode_splits(*decode_shape[:4], 96, *decode_shape[5:], 0),
+          lib.tk_attention_decode_splits(*decode_shape, 5), lib.tk_attention_decode_splits(*decode_shape, 100),
+          lib.tk_attention_decode_scratch_bytes(2, 1, 32, 8, 128, 5), lib.tk_attention_decode_scratch_bytes(2, 1, 32, 8, 128, 1),
+          lib.tk_attention_decode_create(*[1 << 20] * 7, *decode_shape[:4], 96, *decode_shape[5:], 1, None))
 
 
 def check_library(where, failures):
@@ -75,8 +80,10 @@ def check_library(where, failures):
     expected = ["scratch 131072", "forward None", "backward None", f"scratch reducing {131072 + 2 * 8 * 1024 * 128 * 4}",
                 "backward reducing None", "paths 2 2 2 2 2", "forced 2 1",
                 f"scratch fastest {2 * 8 * 4096 * 4 + 8 * 4096 * 128 * 4}", "bad path 0 0 None", "negative seq_k None", "varlen None None",
-                f"varlen backward {2 * 8 * 256 * 4} {2 * 8 * 256 * 4 + 8 * 256 * 64 * 4} 0 None None"]
-    if r.returncode != 0 or r.stdout.split("\n")[:12] != expected:
+                f"varlen backward {2 * 8 * 256 * 4} {2 * 8 * 256 * 4 + 8 * 256 * 64 * 4} 0 None None",
+                # decode: refused 0; forced splits (at most 64); 5 splits' O and LSE, (D + 1) floats per row
+                f"decode 0 5 64 {5 * 2 * 32 * 129 * 4} 0 None"]
+    if r.returncode != 0 or r.stdout.split("\n")[:13] != expected:
         failures.append(f"library calls: exit {r.returncode}, {r.stdout!r} {r.stderr}")
     for reason in ("tk_attention_create: q: head-dim stride 2: the head dim must be contiguous",
                    "tk_attention_backward_create: head dim = 96: the backward takes 64 or 128",
@@ -87,7 +94,8 @@ def check_library(where, failures):
                    "tk_attention_varlen_create: cu_seqlens_q[2] = 3 < cu_seqlens_q[1] = 5: offsets must not decrease",
                    "tk_attention_varlen_create: cu_seqlens_q: 0 offsets: give B + 1 >= 2",
                    "tk_attention_varlen_backward_create: cu_seqlens_k[2] = 3 < cu_seqlens_k[1] = 5: offsets must not decrease",
-                   "tk_attention_varlen_backward_create: head dim = 96: the backward takes 64 or 128"):
+                   "tk_attention_varlen_backward_create: head dim = 96: the backward takes 64 or 128",
+                   "tk_attention_decode_create: head dim 96: give 64 or 128"):
         if reason not in r.stderr:
             failures.append(f"library: stderr lacks '{reason}': {r.stderr}")
 
@@ -166,6 +174,47 @@ def check_varlen(m, tensor, failures):
     refuses("misaligned", "v: its address is not 16-byte aligned", v=packed("v", 298, 2, offset=2))
     refuses("row stride", "q: seq stride 1028 (2056 bytes)", q=tensor("q", (306, 8, 128), (1028, 128, 1)))
     refuses("scale", "softmax_scale = 1.0", softmax_scale=1.0)
+
+
+def check_decode(m, failures):
+    """flash_attn_with_kvcache-style calls: contiguous q (B, T, H, D), paged caches, int32 tables."""
+    def tensor(name, shape, dtype="bfloat16", device="cuda:0", address=0, stride=None):
+        return m.Tensor(name, shape, stride or m.checks.contiguous_strides(shape), dtype, device, address)
+
+    made = {"q": tensor("q", (2, 4, 32, 128)), "k_cache": tensor("k_cache", (10, 16, 8, 128)),
+            "v_cache": tensor("v_cache", (10, 16, 8, 128)), "block_table": tensor("block_table", (2, 5), "int32"),
+            "cache_seqlens": tensor("cache_seqlens", (2,), "int32")}
+
+    def call(max_seqlen_k=None, **changes):
+        given = dict(made, **changes)
+        return m.check_decode_call(*(given[n] for n in made), True, max_seqlen_k)
+
+    def refuses(what, expected, **kw):
+        try:
+            call(**kw)
+            failures.append(f"decode {what}: accepted")
+        except m.Unsupported as e:
+            if expected not in str(e) or "block_table (B, pages_per_seq)" not in str(e):
+                failures.append(f"decode {what}: the message lacks '{expected}' or what is supported: {e}")
+
+    try:
+        if call(max_seqlen_k=70) != m.DecodeProblem(2, 4, 32, 8, 128, 16, 5, 10, True, 70):
+            failures.append(f"decode: problem {call(max_seqlen_k=70)}")
+    except m.Unsupported as e:
+        failures.append(f"decode: refused: {e}")
+    refuses("int64 table", "block_table is int64: give int32", block_table=tensor("block_table", (2, 5), "int64"))
+    refuses("lengths elsewhere", "cache_seqlens is on cuda:1: give CUDA tensors of q's device",
+            cache_seqlens=tensor("cache_seqlens", (2,), "int32", "cuda:1"))
+    refuses("head dim 96", "give one head dim, 64 or 128", q=tensor("q", (2, 4, 32, 96)),
+            k_cache=tensor("k_cache", (10, 16, 8, 96)), v_cache=tensor("v_cache", (10, 16, 8, 96)))
+    refuses("heads", "a multiple of the cache's", q=tensor("q", (2, 4, 30, 128)))
+    refuses("batch", "give one per sequence", block_table=tensor("block_table", (3, 5), "int32"))
+    refuses("strided q", "q has strides", q=tensor("q", (2, 4, 32, 128), stride=(4 * 32 * 256, 32 * 256, 256, 1)))
+    refuses("misaligned", "k_cache: its address is not 16-byte aligned", k_cache=tensor("k_cache", (10, 16, 8, 128),
+                                                                                        address=2))
+    refuses("v shape", "give one shape", v_cache=tensor("v_cache", (10, 16, 4, 128)))
+    refuses("fp16", "q is float16: give bfloat16", q=tensor("q", (2, 4, 32, 128), "float16"))
+    refuses("max_seqlen_k", "max_seqlen_k = 0", max_seqlen_k=0)
 
 
 def main():
@@ -268,6 +317,7 @@ def main():
     refuses("misaligned", "q: its address is not 16-byte aligned", *qkv(q=tensor("q", shape, offset=2)))
 
     check_varlen(m, tensor, failures)
+    check_decode(m, failures)
 
     # No library: the error says how to install the package or point at one.
     with tempfile.TemporaryDirectory() as tmp:
