@@ -78,9 +78,9 @@ TEST(Requirements, ListAndHelpSayWhatEachProbeNeeds) {
     }
   }
   // The probes a PTX build runs on any GPU since Ampere, some of their rows aside (row_needs).
-  const std::set<std::string> expected{"attention", "bandwidth",   "copy-engines", "info",
-                                       "l2",        "mem-latency", "mma-sync",     "occupancy",
-                                       "p2p",       "quadrants",   "smem-banks",   "smem-latency"};
+  const std::set<std::string> expected{"attention", "bandwidth",   "copy-engines", "decode",    "info",
+                                       "l2",        "mem-latency", "mma-sync",     "occupancy", "p2p",
+                                       "quadrants", "smem-banks",  "smem-latency"};
   EXPECT_EQ(portable, expected);
 }
 
