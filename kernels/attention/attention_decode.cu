@@ -133,10 +133,9 @@ __device__ void merge_and_store(typename Tiles<D, RowTiles>::Partials& part, con
     float o = 0;
     for (int p = 0; p < F::key_parts; ++p)
       o += part.o[p * RowTiles + tile][r * D + d] * part.weight[p * RowTiles + tile][r];
-    const float lse = part.lse[tile][r];
     const std::size_t at = row_offset(s, b, g, row0 + i) + d;
     if (a.splits == 1) {
-      a.t.o[at] = __float2bfloat16(lse == -kInfinity ? 0.0f : o);  // no key attended: O = 0
+      a.t.o[at] = __float2bfloat16(o);  // no key attended: every share and so O is 0
     } else {
       a.o_part[std::size_t(split) * s.batch * s.q_tokens * s.heads * D + at] = o;
     }
@@ -265,9 +264,8 @@ __global__ void __launch_bounds__(kCombineRowsPerBlock* kWarpThreads) combine_ke
     for (int k = 0; k < a.splits; ++k) sum += expf(a.lse_part[k * lse_stride + lse_at] - max);
   const float lse = max == -kInfinity ? kInfinity : max + logf(sum);
   for (int d = lane; d < s.head_dim; d += kWarpThreads) {
-    float o = 0;
-    if (max != -kInfinity)
-      for (int k = 0; k < a.splits; ++k)
+    float o = 0;  // with no split attended, every weight exp(-inf - +inf) is 0
+    for (int k = 0; k < a.splits; ++k)
         o += expf(a.lse_part[k * lse_stride + lse_at] - lse) *
              a.o_part[k * o_stride + std::size_t(row) * s.head_dim + d];
     a.t.o[std::size_t(row) * s.head_dim + d] = __float2bfloat16(o);
@@ -294,26 +292,30 @@ Kernel kernel_of(int row_tiles, bool causal) {
                           : kernel_of<D, kWarps>(causal);
 }
 
-int smem_bytes(int head_dim, int row_tiles) {
-  const auto bytes = [](auto tiles) { return decltype(tiles)::smem_bytes; };
-  if (head_dim == 64) {
-    return row_tiles == 1 ? bytes(Tiles<64, 1>{}) : row_tiles == 2 ? bytes(Tiles<64, 2>{}) : bytes(Tiles<64, kWarps>{});
-  }
-  return row_tiles == 1   ? bytes(Tiles<128, 1>{})
-         : row_tiles == 2 ? bytes(Tiles<128, 2>{})
-                          : bytes(Tiles<128, kWarps>{});
+template <int D>
+int smem_bytes(int row_tiles) {
+  return row_tiles == 1 ? Tiles<D, 1>::smem_bytes : row_tiles == 2 ? Tiles<D, 2>::smem_bytes : Tiles<D, kWarps>::smem_bytes;
 }
 
-// The blocks of the kernel for `s` the current GPU holds at once.
-int resident_blocks(Shape s) {
+// The kernel for `s` and its dynamic shared memory, which it is allowed to take.
+struct Prepared {
+  Kernel kernel;
+  int smem_bytes;
+};
+Prepared prepared(Shape s) {
   const int row_tiles = row_cut(rows(s)).row_tiles;
-  const Kernel kernel = s.head_dim == 64 ? kernel_of<64>(row_tiles, s.causal) : kernel_of<128>(row_tiles, s.causal);
-  const int bytes = smem_bytes(s.head_dim, row_tiles);
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "shared memory");
+  const Prepared p = s.head_dim == 64 ? Prepared{kernel_of<64>(row_tiles, s.causal), smem_bytes<64>(row_tiles)}
+                                      : Prepared{kernel_of<128>(row_tiles, s.causal), smem_bytes<128>(row_tiles)};
+  check(cudaFuncSetAttribute(p.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, p.smem_bytes), "shared memory");
+  return p;
+}
+
+// The blocks of the prepared kernel the current GPU holds at once.
+int resident_blocks(Prepared p) {
   int device = 0, sms = 0, per_sm = 0;
   check(cudaGetDevice(&device), "device");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "SM count");
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, bytes), "occupancy");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p.kernel, kThreads, p.smem_bytes), "occupancy");
   return sms * per_sm;
 }
 
@@ -349,29 +351,26 @@ std::size_t scratch_bytes(Shape s, int splits) {
   return splits * rows_total * (s.head_dim + 1) * sizeof(float);
 }
 
-int splits_here(Shape s) { return splits(s, resident_blocks(s)); }
+int splits_here(Shape s) { return splits(s, resident_blocks(prepared(s))); }
 
 Decode::Decode(const Tensors& t, Shape s, int splits_wanted, float* scratch) {
   if (std::string why = refusal(s); !why.empty()) throw std::invalid_argument("attention (decode): " + why);
-  const int row_tiles = row_cut(rows(s)).row_tiles, chunks = row_cut(rows(s)).chunks;
-  const int n = splits_wanted > 0 ? std::min(splits_wanted, kMaxSplits) : splits_here(s);
+  const Prepared p = prepared(s);
+  const int n = splits_wanted > 0 ? std::min(splits_wanted, kMaxSplits) : decode::splits(s, resident_blocks(p));
   if (const std::size_t bytes = scratch_bytes(s, n); bytes > 0 && scratch == nullptr) {
     void* own = nullptr;
     check(cudaMalloc(&own, bytes), "scratch");
-    scratch_ = std::shared_ptr<void>(own, [](void* p) { cudaFree(p); });
+    scratch_ = std::shared_ptr<void>(own, [](void* q) { cudaFree(q); });
     scratch = static_cast<float*>(own);
   }
   float* o_part = n > 1 ? scratch : nullptr;
   float* lse_part = o_part ? o_part + std::size_t(n) * s.batch * s.q_tokens * s.heads * s.head_dim : nullptr;
   const Args args{t, s, n, 1.0f / std::sqrt(float(s.head_dim)), o_part, lse_part};
-  const Kernel kernel = s.head_dim == 64 ? kernel_of<64>(row_tiles, s.causal) : kernel_of<128>(row_tiles, s.causal);
-  const int bytes = smem_bytes(s.head_dim, row_tiles);
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "shared memory");
-  const dim3 grid(n, s.kv_heads * chunks, s.batch);
+  const dim3 grid(n, s.kv_heads * row_cut(rows(s)).chunks, s.batch);
   const int combine_blocks = ceil_div(s.batch * s.q_tokens * s.heads, kCombineRowsPerBlock);
   splits_ = n;
   launch_ = [=](cudaStream_t stream) {
-    kernel<<<grid, kThreads, bytes, stream>>>(args);
+    p.kernel<<<grid, kThreads, p.smem_bytes, stream>>>(args);
     if (n > 1) combine_kernel<<<combine_blocks, kCombineRowsPerBlock * kWarpThreads, 0, stream>>>(args);
   };
 }

@@ -6,6 +6,7 @@ stream, and nothing waits for the GPU. A fake implementation makes its outputs a
 (empty_like keeps q's layout where q is dense), so both agree in strides.
 """
 import ctypes
+import functools
 
 import torch
 
@@ -239,6 +240,17 @@ def decode_problem(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_
     return check_decode_call(*(describe(n, t, address) for n, t in zip(names, tensors)), causal, max_seqlen_k or None)
 
 
+@functools.lru_cache(maxsize=256)
+def _decode_splits(device, shape):
+    """The splits the library's rule gives `shape` on `device`: asked once (an occupancy query), not
+    at every step of a serving loop."""
+    with torch.cuda.device(device):
+        splits = library.loaded().tk_attention_decode_splits(*shape, 0)
+    if splits == 0:
+        raise Unsupported("tk_attention: tk_attention_decode_splits refused the call")
+    return splits
+
+
 def _decode_lse(q):
     return q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)  # [B][H][T]
 
@@ -253,10 +265,7 @@ def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_
     lib = library.loaded()
     shape = (p.batch, p.q_tokens, p.heads, p.kv_heads, p.head_dim, p.page_size, p.pages_per_seq, p.pages,
              int(p.causal), p.max_keys)
-    with torch.cuda.device(q.device):
-        splits = lib.tk_attention_decode_splits(*shape, 0)
-    if splits == 0:
-        raise Unsupported("tk_attention: tk_attention_decode_splits refused the call")
+    splits = _decode_splits(q.device.index, shape)
     scratch_bytes = lib.tk_attention_decode_scratch_bytes(p.batch, p.q_tokens, p.heads, p.kv_heads, p.head_dim, splits)
     scratch = torch.empty(scratch_bytes, dtype=torch.uint8, device=q.device) if scratch_bytes else None
     _run(lib.tk_attention_decode_create, lib.tk_attention_decode_launch, lib.tk_attention_decode_destroy, q.device,
