@@ -17,6 +17,7 @@
 #include "kernels/attention/reference_fp8.hpp"
 #include "src/device_buffer.hpp"
 #include "tests/gpu/bf16_host.hpp"
+#include "tests/gpu/fresh_rng.hpp"
 #include "tests/gpu/kernel_bounds.hpp"
 
 namespace check = tkprobe::attention_check;
@@ -190,7 +191,7 @@ struct GpuReference {
   DeviceBuffer<float> o, lse;
 };
 
-std::mt19937_64 fresh_rng() { return std::mt19937_64(std::random_device{}()); }
+using gpu_inputs::fresh_rng;
 
 // Both kernels on fresh inputs of shape s, outputs poisoned, against the GPU fp32 reference.
 void expect_kernels_match_the_gpu_reference(const Shape& s, std::mt19937_64& rng) {

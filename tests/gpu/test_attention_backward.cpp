@@ -16,6 +16,7 @@
 #include "kernels/attention/reference.hpp"
 #include "src/device_buffer.hpp"
 #include "tests/gpu/bf16_host.hpp"
+#include "tests/gpu/fresh_rng.hpp"
 #include "tests/gpu/kernel_bounds.hpp"
 
 namespace check = tkprobe::attention_check;
@@ -209,7 +210,7 @@ bool same_bits(const DeviceBuffer<bf16>& a, const DeviceBuffer<bf16>& b) {
   return std::memcmp(x.data(), y.data(), x.size() * sizeof(bf16)) == 0;
 }
 
-std::mt19937_64 fresh_rng() { return std::mt19937_64(std::random_device{}()); }
+using gpu_inputs::fresh_rng;
 
 }  // namespace
 

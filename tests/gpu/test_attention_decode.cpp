@@ -18,6 +18,7 @@
 #include "kernels/attention/decode.hpp"
 #include "kernels/attention/reference_varlen.hpp"
 #include "src/device_buffer.hpp"
+#include "tests/gpu/fresh_rng.hpp"
 #include "tests/gpu/kernel_bounds.hpp"
 
 namespace check = tkprobe::attention_check;
@@ -110,7 +111,7 @@ void expect_step_matches(const Step& in, int splits) {
   EXPECT_LT(e.lse_error, kMaxLseError);
 }
 
-std::mt19937_64 fresh_rng() { return std::mt19937_64(std::random_device{}()); }
+using gpu_inputs::fresh_rng;
 
 }  // namespace
 

@@ -16,6 +16,7 @@
 #include "kernels/attention/attention.hpp"
 #include "kernels/attention/reference_varlen.hpp"
 #include "src/device_buffer.hpp"
+#include "tests/gpu/fresh_rng.hpp"
 #include "tests/gpu/kernel_bounds.hpp"
 
 namespace check = tkprobe::attention_check;
@@ -120,7 +121,7 @@ void expect_backward_matches(const Batch& in, std::mt19937_64& rng) {
   }
 }
 
-std::mt19937_64 fresh_rng() { return std::mt19937_64(std::random_device{}()); }
+using gpu_inputs::fresh_rng;
 
 }  // namespace
 

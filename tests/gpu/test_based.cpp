@@ -17,6 +17,7 @@
 #include "src/device_buffer.hpp"
 #include "src/errors.hpp"
 #include "tests/gpu/bf16_host.hpp"
+#include "tests/gpu/fresh_rng.hpp"
 #include "tests/gpu/kernel_bounds.hpp"
 
 namespace check = tkprobe::based_check;
@@ -103,7 +104,7 @@ check::Errors run_kernel(const Inputs& in, const GpuReference& ref) {
   return check::compare_to_reference(o.get(), ref.o.get(), in.s, nullptr);
 }
 
-std::mt19937_64 fresh_rng() { return std::mt19937_64(std::random_device{}()); }
+using gpu_inputs::fresh_rng;
 
 }  // namespace
 

@@ -119,6 +119,16 @@ def causal_bias(variant, seq_len_q, seq_len_kv):
                                  seq_len_kv=seq_len_kv)
 
 
+def expect_refused(m, failures, what, expected, supported, call):
+    """call() must raise Unsupported whose message holds `expected` and the `supported` summary."""
+    try:
+        call()
+        failures.append(f"{what}: accepted")
+    except m.Unsupported as e:
+        if expected not in str(e) or supported not in str(e):
+            failures.append(f"{what}: the message lacks '{expected}' or what is supported: {e}")
+
+
 def check_varlen(m, tensor, failures):
     """flash_attn_varlen_func's calls: packed (total, H, D) tensors and int32 cu_seqlens."""
     def packed(name, total, heads, d=128, **kw):
@@ -135,12 +145,8 @@ def check_varlen(m, tensor, failures):
                                    max_k, **kw)
 
     def refuses(what, expected, **kw):
-        try:
-            call(**kw)
-            failures.append(f"varlen {what}: accepted")
-        except m.Unsupported as e:
-            if expected not in str(e) or "cu_seqlens_q and cu_seqlens_k int32" not in str(e):
-                failures.append(f"varlen {what}: the message lacks '{expected}' or what is supported: {e}")
+        expect_refused(m, failures, f"varlen {what}", expected, "cu_seqlens_q and cu_seqlens_k int32",
+                       lambda: call(**kw))
 
     try:
         p = call(causal=True)
@@ -190,12 +196,7 @@ def check_decode(m, failures):
         return m.check_decode_call(*(given[n] for n in made), True, max_seqlen_k)
 
     def refuses(what, expected, **kw):
-        try:
-            call(**kw)
-            failures.append(f"decode {what}: accepted")
-        except m.Unsupported as e:
-            if expected not in str(e) or "block_table (B, pages_per_seq)" not in str(e):
-                failures.append(f"decode {what}: the message lacks '{expected}' or what is supported: {e}")
+        expect_refused(m, failures, f"decode {what}", expected, "block_table (B, pages_per_seq)", lambda: call(**kw))
 
     try:
         if call(max_seqlen_k=70) != m.DecodeProblem(2, 4, 32, 8, 128, 16, 5, 10, True, 70):
@@ -243,13 +244,8 @@ def main():
             failures.append(f"{what}: refused: {e}")
 
     def refuses(what, expected, *args, **kwargs):
-        try:
-            m.check_call(*args, **kwargs)
-            failures.append(f"{what}: accepted")
-        except m.Unsupported as e:
-            text = str(e)
-            if expected not in text or "supported: bf16 CUDA tensors" not in text:
-                failures.append(f"{what}: the message lacks '{expected}' or what is supported: {text}")
+        expect_refused(m, failures, what, expected, "supported: bf16 CUDA tensors",
+                       lambda: m.check_call(*args, **kwargs))
 
     # What passes, and the problem it describes.
     p = accepts("contiguous", *qkv())
