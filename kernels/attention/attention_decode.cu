@@ -266,8 +266,7 @@ __global__ void __launch_bounds__(kCombineRowsPerBlock* kWarpThreads) combine_ke
   for (int d = lane; d < s.head_dim; d += kWarpThreads) {
     float o = 0;  // with no split attended, every weight exp(-inf - +inf) is 0
     for (int k = 0; k < a.splits; ++k)
-        o += expf(a.lse_part[k * lse_stride + lse_at] - lse) *
-             a.o_part[k * o_stride + std::size_t(row) * s.head_dim + d];
+      o += expf(a.lse_part[k * lse_stride + lse_at] - lse) * a.o_part[k * o_stride + std::size_t(row) * s.head_dim + d];
     a.t.o[std::size_t(row) * s.head_dim + d] = __float2bfloat16(o);
   }
   if (lane == 0) a.t.lse[lse_at] = lse;
@@ -294,7 +293,9 @@ Kernel kernel_of(int row_tiles, bool causal) {
 
 template <int D>
 int smem_bytes(int row_tiles) {
-  return row_tiles == 1 ? Tiles<D, 1>::smem_bytes : row_tiles == 2 ? Tiles<D, 2>::smem_bytes : Tiles<D, kWarps>::smem_bytes;
+  return row_tiles == 1   ? Tiles<D, 1>::smem_bytes
+         : row_tiles == 2 ? Tiles<D, 2>::smem_bytes
+                          : Tiles<D, kWarps>::smem_bytes;
 }
 
 // The kernel for `s` and its dynamic shared memory, which it is allowed to take.

@@ -152,8 +152,9 @@ class DecodeProbe final : public Probe {
     };
     for (int in_flight : bw::kLoadsInFlight) {
       const bw::Variant variant{in_flight, bw::Hint::none, bw::Schedule::grid_stride};
-      const Measurement m = ctx.harness.time_kernel_rate(fmt::format("decode ceiling: HBM read x{}", in_flight),
-                                                         [&](cudaStream_t s) { launch(variant, s); }, double(bytes) / 1e9);
+      const Measurement m = ctx.harness.time_kernel_rate(
+          fmt::format("decode ceiling: HBM read x{}", in_flight), [&](cudaStream_t s) { launch(variant, s); },
+          double(bytes) / 1e9);
       if (!best || m.stats.median > best->stats.median) {
         best = m;
         best_variant = variant;
@@ -162,7 +163,8 @@ class DecodeProbe final : public Probe {
     sink.poison(0);
     launch(*best_variant, ctx.harness.stream());
     const std::uint32_t got = sink.download()[0], expected = bw::pattern_xor(count, seed);
-    Result r(name(), {{"row", "hbm read ceiling"}, {"bytes", bytes}, {"loads_in_flight", best_variant->loads_in_flight}});
+    Result r(name(),
+             {{"row", "hbm read ceiling"}, {"bytes", bytes}, {"loads_in_flight", best_variant->loads_in_flight}});
     r.metric(metric::gbps, best->stats, "GB/s", Better::higher);
     r.telemetry = best->telemetry;
     r.not_judged("the bandwidth probe judges the HBM read; this row is the ceiling the decode rows divide by");
