@@ -3,9 +3,9 @@
 // not the tensor cores. A block takes one chunk of a kv head's query rows and one split of its
 // sequence's keys; key tiles stream through kStages shared stages by cp.async, each row gathered
 // through the block table. Warp w works on row tile w % row_tiles with its share of each key tile
-// (keys_per_warp): S = Q K^T, an online softmax in base 2 from a running max that starts finite
-// (so a warp whose keys a row does not attend ends with l = 0, not NaN), O += P V. At the end the
-// warps of a row tile merge their (max, sum, O) in shared memory; the block writes O and LSE, or
+// (keys_per_warp): S = Q K^T, an online softmax in base 2 from a running max that starts at
+// kNoScore (a warp whose keys a row does not attend ends with l = 0, not NaN), O += P V. At the end
+// the warps of a row tile merge their (max, sum, O) in shared memory; the block writes O and LSE, or
 // with several splits its partial ones, which the combine kernel merges.
 #include <cmath>
 #include <cstdint>
@@ -26,7 +26,6 @@ using bf16 = __nv_bfloat16;
 constexpr int kThreads = kWarps * kWarpThreads;
 constexpr int kSlice = 64;          // head-dimension columns per shared tile: one 128-byte swizzled row
 constexpr int kStages = 3;          // key/value tiles in flight: enough bytes per SM to keep HBM busy
-constexpr float kNoScore = -1e30f;  // the running max's start: below any score, yet finite
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
 constexpr int kCombineRowsPerBlock = kWarps;  // the combine kernel: a warp per query row

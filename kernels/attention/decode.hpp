@@ -35,6 +35,10 @@ inline constexpr int kWarps = 4;
 inline constexpr int kTileRows = 16;  // a warp's rows: one mma.sync M
 inline constexpr int kKeys = 64;      // keys per key tile, shared out among the warps of a row tile
 inline constexpr int kMaxSplits = 64;
+// The running max's start: below any score, yet finite, and a power of two, so the online
+// softmax's FFMA kNoScore x scale - round(kNoScore x scale) is exactly 0 and a warp that has seen
+// no key rescales its l = 0 by 2^0. (-1e30 left a rounding residue: 2^(+8e20) = inf at D = 64, NaN.)
+inline constexpr float kNoScore = -0x1p100f;
 // The fewest keys a split takes: four key tiles, so a block's start (its query rows, the
 // pipeline's first tiles) is small against its reads.
 inline constexpr int kMinSplitKeys = 4 * kKeys;

@@ -2,9 +2,11 @@
 // chunks hold every query row once in whole tiles the warps can share; the splits of a sequence's
 // keys are whole key tiles, in order, disjoint, covering exactly the keys its rows attend; the split
 // rule fills the GPU without splits shorter than kMinSplitKeys; the page walk finds each key's row
-// and refuses pages outside the pool; and the shapes the kernel refuses, each saying what is valid.
+// and refuses pages outside the pool; the running max's start rescales a keyless warp by exactly
+// 1; and the shapes the kernel refuses, each saying what is valid.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -113,6 +115,20 @@ TEST(AttentionDecode, LengthsAreClampedToTheTable) {
   EXPECT_EQ(max_keys(s), 128);
   s.max_keys = 50;
   EXPECT_EQ(max_keys(s), 50);
+}
+
+// The online softmax rescales by 2^(fma(m_before, scale, -round(m x scale))): for a warp still at
+// kNoScore that must be 2^0, not 2^(a rounding residue), which overflows to inf (and l = 0 x inf =
+// NaN) or flushes to 0, by the scale. Every head dim's scale, and scales across six decades.
+TEST(AttentionDecode, NoScoreRescalesAWarpWithoutKeysByExactlyOne) {
+  constexpr float kLog2e = 1.4426950408889634f;
+  std::vector<float> scales;
+  for (int d : {64, 96, 128, 256}) scales.push_back(1.0f / std::sqrt(float(d)) * kLog2e);
+  for (float s = 1e-3f; s < 1e3f; s *= 1.37f) scales.push_back(s);
+  for (float scale : scales) {
+    const volatile float shift = kNoScore * scale;  // rounded, as the kernel's FMUL
+    EXPECT_EQ(std::fma(kNoScore, scale, -shift), 0.0f) << "scale " << scale;
+  }
 }
 
 TEST(AttentionDecode, RefusalsSayWhatIsValid) {
