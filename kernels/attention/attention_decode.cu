@@ -85,22 +85,28 @@ __device__ std::size_t row_offset(const Shape& s, int b, int g, int r) {
 }
 
 // Starts gathering key tile [key0, key0 + kKeys) of K and V into `stage` (keys at and past `end`
-// zeros), as one cp.async group.
+// zeros), as one cp.async group: each key's row found once for K's and V's slices.
 template <int D, int RowTiles>
 __device__ void load_kv(typename Tiles<D, RowTiles>::Stage& stage, const Args& a, const int* table_row, int g, int key0,
                         int end) {
+  using F = Tiles<D, RowTiles>;
   const Shape& s = a.s;
-  const auto cached = [&](const bf16* cache, int c) {
-    return [=](int r) -> const bf16* {
-      const long long row = cache_row(table_row, key0 + r, s.page_size, s.pages);
-      return row < 0 ? nullptr : cache + (row * s.kv_heads + g) * D + c * kSlice;
-    };
-  };
+  typename F::kv_tile* tiles[2 * F::slices];
+  const bf16* sources[2 * F::slices];
 #pragma unroll
-  for (int c = 0; c < Tiles<D, RowTiles>::slices; ++c) {
-    block::load_rows_async(stage.k[c], cached(a.t.k_cache, c), end - key0);
-    block::load_rows_async(stage.v[c], cached(a.t.v_cache, c), end - key0);
+  for (int c = 0; c < F::slices; ++c) {
+    tiles[c] = &stage.k[c];
+    tiles[F::slices + c] = &stage.v[c];
+    sources[c] = a.t.k_cache + g * D + c * kSlice;
+    sources[F::slices + c] = a.t.v_cache + g * D + c * kSlice;
   }
+  block::load_rows_async(
+      tiles, sources,
+      [&](int r) {
+        const long long row = cache_row(table_row, key0 + r, s.page_size, s.pages);
+        return row < 0 ? -1 : row * s.kv_heads * D;
+      },
+      end - key0);
   block::commit();
 }
 

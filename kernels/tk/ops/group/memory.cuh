@@ -67,6 +67,34 @@ struct group {
     }
   }
 
+  // The same gather into N tiles at once, for sources that share their rows (K and V, each cut
+  // into head-dim slices): tile t's row r from sources[t] + row_offset(r) elements, or zeros where
+  // that is negative, so each row is found once for all N tiles rather than once per tile.
+  template <class T, int R, int C, int N, class RowOffset>
+  __device__ static void load_rows_async(st<T, R, C>* const (&dst)[N], const T* const (&sources)[N],
+                                         RowOffset row_offset, int valid_rows) {
+    using Tile = st<T, R, C>;
+    constexpr int chunk_elements = arch::kCpAsyncBytes / int(sizeof(T));
+    constexpr int chunks_per_row = C / chunk_elements, chunks = R * chunks_per_row;
+    static_assert(C % chunk_elements == 0, "group::load_rows_async: a tile row must be whole 16-byte chunks");
+#pragma unroll
+    for (int i = 0; i < (chunks + threads - 1) / threads; ++i) {
+      const int chunk = thread() + i * threads;
+      if (chunks % threads != 0 && chunk >= chunks) break;
+      const int row = chunk / chunks_per_row, col = chunk % chunks_per_row * chunk_elements;
+      const long long at = row < valid_rows ? row_offset(row) : -1;
+#pragma unroll
+      for (int t = 0; t < N; ++t) {
+        const std::uint32_t to = arch::shared_address(dst[t]->data) + Tile::offset(row, col);
+        if (at >= 0) {
+          arch::cp_async_16(to, sources[t] + at + col);
+        } else {
+          arch::store_zero_16(to);
+        }
+      }
+    }
+  }
+
   // Closes each thread's group of copies started since the last commit.
   __device__ static void commit() { arch::cp_async_commit(); }
 
