@@ -39,9 +39,9 @@ inline constexpr int kMaxSplits = 64;
 // softmax's FFMA kNoScore x scale - round(kNoScore x scale) is exactly 0 and a warp that has seen
 // no key rescales its l = 0 by 2^0. (-1e30 left a rounding residue: 2^(+8e20) = inf at D = 64, NaN.)
 inline constexpr float kNoScore = -0x1p100f;
-// The fewest keys a split takes: four key tiles, so a block's start (its query rows, the
-// pipeline's first tiles) is small against its reads.
-inline constexpr int kMinSplitKeys = 4 * kKeys;
+// The fewest keys a split takes: eight key tiles, so a block's start (its query rows, the
+// pipeline's first tiles) and its share of the combine stay small against its reads.
+inline constexpr int kMinSplitKeys = 8 * kKeys;
 
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -76,11 +76,12 @@ constexpr RowCut row_cut(int rows) {
 constexpr int keys_per_warp(int row_tiles) { return kKeys * row_tiles / kWarps; }
 
 // Splits of each (sequence, kv head, chunk)'s keys: one where the blocks without splitting fill
-// `resident` (the blocks the GPU holds at once), else as many as fill it, each at least
-// kMinSplitKeys of the longest sequence's keys, at most kMaxSplits.
+// `resident` (the blocks the GPU holds at once), else as many as fit in it (never a second, partial
+// wave), each at least kMinSplitKeys of the longest sequence's keys, at most kMaxSplits.
+// docs/decisions/034-decode-split-rule.md gives the sweep it comes from.
 constexpr int splits_for(int blocks, int longest, int resident) {
   if (blocks >= resident) return 1;
-  const int by_fill = ceil_div(resident, blocks), by_keys = ceil_div(longest, kMinSplitKeys);
+  const int by_fill = resident / blocks, by_keys = ceil_div(longest, kMinSplitKeys);
   const int n = by_fill < by_keys ? by_fill : by_keys;
   return n < 1 ? 1 : n > kMaxSplits ? kMaxSplits : n;
 }
