@@ -49,6 +49,27 @@ std::vector<float> group_load(int ld, int valid_rows, const std::vector<float>& 
   return tile;
 }
 
+using bf16 = __nv_bfloat16;
+using GatherTile = tk::st<bf16, kGatherRows, kGatherCols>;
+using GatherGroup = tk::group<4>;
+
+__global__ void group_gather_kernel(const bf16* a, const bf16* b, const long long* offsets, int valid_rows, bf16* out) {
+  __shared__ GatherTile tiles[2];
+  for (int t = 0; t < 2; ++t)
+    for (int at = threadIdx.x; at < GatherTile::bytes; at += blockDim.x) tiles[t].data[at] = 0xff;  // poison
+  __syncthreads();
+  GatherTile* const dst[2] = {&tiles[0], &tiles[1]};
+  const bf16* const sources[2] = {a, b};
+  GatherGroup::load_rows_async(
+      dst, sources, [=](int r) { return offsets[r]; }, valid_rows);
+  GatherGroup::commit();
+  GatherGroup::wait<0>();
+  __syncthreads();
+  constexpr int elements = kGatherRows * kGatherCols;
+  for (int at = threadIdx.x; at < 2 * elements; at += blockDim.x)
+    out[at] = tiles[at / elements](at % elements / kGatherCols, at % kGatherCols);
+}
+
 }  // namespace
 
 std::vector<float> run_group_load(const GroupLoadCase& c, int ld, int valid_rows, const std::vector<float>& global) {
@@ -67,6 +88,30 @@ std::vector<float> run_group_load(const GroupLoadCase& c, int ld, int valid_rows
     return group_load<2, float, 32, 32>(ld, valid_rows, global);
   }
   throw std::invalid_argument("dsl group kernels: no kernel for this case");
+}
+
+std::vector<float> run_group_gather(const std::vector<long long>& offsets, int valid_rows, const std::vector<float>& a,
+                                    const std::vector<float>& b) {
+  if (offsets.size() != std::size_t(kGatherRows) || a.size() != b.size())
+    throw std::invalid_argument("dsl group kernels: give an offset a row and sources of one size");
+  const auto to_bf16 = [](const std::vector<float>& x) {
+    std::vector<bf16> host;
+    for (float v : x) host.push_back(__float2bfloat16(v));
+    return host;
+  };
+  DeviceBuffer<bf16> a_d(a.size()), b_d(b.size());
+  a_d.upload(to_bf16(a));
+  b_d.upload(to_bf16(b));
+  DeviceBuffer<long long> offsets_d(offsets.size());
+  offsets_d.upload(offsets);
+  DeviceBuffer<bf16> out(2 * std::size_t(kGatherRows) * kGatherCols);
+  out.poison();
+  group_gather_kernel<<<1, GatherGroup::threads>>>(a_d.get(), b_d.get(), offsets_d.get(), valid_rows, out.get());
+  TK_CUDA(cudaGetLastError());
+  TK_CUDA(cudaDeviceSynchronize());
+  std::vector<float> tiles;
+  for (const bf16& x : out.download()) tiles.push_back(__bfloat162float(x));
+  return tiles;
 }
 
 }  // namespace tkprobe::test_kernels::dsl

@@ -24,4 +24,12 @@ inline constexpr GroupLoadCase kGroupLoadCases[] = {
 // (st::operator()) and returned rows x cols, row-major.
 std::vector<float> run_group_load(const GroupLoadCase& c, int ld, int valid_rows, const std::vector<float>& global);
 
+// The gather into several tiles at once (group::load_rows_async over N tiles): two bf16 tiles of
+// kGatherRows x kGatherCols, poisoned first, loaded by a group of 4 warps from `a` and from `b`, row r of
+// both from element offsets[r] (negative: a row of zeros), rows >= valid_rows zeros. Returned as
+// tile a then tile b, each rows x cols, row-major.
+inline constexpr int kGatherRows = 64, kGatherCols = 64;
+std::vector<float> run_group_gather(const std::vector<long long>& offsets, int valid_rows, const std::vector<float>& a,
+                                    const std::vector<float>& b);
+
 }  // namespace tkprobe::test_kernels::dsl
