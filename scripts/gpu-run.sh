@@ -10,6 +10,8 @@
 #   varlen    `tkprobe attention --varlen --pass all` on the sweep's equal lengths (vs_dense,
 #             vs_dense_per_clock: the packed batch's forward against the dense one on the same
 #             tensors) and two random mixes, D 64 and 128, causal and not (varlen-N.json, varlen.txt)
+#   decode    the decode step: its GPU tests and the DSL gather's, memcheck over them, `tkprobe decode`
+#             (decode.json), and GB/s by --splits 1..64 at four shapes (splits.txt: decision 034's sweep)
 #   tests     every GPU test (ctest -L gpu), then the host tests
 #   gate      scripts/gate-selftest.sh: three `tkprobe all` runs, A/A compares, the suite baseline
 #             (gate/suite.json, for results/h200/suite.json), the 8%-worse check; then the first
@@ -24,7 +26,8 @@
 #             (SANITIZE_ONLY narrows it, as in sanitize.sh); each run at most 300 s
 #   (mutants: MUTANTS=GLOB narrows them, as in mutants.sh)
 #   peers     scripts/compare_sdpa.py: PyTorch's SDPA backends beside the DSL's attention, one process;
-#             scripts/compare_based.py: fla's Based kernels beside the DSL's (skipped rows without fla)
+#             scripts/compare_based.py: fla's Based kernels beside the DSL's (skipped rows without fla);
+#             scripts/compare_decode.py: FlashInfer's and cuDNN's paged decode beside the DSL's
 # Steps run in this order whatever order they are named in, the timed ones (gate) before the
 # open-ended ones (sanitize, then mutants, which rebuilds); everything lands under $OUT; a step past DEADLINE (seconds since the
 # start) is skipped, and the archive is always written.
@@ -38,7 +41,7 @@ archive() {  # the GPU machine returns at most 8 files: everything goes back as 
 trap archive EXIT  # whatever happens below, the archive is written
 sha="${1:-unknown}"
 shift || true
-all_steps="build quick fp8 varlen tests gate claims ptx sanitize mutants peers"
+all_steps="build quick fp8 varlen decode tests gate claims ptx sanitize mutants peers"
 steps=" ${*:-$all_steps} "
 export TKPROBE_NO_INSTALL=1
 for step in $steps; do
@@ -95,6 +98,29 @@ if want varlen; then
       done
     done
   done
+fi
+if want decode; then
+  timeout "$(left)" build/tests/gpu_tests --gtest_filter='Decode*:DslGroup.*' > "$OUT/decode-tests.log" 2>&1
+  echo "decode GPU tests rc=$?" >> "$OUT/run.log"
+  timeout "$(left)" compute-sanitizer --tool memcheck --error-exitcode 9 build/tests/gpu_tests \
+    --gtest_filter='DecodeAttention.*:DslGroup.*' > "$OUT/decode-memcheck.log" 2>&1
+  echo "decode memcheck rc=$?" >> "$OUT/run.log"
+  timeout "$(left)" build/tkprobe decode --json "$OUT/decode.json" > "$OUT/decode.txt" 2>&1
+  echo "tkprobe decode rc=$?" >> "$OUT/run.log"
+  for shape in "1 8192" "1 32768" "1 131072" "16 8192"; do
+    read -r batch keys <<< "$shape"
+    line="B=$batch keys=$keys, GB/s by splits:"
+    for splits in 1 2 4 8 16 32 64; do
+      report="$OUT/splits-$batch-$keys-$splits.json"
+      timeout "$(left)" build/tkprobe decode --batch "$batch" --keys "$keys" --splits "$splits" --json "$report" \
+        > /dev/null 2>&1
+      line+=" $splits: $(python3 -c 'import sys; sys.path.insert(0, "scripts"); import tkreport
+rows = [r for r in tkreport.load(sys.argv[1])["results"] if "gbps" in r["metrics"] and "splits" in r["metrics"]]
+print(round(rows[0]["metrics"]["gbps"]["median"]) if rows else "-")' "$report" 2> /dev/null || echo -)"
+    done
+    echo "$line" >> "$OUT/splits.txt"
+  done
+  cat "$OUT/decode.txt" "$OUT/splits.txt"
 fi
 if want tests; then
   timeout "$(left)" ctest --test-dir build --output-on-failure -V -L gpu > "$OUT/ctest-gpu.log" 2>&1
@@ -158,5 +184,9 @@ if want peers; then
     --tk-lib build/kernels/libtk_based_c.so > "$OUT/based-peers.md" 2> "$OUT/based-peers.log"
   echo "compare_based rc=$?" >> "$OUT/run.log"
   cat "$OUT/based-peers.md"
+  TKPROBE_GIT_SHA="$sha" timeout "$(left)" python3 scripts/compare_decode.py --json "$OUT/decode-peers.json" \
+    --tk-lib build/kernels/libtk_attention_c.so > "$OUT/decode-peers.md" 2> "$OUT/decode-peers.log"
+  echo "compare_decode rc=$?" >> "$OUT/run.log"
+  cat "$OUT/decode-peers.md"
 fi
 cat "$OUT/run.log"
