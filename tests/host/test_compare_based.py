@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 
+import sample_header as header
 from checklist import Checklist
 
 # The based probe's row keys (probes/based/based.cpp, params_json) and the kernel.
@@ -61,13 +62,7 @@ def sample_rows(m):
 
 
 def sample_report(m, rows, spans):
-    tool = {"version": "test", "git_sha": "0000000", "command_line": "test", "started_at": "2026-01-01T00:00:00Z",
-            "seed": 1}
-    host = {"hostname": "test", "driver": "unavailable", "cuda_runtime": "13.0"}
-    device = {"index": 0, "name": "NVIDIA H200", "cc": "9.0", "sms": 132, "l2_bytes": 62914560,
-              "smem_per_sm": 233472, "smem_per_block_optin": 232448, "sm_clock_max_mhz": 1980,
-              "mem_clock_mhz": 3201, "power_limit_w": 700.0}
-    return m.report(tool, host, device, rows, spans)
+    return m.report(header.TOOL, header.HOST, header.DEVICE, rows, spans)
 
 
 def check_rows(m, checks):

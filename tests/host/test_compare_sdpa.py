@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 
+import sample_header as header
 from checklist import Checklist
 
 # The attention probe's row keys (probes/attention/attention.cpp, params_json; results/README.md).
@@ -51,14 +52,8 @@ def sample_report(m):
             m.measured_row("torch-flash", shapes[0], rates, 2e-3, 989.4, m.telemetry(None, None), None, "fwd+bwd",
                            {"dQ": 5e-3, "dK": 6e-3, "dV": 4e-3}),
             m.skipped_row("mma-sync", shapes[0], "no backward", "bwd")]
-    tool = {"version": "test", "git_sha": "0000000", "command_line": "test", "started_at": "2026-01-01T00:00:00Z",
-            "seed": 1}
-    host = {"hostname": "test", "driver": "unavailable", "cuda_runtime": "13.0"}
-    device = {"index": 0, "name": "NVIDIA H200", "cc": "9.0", "sms": 132, "l2_bytes": 62914560,
-              "smem_per_sm": 233472, "smem_per_block_optin": 232448, "sm_clock_max_mhz": 1980,
-              "mem_clock_mhz": 3201, "power_limit_w": 700.0}
-    doc = m.report(tool, host, device, rows)
-    return doc, {"schema": "tkprobe.report/1", "tool": tool, "host": host, "device": device, "results": rows,
+    doc = m.report(header.TOOL, header.HOST, header.DEVICE, rows)
+    return doc, {"schema": "tkprobe.report/1", "tool": header.TOOL, "host": header.HOST, "device": header.DEVICE, "results": rows,
                  "findings": doc["findings"]}
 
 
