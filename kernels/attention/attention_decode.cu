@@ -15,6 +15,7 @@
 #include <string>
 
 #include "kernels/attention/decode.hpp"
+#include "tk/arch/grid_dependency.cuh"
 #include "tk/group.cuh"
 
 namespace attention::decode {
@@ -28,7 +29,6 @@ constexpr int kSlice = 64;          // head-dimension columns per shared tile: o
 constexpr int kStages = 3;          // key/value tiles in flight: enough bytes per SM to keep HBM busy
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
-constexpr int kCombineRowsPerBlock = kWarps;  // the combine kernel: a warp per query row
 
 using block = group<kWarps>;
 
@@ -167,6 +167,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const Args a) {
   const int chunks = row_cut(rows(s)).chunks;
   const int split = blockIdx.x, g = blockIdx.y / chunks, row0 = blockIdx.y % chunks * F::block_rows, b = blockIdx.z;
   const int warp = threadIdx.x / kWarpThreads, tile = warp % RowTiles, part = warp / RowTiles;
+  arch::allow_dependent_grid();  // the combine may take its place on the GPU already
   const int keys = clamped_keys(a.t.lengths[b], s);
   const Mask mask{keys, keys - s.q_tokens, Causal};
   const int valid_rows = rows(s) - row0, last_row = row0 + min(valid_rows, F::block_rows) - 1;
@@ -250,31 +251,58 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const Args a) {
   merge_and_store<D, RowTiles>(partials, a, b, g, row0, split);
 }
 
-// One warp per query row: LSE = ln sum_s exp(lse_s) over the splits, O = sum_s exp(lse_s - LSE) O_s;
-// a row no split attended gets O = 0 and LSE = +inf.
-__global__ void __launch_bounds__(kCombineRowsPerBlock* kWarpThreads) combine_kernel(const Args a) {
+constexpr unsigned kFullWarp = 0xffffffffu;
+constexpr int kMaxHeadDim = 128;
+constexpr int kSplitsPerLane = kMaxSplits / kWarpThreads;  // the combine's LSEs, over one warp's lanes
+
+template <class Op>
+__device__ float across_warp(float v, Op op) {
+  for (int m = 1; m < kWarpThreads; m *= 2) v = op(v, __shfl_xor_sync(kFullWarp, v, m));
+  return v;
+}
+
+// A block per query row (b, t, h) of O, a thread per column: LSE = ln sum_s exp(lse_s) over the
+// splits, O = sum_s exp(lse_s - LSE) O_s; a row no split attended gets O = 0 and LSE = +inf. The
+// first warp spreads the splits' LSEs over its lanes for the weights while every thread loads its
+// column of each split at once: the combine costs two round trips to memory, not one per split.
+__global__ void __launch_bounds__(kMaxHeadDim) combine_kernel(const Args a) {
+  static_assert(kMaxSplits % kWarpThreads == 0, "attention (decode): the combine spreads whole splits per lane");
+  __shared__ float weights[kMaxSplits];
   const Shape& s = a.s;
-  const int lane = threadIdx.x % kWarpThreads;
-  const int row = blockIdx.x * kCombineRowsPerBlock + threadIdx.x / kWarpThreads;  // (b, t, h) of O
-  const int rows_total = s.batch * s.q_tokens * s.heads;
-  if (row >= rows_total) return;
-  const int h = row % s.heads, t = row / s.heads % s.q_tokens, b = row / s.heads / s.q_tokens;
+  const int row = blockIdx.x, h = row % s.heads, t = row / s.heads % s.q_tokens, b = row / s.heads / s.q_tokens;
   const std::size_t lse_at = (std::size_t(b) * s.heads + h) * s.q_tokens + t;
   const std::size_t lse_stride = std::size_t(s.batch) * s.heads * s.q_tokens;
-  const std::size_t o_stride = std::size_t(rows_total) * s.head_dim;
-  float max = -kInfinity;
-  for (int k = 0; k < a.splits; ++k) max = fmaxf(max, a.lse_part[k * lse_stride + lse_at]);
-  float sum = 0;
-  if (max != -kInfinity)
-    for (int k = 0; k < a.splits; ++k) sum += expf(a.lse_part[k * lse_stride + lse_at] - max);
-  const float lse = max == -kInfinity ? kInfinity : max + logf(sum);
-  for (int d = lane; d < s.head_dim; d += kWarpThreads) {
-    float o = 0;  // with no split attended, every weight exp(-inf - +inf) is 0
-    for (int k = 0; k < a.splits; ++k)
-      o += expf(a.lse_part[k * lse_stride + lse_at] - lse) * a.o_part[k * o_stride + std::size_t(row) * s.head_dim + d];
-    a.t.o[std::size_t(row) * s.head_dim + d] = __float2bfloat16(o);
+  const std::size_t o_stride = lse_stride * s.head_dim;  // a split's partial O: every row's
+  arch::wait_for_prior_grid();  // launched early (Decode's launch): the splits' partials are complete
+  const int d = threadIdx.x;
+  float column[kMaxSplits];
+#pragma unroll
+  for (int k = 0; k < kMaxSplits; ++k)
+    column[k] = k < a.splits && d < s.head_dim ? a.o_part[k * o_stride + std::size_t(row) * s.head_dim + d] : 0.0f;
+  if (threadIdx.x < kWarpThreads) {
+    float lse_of[kSplitsPerLane], max = -kInfinity;
+#pragma unroll
+    for (int i = 0; i < kSplitsPerLane; ++i) {
+      const int k = threadIdx.x + i * kWarpThreads;
+      lse_of[i] = k < a.splits ? a.lse_part[k * lse_stride + lse_at] : -kInfinity;
+      max = fmaxf(max, lse_of[i]);
+    }
+    max = across_warp(max, [](float x, float y) { return fmaxf(x, y); });
+    float sum = 0;
+#pragma unroll
+    for (int i = 0; i < kSplitsPerLane; ++i) sum += max == -kInfinity ? 0.0f : expf(lse_of[i] - max);
+    sum = across_warp(sum, [](float x, float y) { return x + y; });
+    const float lse = max == -kInfinity ? kInfinity : max + logf(sum);
+#pragma unroll
+    for (int i = 0; i < kSplitsPerLane; ++i)  // 0 past the splits, and everywhere with none attended
+      weights[threadIdx.x + i * kWarpThreads] = expf(lse_of[i] - lse);
+    if (threadIdx.x == 0) a.t.lse[lse_at] = lse;
   }
-  if (lane == 0) a.t.lse[lse_at] = lse;
+  __syncthreads();
+  float o = 0;
+#pragma unroll
+  for (int k = 0; k < kMaxSplits; ++k) o += weights[k] * column[k];
+  if (d < s.head_dim) a.t.o[std::size_t(row) * s.head_dim + d] = __float2bfloat16(o);
 }
 
 void check(cudaError_t e, const char* what) {
@@ -325,6 +353,16 @@ int resident_blocks(Prepared p) {
   return sms * per_sm;
 }
 
+// The combine, launched early where the GPU can (programmatic dependent launch, sm_90): its launch
+// and blocks wait under the decode kernel's tail instead of after it.
+void launch_combine(dim3 grid, cudaStream_t stream, const Args& args, bool early) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{grid, dim3(kMaxHeadDim), 0, stream, &attribute, early ? 1u : 0u};
+  check(cudaLaunchKernelEx(&config, combine_kernel, args), "combine launch");
+}
+
 }  // namespace
 
 std::string refusal(Shape s) {
@@ -373,11 +411,15 @@ Decode::Decode(const Tensors& t, Shape s, int splits_wanted, float* scratch) {
   float* lse_part = o_part ? o_part + std::size_t(n) * s.batch * s.q_tokens * s.heads * s.head_dim : nullptr;
   const Args args{t, s, n, 1.0f / std::sqrt(float(s.head_dim)), o_part, lse_part};
   const dim3 grid(n, s.kv_heads * row_cut(rows(s)).chunks, s.batch);
-  const int combine_blocks = ceil_div(s.batch * s.q_tokens * s.heads, kCombineRowsPerBlock);
+  const int combine_blocks = s.batch * s.q_tokens * s.heads;  // a block per query row
   splits_ = n;
+  int device = 0, major = 0;
+  check(cudaGetDevice(&device), "device");
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "compute capability");
+  const bool early_combine = major >= 9;
   launch_ = [=](cudaStream_t stream) {
     p.kernel<<<grid, kThreads, p.smem_bytes, stream>>>(args);
-    if (n > 1) combine_kernel<<<combine_blocks, kCombineRowsPerBlock * kWarpThreads, 0, stream>>>(args);
+    if (n > 1) launch_combine(dim3(combine_blocks), stream, args, early_combine);
   };
 }
 
