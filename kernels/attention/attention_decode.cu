@@ -74,6 +74,7 @@ struct Args {
   Shape s;
   int splits;
   float scale;
+  Divider page_size;  // s.page_size's
   float* o_part;    // [splits][batch][q_tokens][heads][D], with several splits
   float* lse_part;  // [splits][batch][heads][q_tokens]
 };
@@ -103,7 +104,7 @@ __device__ void load_kv(typename Tiles<D, RowTiles>::Stage& stage, const Args& a
   block::load_rows_async(
       tiles, sources,
       [&](int r) {
-        const long long row = cache_row(table_row, key0 + r, s.page_size, s.pages);
+        const long long row = cache_row(table_row, key0 + r, a.page_size, s.pages);
         return row < 0 ? -1 : row * s.kv_heads * D;
       },
       end - key0);
@@ -409,7 +410,7 @@ Decode::Decode(const Tensors& t, Shape s, int splits_wanted, float* scratch) {
   }
   float* o_part = n > 1 ? scratch : nullptr;
   float* lse_part = o_part ? o_part + std::size_t(n) * s.batch * s.q_tokens * s.heads * s.head_dim : nullptr;
-  const Args args{t, s, n, 1.0f / std::sqrt(float(s.head_dim)), o_part, lse_part};
+  const Args args{t, s, n, 1.0f / std::sqrt(float(s.head_dim)), divider_for(s.page_size), o_part, lse_part};
   const dim3 grid(n, s.kv_heads * row_cut(rows(s)).chunks, s.batch);
   const int combine_blocks = s.batch * s.q_tokens * s.heads;  // a block per query row
   splits_ = n;

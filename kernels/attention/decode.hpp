@@ -99,12 +99,29 @@ constexpr KeyRange split_keys(int keys, int split, int splits, Mask mask, int la
   return {begin, end < limit ? end : limit};
 }
 
+// n / divisor for 0 <= n < 2^31 as a multiply and a shift: the table walk divides every key it
+// gathers by the page size, and a division is some 25 instructions. multiplier = ceil(2^shift /
+// divisor) with shift = 31 + ceil(log2 divisor) fits 32 bits, and its error stays under one part
+// in 2^31 of the quotient, so the floor is exact (Granlund and Montgomery's round-up method).
+struct Divider {
+  int divisor;
+  unsigned multiplier;
+  int shift;
+};
+constexpr Divider divider_for(int divisor) {  // divisor >= 1
+  int log2 = 0;
+  while ((1ll << log2) < divisor) ++log2;
+  const int shift = 31 + log2;
+  return {divisor, unsigned(((1ull << shift) + divisor - 1) / divisor), shift};
+}
+constexpr int quotient(int n, Divider d) { return int((static_cast<unsigned long long>(n) * d.multiplier) >> d.shift); }
+
 // The page-table walk: where key `key` of a sequence lies in the pool, as a row of the cache
 // viewed [pages x page_size][kv_heads][D] (-1: the table names no page of the pool there, and the
-// kernel reads zeros rather than out of bounds).
-constexpr long long cache_row(const int* table_row, int key, int page_size, int pages) {
-  const int page = table_row[key / page_size];
-  return page >= 0 && page < pages ? (long long)page * page_size + key % page_size : -1;
+// kernel reads zeros rather than out of bounds). `page_size`: the divider of the page size.
+constexpr long long cache_row(const int* table_row, int key, Divider page_size, int pages) {
+  const int in_table = quotient(key, page_size), page = table_row[in_table];
+  return page >= 0 && page < pages ? (long long)page * page_size.divisor + (key - in_table * page_size.divisor) : -1;
 }
 
 // A sequence's keys as the kernel takes them: its length clamped to the table's capacity, so no

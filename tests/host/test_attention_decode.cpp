@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -99,14 +101,36 @@ TEST(AttentionDecode, SplitRuleFillsTheGpuWithoutShortSplits) {
     }
 }
 
+TEST(AttentionDecode, DividerDividesEveryKeyExactly) {
+  static_assert(quotient(1000, divider_for(7)) == 142 && quotient(0x7fffffff, divider_for(1)) == 0x7fffffff);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> any_key(0, std::numeric_limits<int>::max());
+  std::vector<int> divisors = {std::numeric_limits<int>::max(), (1 << 30) + 1, 1 << 30, 65535, 65537};
+  for (int d = 1; d <= 1025; ++d) divisors.push_back(d);
+  for (int d : divisors) {
+    const Divider div = divider_for(d);
+    for (int n : {0, 1, d - 1, d, std::numeric_limits<int>::max(), std::numeric_limits<int>::max() - d}) {
+      if (n >= 0) ASSERT_EQ(quotient(n, div), n / d) << n << " / " << d;
+    }
+    for (int i = 0; i < 2000; ++i) {
+      const int n = any_key(rng), m = n - n % d;  // a multiple of d, and around it
+      ASSERT_EQ(quotient(n, div), n / d) << n << " / " << d;
+      ASSERT_EQ(quotient(m, div), m / d) << m << " / " << d;
+      if (m > 0) ASSERT_EQ(quotient(m - 1, div), (m - 1) / d) << m - 1 << " / " << d;
+    }
+  }
+}
+
 TEST(AttentionDecode, PageWalkFindsEachKeyAndRefusesPagesOutsideThePool) {
   const int table[] = {5, 0, 3, -1, 9};
-  EXPECT_EQ(cache_row(table, 0, 16, 9), 5 * 16);
-  EXPECT_EQ(cache_row(table, 17, 16, 9), 1);
-  EXPECT_EQ(cache_row(table, 47, 16, 9), 3 * 16 + 15);
-  EXPECT_EQ(cache_row(table, 48, 16, 9), -1);  // a negative entry
-  EXPECT_EQ(cache_row(table, 64, 16, 9), -1);  // page 9 of a pool of 9
-  EXPECT_EQ(cache_row(table, 64, 16, 10), 9 * 16);
+  const Divider pages_of_16 = divider_for(16);
+  EXPECT_EQ(cache_row(table, 0, pages_of_16, 9), 5 * 16);
+  EXPECT_EQ(cache_row(table, 17, pages_of_16, 9), 1);
+  EXPECT_EQ(cache_row(table, 47, pages_of_16, 9), 3 * 16 + 15);
+  EXPECT_EQ(cache_row(table, 48, pages_of_16, 9), -1);  // a negative entry
+  EXPECT_EQ(cache_row(table, 64, pages_of_16, 9), -1);  // page 9 of a pool of 9
+  EXPECT_EQ(cache_row(table, 64, pages_of_16, 10), 9 * 16);
+  EXPECT_EQ(cache_row(table, 20, divider_for(7), 9), 3 * 7 + 6);  // a page size not a power of two
 }
 
 TEST(AttentionDecode, LengthsAreClampedToTheTable) {
