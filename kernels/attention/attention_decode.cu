@@ -252,15 +252,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const Args a) {
   merge_and_store<D, RowTiles>(partials, a, b, g, row0, split);
 }
 
-constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr int kMaxHeadDim = 128;
 constexpr int kSplitsPerLane = kMaxSplits / kWarpThreads;  // the combine's LSEs, over one warp's lanes
-
-template <class Op>
-__device__ float across_warp(float v, Op op) {
-  for (int m = 1; m < kWarpThreads; m *= 2) v = op(v, __shfl_xor_sync(kFullWarp, v, m));
-  return v;
-}
 
 // A block per query row (b, t, h) of O, a thread per column: LSE = ln sum_s exp(lse_s) over the
 // splits, O = sum_s exp(lse_s - LSE) O_s; a row no split attended gets O = 0 and LSE = +inf. The
@@ -288,11 +281,11 @@ __global__ void __launch_bounds__(kMaxHeadDim) combine_kernel(const Args a) {
       lse_of[i] = k < a.splits ? a.lse_part[k * lse_stride + lse_at] : -kInfinity;
       max = fmaxf(max, lse_of[i]);
     }
-    max = across_warp(max, [](float x, float y) { return fmaxf(x, y); });
+    max = warp::lanes_max(max);
     float sum = 0;
 #pragma unroll
     for (int i = 0; i < kSplitsPerLane; ++i) sum += max == -kInfinity ? 0.0f : expf(lse_of[i] - max);
-    sum = across_warp(sum, [](float x, float y) { return x + y; });
+    sum = warp::lanes_sum(sum);
     const float lse = max == -kInfinity ? kInfinity : max + logf(sum);
 #pragma unroll
     for (int i = 0; i < kSplitsPerLane; ++i)  // 0 past the splits, and everywhere with none attended

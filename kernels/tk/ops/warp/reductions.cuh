@@ -172,6 +172,12 @@ __device__ __forceinline__ void sum_row_parts(V& v) {
         detail::across_replicas<detail::sum_reduce>(detail::to_float2(v.data[k]), V::vec_layout::value));
 }
 
+// The max (sum) of one scalar a lane over all 32 lanes of the warp, in every lane: the same
+// butterfly, for values that are no tile's (such as a split per lane in a combine).
+inline constexpr int kEveryLane = 31;  // the lane-index bits the butterfly crosses
+__device__ __forceinline__ float lanes_max(float x) { return detail::butterfly<detail::max_reduce>(x, kEveryLane); }
+__device__ __forceinline__ float lanes_sum(float x) { return detail::butterfly<detail::sum_reduce>(x, kEveryLane); }
+
 // v = max (sum) of each column of s, v rt::col_vec (quad_vl for row_l, group_vl for col_l);
 // with `prev` as for the rows.
 template <class T, int R, int C, class L>
