@@ -6,17 +6,22 @@
 // (keys_per_warp): S = Q K^T, an online softmax in base 2 from a running max that starts at
 // kNoScore (a warp whose keys a row does not attend ends with l = 0, not NaN), O += P V. At the end
 // the warps of a row tile merge their (max, sum, O) in shared memory; the block writes O and LSE, or
-// with several splits its partial ones, which the combine kernel merges.
+// with several splits its partial ones, which the combine kernel merges. An e4m3 cache lands in
+// shared memory as it is stored (half the bytes) and the block converts each tile to f16 once, for
+// all its warps; the products run in f16 (mma.sync takes no bf16 x f16), the key scale folds into
+// the softmax's, the value scale into O at the end.
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/attention/decode.hpp"
 #include "tk/arch/grid_dependency.cuh"
 #include "tk/group.cuh"
+#include "tk/ops/warp/fp8.cuh"
 
 namespace attention::decode {
 namespace {
@@ -32,25 +37,39 @@ constexpr float kInfinity = std::numeric_limits<float>::infinity();
 
 using block = group<kWarps>;
 
-template <int D, int RowTiles>
+using e4m3 = __nv_fp8_e4m3;
+
+template <int D, int RowTiles, class CacheT>
 struct Tiles {
   static_assert(D % kSlice == 0, "attention (decode): the head dim must be whole slices");
   static constexpr int slices = D / kSlice;
   static constexpr int key_parts = kWarps / RowTiles;  // warps sharing a row tile
   static constexpr int warp_keys = keys_per_warp(RowTiles);
   static constexpr int block_rows = RowTiles * kTileRows;
+  static constexpr bool scaled = std::is_same_v<CacheT, e4m3>;  // e4m3 values times their head's scale
+  using mma_t = std::conditional_t<scaled, __half, bf16>;       // the products' input type
   using q_tile = st<bf16, kTileRows, kSlice>;
-  using kv_tile = st<bf16, kKeys, kSlice>;
-  using q_reg = rt_bf<kTileRows, kSlice>;
-  using k_reg = rt_bf<warp_keys, kSlice>;         // row_l N x K: mma_ABt's B
-  using v_reg = rt_bf<warp_keys, kSlice, col_l>;  // col_l K x N: mma_AB's B
+  using kv_tile = st<CacheT, kKeys, kSlice>;
+  using operand_tile = st<mma_t, kKeys, kSlice>;  // what the warps load K and V from
+  using q_reg = rt<mma_t, kTileRows, kSlice>;
+  using k_reg = rt<mma_t, warp_keys, kSlice>;         // row_l N x K: mma_ABt's B
+  using v_reg = rt<mma_t, warp_keys, kSlice, col_l>;  // col_l K x N: mma_AB's B
   using o_reg = rt_fl<kTileRows, kSlice>;
   using s_reg = rt_fl<kTileRows, warp_keys>;
-  using p_reg = rt_bf<kTileRows, warp_keys>;
+  using p_reg = rt<mma_t, kTileRows, warp_keys>;
   using rows = s_reg::row_vec;
 
-  struct Stage {
-    kv_tile k[slices], v[slices];
+  template <class Tile>
+  struct KeyTile {
+    Tile k[slices], v[slices];
+  };
+  using Stage = KeyTile<kv_tile>;          // as loaded from the cache
+  using Operands = KeyTile<operand_tile>;  // as the products read it: the stage itself for bf16
+  struct Stages {
+    Stage stage[kStages];
+  };
+  struct StagesAndConverted : Stages {
+    Operands converted;  // the current e4m3 stage in f16
   };
   // Each warp's share of its row tile, for the merge after the last key tile.
   struct Partials {
@@ -62,7 +81,7 @@ struct Tiles {
   struct Smem {
     q_tile q[RowTiles][slices];
     union {
-      Stage stage[kStages];
+      std::conditional_t<scaled, StagesAndConverted, Stages> pipeline;
       Partials partials;
     };
   };
@@ -87,19 +106,19 @@ __device__ std::size_t row_offset(const Shape& s, int b, int g, int r) {
 
 // Starts gathering key tile [key0, key0 + kKeys) of K and V into `stage` (keys at and past `end`
 // zeros), as one cp.async group: each key's row found once for K's and V's slices.
-template <int D, int RowTiles>
-__device__ void load_kv(typename Tiles<D, RowTiles>::Stage& stage, const Args& a, const int* table_row, int g, int key0,
-                        int end) {
-  using F = Tiles<D, RowTiles>;
+template <class F>
+__device__ void load_kv(typename F::Stage& stage, const Args& a, const int* table_row, int g, int key0, int end) {
+  constexpr int D = F::slices * kSlice;
+  using CacheT = typename F::kv_tile::element;
   const Shape& s = a.s;
   typename F::kv_tile* tiles[2 * F::slices];
-  const bf16* sources[2 * F::slices];
+  const CacheT* sources[2 * F::slices];
 #pragma unroll
   for (int c = 0; c < F::slices; ++c) {
     tiles[c] = &stage.k[c];
     tiles[F::slices + c] = &stage.v[c];
-    sources[c] = a.t.k_cache + g * D + c * kSlice;
-    sources[F::slices + c] = a.t.v_cache + g * D + c * kSlice;
+    sources[c] = static_cast<const CacheT*>(a.t.k_cache) + g * D + c * kSlice;
+    sources[F::slices + c] = static_cast<const CacheT*>(a.t.v_cache) + g * D + c * kSlice;
   }
   block::load_rows_async(
       tiles, sources,
@@ -111,14 +130,25 @@ __device__ void load_kv(typename Tiles<D, RowTiles>::Stage& stage, const Args& a
   block::commit();
 }
 
+// What a kv head's scores and O are multiplied by: the softmax's scale times its keys' scale, and
+// its values' scale (an e4m3 cache's; 1 for bf16).
+struct HeadScales {
+  float score, value;
+};
+template <class F>
+__device__ HeadScales head_scales(const Args& a, int g) {
+  if constexpr (F::scaled) return {a.scale * a.t.k_scale[g], a.t.v_scale[g]};
+  return {a.scale, 1.0f};
+}
+
 // The merge of the warps of each row tile, then the block's rows out: O and LSE, or the split's
 // partial ones.
-template <int D, int RowTiles>
-__device__ void merge_and_store(typename Tiles<D, RowTiles>::Partials& part, const Args& a, int b, int g, int row0,
+template <class F>
+__device__ void merge_and_store(typename F::Partials& part, const Args& a, HeadScales scales, int b, int g, int row0,
                                 int split) {
-  using F = Tiles<D, RowTiles>;
+  constexpr int D = F::slices * kSlice, RowTiles = F::block_rows / kTileRows;
   const Shape& s = a.s;
-  const float scale_log2 = a.scale * kLog2e;
+  const float scale_log2 = scales.score * kLog2e;
   for (int i = threadIdx.x; i < F::block_rows; i += kThreads) {  // a thread per row: the weights
     const int tile = i / kTileRows, r = i % kTileRows;
     float max = kNoScore, sum = 0;
@@ -129,7 +159,7 @@ __device__ void merge_and_store(typename Tiles<D, RowTiles>::Partials& part, con
       sum += part.sum[w][r] * part.weight[w][r];
     }
     for (int p = 0; p < F::key_parts; ++p) part.weight[p * RowTiles + tile][r] /= sum > 0 ? sum : 1;
-    part.lse[tile][r] = sum > 0 ? max * a.scale + logf(sum) : -kInfinity;
+    part.lse[tile][r] = sum > 0 ? max * scales.score + logf(sum) : -kInfinity;
   }
   __syncthreads();
   const int valid = rows(s) - row0;
@@ -139,6 +169,7 @@ __device__ void merge_and_store(typename Tiles<D, RowTiles>::Partials& part, con
     float o = 0;
     for (int p = 0; p < F::key_parts; ++p)
       o += part.o[p * RowTiles + tile][r * D + d] * part.weight[p * RowTiles + tile][r];
+    o *= scales.value;
     const std::size_t at = row_offset(s, b, g, row0 + i) + d;
     if (a.splits == 1) {
       a.t.o[at] = __float2bfloat16(o);  // no key attended: every share and so O is 0
@@ -158,10 +189,42 @@ __device__ void merge_and_store(typename Tiles<D, RowTiles>::Partials& part, con
   }
 }
 
+// Key tile j as the products read it: its stage, or an e4m3 stage converted to f16 by the block
+// (the caller has synced the block since the stage landed; this syncs after converting).
+template <class F>
+__device__ const typename F::Operands& operands(typename F::Smem& sm, int j) {
+  const typename F::Stage& stage = sm.pipeline.stage[j % kStages];
+  if constexpr (!F::scaled) {
+    return stage;
+  } else {
+    typename F::Operands& converted = sm.pipeline.converted;
+#pragma unroll
+    for (int c = 0; c < F::slices; ++c) {
+      block::copy(converted.k[c], stage.k[c]);
+      block::copy(converted.v[c], stage.v[c]);
+    }
+    __syncthreads();
+    return converted;
+  }
+}
+
+// A row tile's queries into the products' input type (f16 beside an e4m3 cache: queries beyond
+// f16's +-65504 become infinite there).
+template <class QReg, class QTile>
+__device__ void load_queries(QReg& d, const QTile& q) {
+  if constexpr (std::is_same_v<typename QReg::element, bf16>) {
+    warp::load(d, q);
+  } else {
+    typename QReg::template like<bf16> as_stored;
+    warp::load(as_stored, q);
+    warp::copy(d, as_stored);
+  }
+}
+
 // Grid (splits, kv_heads x chunks, batch); blocks of kWarps warps.
-template <int D, int RowTiles, bool Causal>
+template <int D, int RowTiles, bool Causal, class CacheT>
 __global__ void __launch_bounds__(kThreads) decode_kernel(const Args a) {
-  using F = Tiles<D, RowTiles>;
+  using F = Tiles<D, RowTiles, CacheT>;
   extern __shared__ std::uint8_t raw[];
   auto& sm = aligned_smem<typename F::Smem>(raw);
   const Shape& s = a.s;
@@ -175,7 +238,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const Args a) {
   const KeyRange range = split_keys(keys, split, a.splits, mask, row_of(last_row, group_size(s)).token);
   const int* table_row = a.t.block_table + std::size_t(b) * s.pages_per_seq;
   const int tiles = range.end > range.begin ? ceil_div(range.end - range.begin, kKeys) : 0;
-  const float scale_log2 = a.scale * kLog2e;
+  const HeadScales scales = head_scales<F>(a, g);
+  const float scale_log2 = scales.score * kLog2e;
 
   for (int t = 0; t < RowTiles; ++t)
 #pragma unroll
@@ -187,7 +251,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const Args a) {
     }
   for (int j = 0; j < kStages - 1; ++j) {  // the first tiles in flight (a group each, empty or not)
     if (j < tiles)
-      load_kv<D, RowTiles>(sm.stage[j], a, table_row, g, range.begin + j * kKeys, range.end);
+      load_kv<F>(sm.pipeline.stage[j], a, table_row, g, range.begin + j * kKeys, range.end);
     else
       block::commit();
   }
@@ -203,16 +267,16 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const Args a) {
   for (int j = 0; j < tiles; ++j) {
     const int next = j + kStages - 1;
     if (next < tiles)
-      load_kv<D, RowTiles>(sm.stage[next % kStages], a, table_row, g, range.begin + next * kKeys, range.end);
+      load_kv<F>(sm.pipeline.stage[next % kStages], a, table_row, g, range.begin + next * kKeys, range.end);
     else
       block::commit();
     block::wait<kStages - 1>();
     __syncthreads();  // tile j (and the queries) landed for every thread
     if (j == 0) {
 #pragma unroll
-      for (int c = 0; c < F::slices; ++c) warp::load(queries[c], sm.q[tile][c]);
+      for (int c = 0; c < F::slices; ++c) load_queries(queries[c], sm.q[tile][c]);
     }
-    const typename F::Stage& kv = sm.stage[j % kStages];
+    const typename F::Operands& kv = operands<F>(sm, j);
     const int key0 = range.begin + j * kKeys + part * F::warp_keys;
     typename F::s_reg scores;
     warp::zero(scores);
@@ -238,7 +302,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const Args a) {
       warp::load(v, kv.v[c], part * F::warp_keys, 0);
       warp::mma_AB(o[c], probs, v, o[c]);
     }
-    __syncthreads();  // every warp is done with this stage before it is loaded again
+    __syncthreads();  // every warp is done with this stage (and its conversion) before either is rewritten
   }
   block::wait<0>();
   __syncthreads();  // the stages become the partials: no copy may still land in them
@@ -249,7 +313,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const Args a) {
   warp::store(partials.max[warp], max);
   warp::store(partials.sum[warp], sum);
   __syncthreads();
-  merge_and_store<D, RowTiles>(partials, a, b, g, row0, split);
+  merge_and_store<F>(partials, a, scales, b, g, row0, split);
 }
 
 constexpr int kMaxHeadDim = 128;
@@ -306,34 +370,34 @@ void check(cudaError_t e, const char* what) {
 
 using Kernel = void (*)(Args);
 
-template <int D, int RowTiles>
-Kernel kernel_of(bool causal) {
-  return causal ? decode_kernel<D, RowTiles, true> : decode_kernel<D, RowTiles, false>;
-}
-
-template <int D>
-Kernel kernel_of(int row_tiles, bool causal) {
-  return row_tiles == 1   ? kernel_of<D, 1>(causal)
-         : row_tiles == 2 ? kernel_of<D, 2>(causal)
-                          : kernel_of<D, kWarps>(causal);
-}
-
-template <int D>
-int smem_bytes(int row_tiles) {
-  return row_tiles == 1   ? Tiles<D, 1>::smem_bytes
-         : row_tiles == 2 ? Tiles<D, 2>::smem_bytes
-                          : Tiles<D, kWarps>::smem_bytes;
-}
-
 // The kernel for `s` and its dynamic shared memory, which it is allowed to take.
 struct Prepared {
   Kernel kernel;
   int smem_bytes;
 };
-Prepared prepared(Shape s) {
+
+template <int D, int RowTiles, class CacheT>
+Prepared prepared_for(bool causal) {
+  return {causal ? decode_kernel<D, RowTiles, true, CacheT> : decode_kernel<D, RowTiles, false, CacheT>,
+          Tiles<D, RowTiles, CacheT>::smem_bytes};
+}
+
+template <int D, class CacheT>
+Prepared prepared_for(int row_tiles, bool causal) {
+  return row_tiles == 1   ? prepared_for<D, 1, CacheT>(causal)
+         : row_tiles == 2 ? prepared_for<D, 2, CacheT>(causal)
+                          : prepared_for<D, kWarps, CacheT>(causal);
+}
+
+template <class CacheT>
+Prepared prepared_for(Shape s) {
   const int row_tiles = row_cut(rows(s)).row_tiles;
-  const Prepared p = s.head_dim == 64 ? Prepared{kernel_of<64>(row_tiles, s.causal), smem_bytes<64>(row_tiles)}
-                                      : Prepared{kernel_of<128>(row_tiles, s.causal), smem_bytes<128>(row_tiles)};
+  return s.head_dim == 64 ? prepared_for<64, CacheT>(row_tiles, s.causal)
+                          : prepared_for<128, CacheT>(row_tiles, s.causal);
+}
+
+Prepared prepared(Shape s) {
+  const Prepared p = s.cache == Cache::e4m3 ? prepared_for<e4m3>(s) : prepared_for<bf16>(s);
   check(cudaFuncSetAttribute(p.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, p.smem_bytes), "shared memory");
   return p;
 }
@@ -393,6 +457,8 @@ int splits_here(Shape s) { return splits(s, resident_blocks(prepared(s))); }
 
 Decode::Decode(const Tensors& t, Shape s, int splits_wanted, float* scratch) {
   if (std::string why = refusal(s); !why.empty()) throw std::invalid_argument("attention (decode): " + why);
+  if (s.cache == Cache::e4m3 && (t.k_scale == nullptr || t.v_scale == nullptr))
+    throw std::invalid_argument("attention (decode): an e4m3 cache needs k_scale and v_scale, a float per kv head");
   const Prepared p = prepared(s);
   const int n = splits_wanted > 0 ? std::min(splits_wanted, kMaxSplits) : decode::splits(s, resident_blocks(p));
   if (const std::size_t bytes = scratch_bytes(s, n); bytes > 0 && scratch == nullptr) {

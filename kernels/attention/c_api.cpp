@@ -23,11 +23,14 @@
 // Decode (tk_attention_decode_*: kernels/attention/decode.hpp): Q, O [batch][q_tokens][heads][D],
 // K and V caches [pages][page_size][kv_heads][D], all contiguous; block_table [batch][pages_per_seq]
 // and lengths [batch] int32 device arrays; LSE float [batch][heads][q_tokens]; max_keys bounds every
-// length (0: the table's capacity) and sizes the split of the keys.
+// length (0: the table's capacity) and sizes the split of the keys. cache_dtype 0: bf16 caches;
+// 1: e4m3 caches with k_scale and v_scale, float device arrays of kv_heads entries (a key is its
+// entry x k_scale[its kv head]; null for bf16).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "kernels/attention/attention.hpp"
@@ -72,6 +75,29 @@ attention::VarlenBackwardLayout varlen_backward_layout(const std::int64_t* strid
 std::vector<int> offsets(const int* cu_seqlens, int batch) {
   if (cu_seqlens == nullptr || batch < 1) return {};
   return std::vector<int>(cu_seqlens, cu_seqlens + batch + 1);
+}
+
+// The decode's shape from the C arguments, and why it is refused ("" when it is not): cache_dtype
+// 0 is bf16, 1 e4m3.
+attention::decode::Shape decode_shape(int batch, int q_tokens, int heads, int kv_heads, int head_dim, int page_size,
+                                      int pages_per_seq, int pages, int causal, int max_keys, int cache_dtype) {
+  using attention::decode::Cache;
+  return {batch,
+          q_tokens,
+          heads,
+          kv_heads,
+          head_dim,
+          page_size,
+          pages_per_seq,
+          pages,
+          causal != 0,
+          max_keys,
+          cache_dtype == 1 ? Cache::e4m3 : Cache::bf16};
+}
+std::string decode_refusal(attention::decode::Shape s, int cache_dtype) {
+  if (cache_dtype != 0 && cache_dtype != 1)
+    return "cache_dtype " + std::to_string(cache_dtype) + ": give 0 (bf16) or 1 (e4m3)";
+  return attention::decode::refusal(s);
 }
 
 // `make()`'s pass, or null with `refused` or the exception's message on stderr.
@@ -263,10 +289,10 @@ void tk_attention_backward_destroy(void* backward) { delete static_cast<attentio
 // The splits a decode step takes on the current GPU (`splits` > 0: that many, at most 64), 0 when
 // the shape is refused; the scratch those take (bytes, 0 for one split).
 int tk_attention_decode_splits(int batch, int q_tokens, int heads, int kv_heads, int head_dim, int page_size,
-                               int pages_per_seq, int pages, int causal, int max_keys, int splits) {
-  const attention::decode::Shape s{batch,     q_tokens,      heads, kv_heads,    head_dim,
-                                   page_size, pages_per_seq, pages, causal != 0, max_keys};
-  if (!attention::decode::refusal(s).empty()) return 0;
+                               int pages_per_seq, int pages, int causal, int max_keys, int cache_dtype, int splits) {
+  const attention::decode::Shape s = decode_shape(batch, q_tokens, heads, kv_heads, head_dim, page_size, pages_per_seq,
+                                                  pages, causal, max_keys, cache_dtype);
+  if (!decode_refusal(s, cache_dtype).empty()) return 0;
   return splits > 0 ? std::min(splits, attention::decode::kMaxSplits) : attention::decode::splits_here(s);
 }
 long long tk_attention_decode_scratch_bytes(int batch, int q_tokens, int heads, int kv_heads, int head_dim,
@@ -278,20 +304,16 @@ long long tk_attention_decode_scratch_bytes(int batch, int q_tokens, int heads, 
 // A prepared decode step on `splits` splits (from tk_attention_decode_splits) and `scratch` (null:
 // its own; else tk_attention_decode_scratch_bytes of 16-byte aligned device memory that outlives
 // its launches). Free it with tk_attention_decode_destroy.
-void* tk_attention_decode_create(const void* q, const void* k_cache, const void* v_cache, const int* block_table,
-                                 const int* lengths, void* o, float* lse, int batch, int q_tokens, int heads,
-                                 int kv_heads, int head_dim, int page_size, int pages_per_seq, int pages, int causal,
-                                 int max_keys, int splits, void* scratch) {
-  const attention::decode::Shape s{batch,     q_tokens,      heads, kv_heads,    head_dim,
-                                   page_size, pages_per_seq, pages, causal != 0, max_keys};
-  const attention::decode::Tensors t{static_cast<const bf16*>(q),
-                                     static_cast<const bf16*>(k_cache),
-                                     static_cast<const bf16*>(v_cache),
-                                     block_table,
-                                     lengths,
-                                     static_cast<bf16*>(o),
-                                     lse};
-  return create_or_explain("tk_attention_decode_create", attention::decode::refusal(s),
+void* tk_attention_decode_create(const void* q, const void* k_cache, const void* v_cache, const float* k_scale,
+                                 const float* v_scale, const int* block_table, const int* lengths, void* o, float* lse,
+                                 int batch, int q_tokens, int heads, int kv_heads, int head_dim, int page_size,
+                                 int pages_per_seq, int pages, int causal, int max_keys, int cache_dtype, int splits,
+                                 void* scratch) {
+  const attention::decode::Shape s = decode_shape(batch, q_tokens, heads, kv_heads, head_dim, page_size, pages_per_seq,
+                                                  pages, causal, max_keys, cache_dtype);
+  const attention::decode::Tensors t{static_cast<const bf16*>(q), k_cache, v_cache, block_table, lengths,
+                                     static_cast<bf16*>(o),       lse,     k_scale, v_scale};
+  return create_or_explain("tk_attention_decode_create", decode_refusal(s, cache_dtype),
                            [&] { return new attention::decode::Decode(t, s, splits, static_cast<float*>(scratch)); });
 }
 

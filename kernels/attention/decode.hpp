@@ -2,7 +2,8 @@
 // Decode attention over a paged KV cache: each sequence's few new query tokens against every key
 // it has cached. The layout is FlashAttention's flash_attn_with_kvcache's (and vLLM's):
 //   Q, O         [batch][q_tokens][heads][D] bf16 (LSE float [batch][heads][q_tokens])
-//   K, V caches  [pages][page_size][kv_heads][D] bf16: a pool of fixed-size pages
+//   K, V caches  [pages][page_size][kv_heads][D] bf16, or e4m3 with a float scale per kv head for
+//                each (k_scale, v_scale: a key is its entry x k_scale[its head]): a pool of pages
 //   block table  [batch][pages_per_seq] int32: sequence b's key j lies in page table[b][j / page_size],
 //                slot j % page_size
 //   lengths      [batch] int32: the keys each sequence holds, its new tokens included
@@ -45,12 +46,17 @@ inline constexpr int kMinSplitKeys = 8 * kKeys;
 
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+enum class Cache { bf16, e4m3 };  // the K and V caches' element type
+
 struct Shape {
   int batch, q_tokens, heads, kv_heads, head_dim;
   int page_size, pages_per_seq, pages;  // a page's tokens, the block table's row, the pool's pages
   bool causal;
   int max_keys;  // at most this many keys in any sequence (sizes the split); 0: the table's capacity
+  Cache cache = Cache::bf16;
 };
+
+constexpr int cache_element_bytes(Shape s) { return s.cache == Cache::e4m3 ? 1 : 2; }
 
 constexpr int capacity(Shape s) { return s.page_size * s.pages_per_seq; }
 constexpr int max_keys(Shape s) { return s.max_keys > 0 && s.max_keys < capacity(s) ? s.max_keys : capacity(s); }
@@ -131,12 +137,15 @@ constexpr int clamped_keys(int length, Shape s) { return length < 0 ? 0 : length
 // Why the decode kernel cannot run `s` ("" when it can), naming what is valid.
 std::string refusal(Shape s);
 
-// The tensors, all device memory (the layout above); Q, the caches and O 16-byte aligned.
+// The tensors, all device memory (the layout above); Q, the caches and O 16-byte aligned. The
+// caches hold Shape::cache's type; the scales (kv_heads floats each) are an e4m3 cache's alone.
 struct Tensors {
-  const __nv_bfloat16 *q, *k_cache, *v_cache;
+  const __nv_bfloat16* q;
+  const void *k_cache, *v_cache;
   const int *block_table, *lengths;
   __nv_bfloat16* o;
   float* lse;
+  const float *k_scale = nullptr, *v_scale = nullptr;
 };
 
 // The splits a Decode of `s` takes by itself on a GPU that holds `resident` of its blocks at once
@@ -149,8 +158,8 @@ std::size_t scratch_bytes(Shape s, int splits);
 // A decode step ready to launch: one kernel, and the combine kernel after it where the keys are
 // split. `splits` > 0 forces that many (at most kMaxSplits), to measure the rule; `scratch` null
 // (allocated here) or scratch_bytes(s, splits) that outlive the launches. Throws
-// std::invalid_argument with refusal(s) when that is not empty, std::runtime_error when the
-// scratch cannot be allocated.
+// std::invalid_argument with refusal(s) when that is not empty or an e4m3 cache comes without its
+// scales, std::runtime_error when the scratch cannot be allocated.
 class Decode {
  public:
   Decode(const Tensors& t, Shape s, int splits = 0, float* scratch = nullptr);

@@ -28,7 +28,32 @@ __global__ void quantize_kernel(__nv_bfloat16* x, __nv_fp8_e4m3* out, std::size_
   }
 }
 
+__global__ void quantize_per_head_kernel(const __nv_bfloat16* x, __nv_fp8_e4m3* out, std::size_t count, int kv_heads,
+                                         int head_dim, const float* scales) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = __nv_fp8_e4m3(__bfloat162float(x[i]) / scales[i / head_dim % kv_heads]);
+}
+
+// kv head h's scale: 2^(kLeastExponent + (first + h) % kExponents).
+std::vector<float> e4m3_head_scales(int kv_heads, int first) {
+  constexpr int kLeastExponent = -6, kExponents = 3;  // 2^-6: N(0, 1) past 7 sigma still under 448
+  std::vector<float> scales(kv_heads);
+  for (int h = 0; h < kv_heads; ++h) scales[h] = std::exp2(float(kLeastExponent + (first + h) % kExponents));
+  return scales;
+}
+
 }  // namespace
+
+E4m3KvCache::E4m3KvCache(const __nv_bfloat16* k_bf16, const __nv_bfloat16* v_bf16, std::size_t count, int kv_heads,
+                         int head_dim, cudaStream_t stream)
+    : k(count), v(count), k_scale(kv_heads), v_scale(kv_heads) {
+  k_scale.upload(e4m3_head_scales(kv_heads, 0));
+  v_scale.upload(e4m3_head_scales(kv_heads, 1));
+  quantize_per_head_kernel<<<1024, 256, 0, stream>>>(k_bf16, k.get(), count, kv_heads, head_dim, k_scale.get());
+  quantize_per_head_kernel<<<1024, 256, 0, stream>>>(v_bf16, v.get(), count, kv_heads, head_dim, v_scale.get());
+  TK_CUDA(cudaGetLastError());
+}
 
 float e4m3_scale_for(float amax) {
   if (!(amax > 0) || !std::isfinite(amax)) return 1.0f;

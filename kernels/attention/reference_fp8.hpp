@@ -21,6 +21,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <vector>
+
+#include "src/device_buffer.hpp"
 
 namespace tkprobe::attention_check {
 
@@ -35,5 +38,17 @@ float quantize_e4m3(__nv_bfloat16* x, __nv_fp8_e4m3* out, std::size_t count, cud
 
 // The scale quantize_e4m3 picks for a tensor whose largest magnitude is amax (host side, for tests).
 float e4m3_scale_for(float amax);
+
+// An e4m3 KV cache made from a bf16 one of `count` values [rows][kv_heads][D] each, with a scale
+// per kv head as a serving engine keeps them, chosen for ~N(0, 1) entries: powers of two (so the
+// dequantized values are exact in bf16, as above) from 2^-6 to 2^-4 in turn over the heads, V's a
+// step on from K's so the two differ; every entry divided by its head's scale, rounded to nearest,
+// saturated at 448.
+struct E4m3KvCache {
+  E4m3KvCache(const __nv_bfloat16* k_bf16, const __nv_bfloat16* v_bf16, std::size_t count, int kv_heads, int head_dim,
+              cudaStream_t stream);
+  tkprobe::DeviceBuffer<__nv_fp8_e4m3> k, v;
+  tkprobe::DeviceBuffer<float> k_scale, v_scale;
+};
 
 }  // namespace tkprobe::attention_check

@@ -1,3 +1,5 @@
+#include <cuda_fp8.h>
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -103,22 +105,31 @@ BackwardErrors sequence_backward_errors(const attention::BackwardTensors& t, con
 }
 
 // Keys [0, keys) of one sequence's pages (`table_row`, device memory) of a cache
-// [pages][page_size][kv_heads][D] as a contiguous (1, kv_heads, keys, D) tensor: a thread per element.
-__global__ void gather_pages_kernel(bf16* out, const bf16* cache, const int* table_row, int keys, int page_size,
-                                    int kv_heads, int head_dim) {
+// [pages][page_size][kv_heads][D] as a contiguous (1, kv_heads, keys, D) bf16 tensor, an e4m3
+// cache's entries times their head's scale: a thread per element.
+template <class CacheT>
+__global__ void gather_pages_kernel(bf16* out, const CacheT* cache, const float* scales, const int* table_row, int keys,
+                                    int page_size, int kv_heads, int head_dim) {
   const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   if (i >= std::size_t(kv_heads) * keys * head_dim) return;
   const int d = int(i % head_dim), key = int(i / head_dim % keys), h = int(i / head_dim / keys);
   const std::size_t row = std::size_t(table_row[key / page_size]) * page_size + key % page_size;
-  out[i] = cache[(row * kv_heads + h) * head_dim + d];
+  const float value = float(cache[(row * kv_heads + h) * head_dim + d]);
+  out[i] = __float2bfloat16(scales != nullptr ? value * scales[h] : value);
 }
 
-void gather_pages(bf16* out, const bf16* cache, const attention::decode::Shape& s, const int* table_row, int keys,
-                  cudaStream_t stream) {
+void gather_pages(bf16* out, const void* cache, const float* scales, const attention::decode::Shape& s,
+                  const int* table_row, int keys, cudaStream_t stream) {
   constexpr int kThreads = 256;
   const std::size_t elements = std::size_t(s.kv_heads) * keys * s.head_dim;
-  gather_pages_kernel<<<unsigned((elements + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      out, cache, table_row, keys, s.page_size, s.kv_heads, s.head_dim);
+  const unsigned blocks = unsigned((elements + kThreads - 1) / kThreads);
+  if (s.cache == attention::decode::Cache::e4m3) {
+    gather_pages_kernel<<<blocks, kThreads, 0, stream>>>(out, static_cast<const __nv_fp8_e4m3*>(cache), scales,
+                                                         table_row, keys, s.page_size, s.kv_heads, s.head_dim);
+  } else {
+    gather_pages_kernel<<<blocks, kThreads, 0, stream>>>(out, static_cast<const bf16*>(cache), nullptr, table_row, keys,
+                                                         s.page_size, s.kv_heads, s.head_dim);
+  }
   TK_CUDA(cudaGetLastError());
 }
 
@@ -137,8 +148,8 @@ Errors decode_sequence_errors(const attention::decode::Tensors& t, const attenti
   const attention::Shape one{1, s.heads, s.kv_heads, nq, d, s.causal, keys};
   DeviceBuffer<bf16> k(std::size_t(s.kv_heads) * keys * d), v(k.size());
   gather(q.get(), t.q, b * nq, nq, s.heads, d, q_at, stream);
-  gather_pages(k.get(), t.k_cache, s, table_row, keys, stream);
-  gather_pages(v.get(), t.v_cache, s, table_row, keys, stream);
+  gather_pages(k.get(), t.k_cache, t.k_scale, s, table_row, keys, stream);
+  gather_pages(v.get(), t.v_cache, t.v_scale, s, table_row, keys, stream);
   DeviceBuffer<float> o_ref(o.size()), lse_ref(lse.size());
   reference_forward(q.get(), k.get(), v.get(), o_ref.get(), lse_ref.get(), one, stream);
   return compare_to_reference(o.get(), lse.get(), o_ref.get(), lse_ref.get(), one, stream);

@@ -34,7 +34,8 @@ VarlenBackwardErrors compare_varlen_backward(const attention::BackwardTensors& t
 // A decode step's O and LSE in `t` against the reference on each sequence's queries and its cached
 // keys gathered in page order through the step's block table (`lengths`: a host copy of its
 // lengths; every page they reach must be in the pool): the largest of each error over the
-// sequences, exact O = 0 and LSE = +inf for an empty cache.
+// sequences, exact O = 0 and LSE = +inf for an empty cache. An e4m3 cache is dequantized into
+// the reference's bf16: exact where its scales are powers of two (as E4m3KvCache's).
 Errors compare_decode_to_reference(const attention::decode::Tensors& t, const attention::decode::Shape& s,
                                    const std::vector<int>& lengths, cudaStream_t stream);
 

@@ -2,12 +2,12 @@
 // portable kernel, against the HBM read ceiling measured in the same run.
 //
 // First the ceiling: a streaming read of a buffer many times the L2 (the bandwidth probe's
-// kernels, the better of 4 and 8 loads in flight), its XOR checked. Then per (batch, keys): each
-// sequence's keys in pages scattered over the pool in random order, fresh ~N(0, 1) bf16 inputs,
-// outputs poisoned, the step timed with CUDA events as GB/s of cache read (the K and V bytes of
-// every key, counted first), that as % of the ceiling (the judged figure: it holds still where
-// the power state moves GB/s), TFLOP/s, and O and LSE of every row against the fp32 reference on
-// each sequence alone.
+// kernels, the better of 4 and 8 loads in flight), its XOR checked. Then per (batch, keys, cache):
+// each sequence's keys in pages scattered over the pool in random order, fresh ~N(0, 1) bf16 inputs
+// (an e4m3 cache: those quantized with a power-of-two scale per kv head), outputs poisoned, the step timed with CUDA
+// events as GB/s of cache read (the K and V bytes of every key, counted first), that as % of the ceiling (the judged
+// figure: it holds still where the power state moves GB/s), TFLOP/s, and O and LSE of every row against the fp32
+// reference on each sequence alone.
 #include "kernels/attention/decode.hpp"
 
 #include <fmt/format.h>
@@ -18,8 +18,10 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "kernels/attention/reference_fp8.hpp"
 #include "kernels/attention/reference_varlen.hpp"
 #include "probes/decode/metrics.hpp"
 #include "probes/timed_kernels/bandwidth_kernels.hpp"
@@ -38,23 +40,35 @@ using bf16 = __nv_bfloat16;
 
 // A serving model's attention (Llama-3 8B: 32 query heads over 8 key/value heads, D = 128), one
 // new token per sequence, 64-token pages; batch x keys from one long sequence to 256 short ones.
+// The sweep runs each shape with a bf16 cache, then an e4m3 one (half the bytes to read).
 constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128, kPageSize = 64;
-struct Point {
+struct Shape2d {
   int batch, keys;
 };
-constexpr Point kSweep[] = {{1, 8192},  {1, 32768}, {1, 131072}, {16, 8192}, {16, 32768},
-                            {64, 2048}, {64, 8192}, {256, 1024}, {256, 4096}};
-constexpr Point kQuick[] = {{1, 16384}, {32, 1000}};
+struct Point {
+  int batch, keys;
+  dec::Cache cache;
+};
+constexpr Shape2d kSweep[] = {{1, 8192},  {1, 32768}, {1, 131072}, {16, 8192}, {16, 32768},
+                              {64, 2048}, {64, 8192}, {256, 1024}, {256, 4096}};
+constexpr Point kQuick[] = {{1, 16384, dec::Cache::bf16}, {32, 1000, dec::Cache::bf16}, {32, 1000, dec::Cache::e4m3}};
+constexpr dec::Cache kCaches[] = {dec::Cache::bf16, dec::Cache::e4m3};
+
+constexpr const char* cache_name(dec::Cache c) { return c == dec::Cache::e4m3 ? "e4m3" : "bf16"; }
 constexpr std::size_t kCeilingL2s = 16;  // the ceiling's buffer: this many L2s, at least 1 GiB
 constexpr double kMaxRelError = 5e-3, kMaxRowError = 1e-2, kMaxLseError = 1e-2;  // the forward's bounds
 
 // K and V bytes of every cached key: what the step must read.
-double cache_bytes(const dec::Shape& s, int keys) { return 2.0 * s.batch * keys * s.kv_heads * s.head_dim * 2; }
+double cache_bytes(const dec::Shape& s, int keys) {
+  return 2.0 * s.batch * keys * s.kv_heads * s.head_dim * dec::cache_element_bytes(s);
+}
 
 // 4 T H D per attended key per sequence (two products of 2 D each), all keys attended (T = 1).
 double flops(const dec::Shape& s, int keys) { return 4.0 * s.batch * s.q_tokens * s.heads * keys * s.head_dim; }
 
-// One step's inputs and outputs on the GPU: each sequence's pages drawn from the pool in random order.
+// One step's inputs and outputs on the GPU: each sequence's pages drawn from the pool in random
+// order; an e4m3 cache quantized from the bf16 one (which it then stands in for), K's and V's
+// scales different per head and from each other.
 struct Step {
   Step(const dec::Shape& shape, int keys, std::mt19937_64& rng, cudaStream_t stream)
       : s(shape),
@@ -72,14 +86,21 @@ struct Step {
     table.upload(pages);
     lengths_d.upload(lengths);
     for (const DeviceBuffer<bf16>* x : {&q, &k, &v}) attention_check::fill_normal(x->get(), x->size(), rng(), stream);
+    if (s.cache == dec::Cache::e4m3) e4m3.emplace(k.get(), v.get(), k.size(), s.kv_heads, s.head_dim, stream);
   }
-  dec::Tensors tensors() const { return {q.get(), k.get(), v.get(), table.get(), lengths_d.get(), o.get(), lse.get()}; }
+  dec::Tensors tensors() const {
+    if (s.cache == dec::Cache::bf16)
+      return {q.get(), k.get(), v.get(), table.get(), lengths_d.get(), o.get(), lse.get()};
+    return {q.get(), e4m3->k.get(), e4m3->v.get(),       table.get(),        lengths_d.get(),
+            o.get(), lse.get(),     e4m3->k_scale.get(), e4m3->v_scale.get()};
+  }
 
   dec::Shape s;
   std::vector<int> lengths;
   DeviceBuffer<bf16> q, o, k, v;
   DeviceBuffer<int> table, lengths_d;
   DeviceBuffer<float> lse;
+  std::optional<attention_check::E4m3KvCache> e4m3;
 };
 
 class DecodeProbe final : public Probe {
@@ -96,6 +117,7 @@ class DecodeProbe final : public Probe {
     cmd.add_option("--q-tokens", q_tokens_, "New tokens per sequence, attending each other causally (default 1)");
     cmd.add_option("--page-size", page_size_, "Tokens per cache page (default 64)");
     cmd.add_option("--splits", splits_, "Key splits per sequence, 1 to 64 (default: the kernel's rule)");
+    cmd.add_option("--cache", cache_, "The KV cache's type: bf16 or e4m3 (default: each in turn)");
   }
   void validate() const override {
     if (batch_.has_value() != keys_.has_value())
@@ -105,6 +127,8 @@ class DecodeProbe final : public Probe {
     }
     if (keys_ && *keys_ < 1) throw UsageError(fmt::format("--keys {}: give at least 1", *keys_));
     if (page_size_ && *page_size_ < 1) throw UsageError(fmt::format("--page-size {}: give at least 1", *page_size_));
+    if (cache_ && *cache_ != "bf16" && *cache_ != "e4m3")
+      throw UsageError(fmt::format("--cache {}: give bf16 or e4m3", *cache_));
     if (batch_ && static_cast<long long>(*batch_) * *keys_ > std::numeric_limits<int>::max()) {
       throw UsageError(fmt::format("--batch {} --keys {}: at most {} cached keys in all (the pool's rows are ints)",
                                    *batch_, *keys_, std::numeric_limits<int>::max()));
@@ -123,17 +147,32 @@ class DecodeProbe final : public Probe {
 
  private:
   std::optional<int> batch_, keys_, q_tokens_, page_size_, splits_;
+  std::optional<std::string> cache_;
+
+  bool runs(dec::Cache c) const { return !cache_ || *cache_ == cache_name(c); }
 
   std::vector<Point> points(bool quick) const {
-    if (batch_) return {{*batch_, *keys_}};
-    return quick ? std::vector<Point>(std::begin(kQuick), std::end(kQuick))
-                 : std::vector<Point>(std::begin(kSweep), std::end(kSweep));
+    std::vector<Point> out;
+    const auto add = [&](Shape2d p) {
+      for (dec::Cache c : kCaches)
+        if (runs(c)) out.push_back({p.batch, p.keys, c});
+    };
+    if (batch_) {
+      add({*batch_, *keys_});
+    } else if (quick) {
+      for (const Point& p : kQuick)
+        if (runs(p.cache)) out.push_back(p);
+    } else {
+      for (Shape2d p : kSweep) add(p);
+    }
+    return out;
   }
 
   dec::Shape shape(const Point& p) const {
     const int page = page_size_.value_or(kPageSize), per_seq = (p.keys - 1) / page + 1;  // keys >= 1: no overflow
     const bool causal = q_tokens_.value_or(1) > 1;
-    return {p.batch, q_tokens_.value_or(1), kHeads, kKvHeads, kHeadDim, page, per_seq, p.batch * per_seq, causal, 0};
+    return {p.batch, q_tokens_.value_or(1), kHeads, kKvHeads, kHeadDim, page,
+            per_seq, p.batch * per_seq,     causal, 0,        p.cache};
   }
 
   // The HBM read ceiling in GB/s: the better of the bandwidth probe's grid-stride reads, its own row.
@@ -183,9 +222,11 @@ class DecodeProbe final : public Probe {
     step.o.poison();
     step.lse.poison();
     const Measurement m = ctx.harness.time_kernel_rate(
-        fmt::format("decode B={} keys={}", p.batch, p.keys), [&](cudaStream_t st) { decode(st); }, bytes / 1e9);
+        fmt::format("decode B={} keys={} {}", p.batch, p.keys, cache_name(p.cache)),
+        [&](cudaStream_t st) { decode(st); }, bytes / 1e9);
     Result r(name(), {{"batch", p.batch},
                       {"keys", p.keys},
+                      {"cache", cache_name(p.cache)},
                       {"q_tokens", s.q_tokens},
                       {"heads", s.heads},
                       {"kv_heads", s.kv_heads},
@@ -211,11 +252,12 @@ class DecodeProbe final : public Probe {
                {"lse_error", e.lse_error}},
               passed);
     ctx.add(std::move(r));
-    ctx.finding(name(), fmt::format("decode B={} keys={}: {:.0f} GB/s, {:.1f}% of the {:.0f} GB/s HBM read ceiling "
-                                    "({} split{}, {:.0f} MiB of cache{})",
-                                    p.batch, p.keys, m.stats.median, 100 * m.stats.median / ceiling_gbps, ceiling_gbps,
-                                    decode.splits(), decode.splits() == 1 ? "" : "s", bytes / (1 << 20),
-                                    bytes > double(ctx.device.l2_bytes) ? "" : ", within the L2"));
+    ctx.finding(name(),
+                fmt::format("decode B={} keys={} {}: {:.0f} GB/s, {:.1f}% of the {:.0f} GB/s HBM read ceiling "
+                            "({} split{}, {:.0f} MiB of cache{})",
+                            p.batch, p.keys, cache_name(p.cache), m.stats.median, 100 * m.stats.median / ceiling_gbps,
+                            ceiling_gbps, decode.splits(), decode.splits() == 1 ? "" : "s", bytes / (1 << 20),
+                            bytes > double(ctx.device.l2_bytes) ? "" : ", within the L2"));
   }
 };
 

@@ -11,7 +11,7 @@ using kernel_bounds::attention_forward::kMaxRowError;
 
 TEST(DecodeProbe, QuickRunPassesItsChecks) {
   const auto report = gpu_fixtures::run_probe("decode");
-  ASSERT_EQ(report["results"].size(), 3u) << "--quick: the ceiling and two steps";
+  ASSERT_EQ(report["results"].size(), 4u) << "--quick: the ceiling and three steps (two bf16 caches, one e4m3)";
   const auto& ceiling = report["results"][0];
   ASSERT_EQ(ceiling["status"], "ok") << ceiling["check"].dump();
   const double ceiling_gbps = gpu_fixtures::median(ceiling, "gbps");
@@ -28,5 +28,6 @@ TEST(DecodeProbe, QuickRunPassesItsChecks) {
     EXPECT_NEAR(pct, 100 * gpu_fixtures::median(r, "gbps") / ceiling_gbps, 1e-3 * pct);
     EXPECT_GT(pct, 0);
   }
-  EXPECT_EQ(report["findings"].size(), 2u);
+  EXPECT_EQ(report["results"][3]["params"]["cache"], "e4m3");
+  EXPECT_EQ(report["findings"].size(), 3u);
 }

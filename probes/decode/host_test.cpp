@@ -24,6 +24,7 @@ TEST(Cli, DecodeOptionsSayWhatIsValid) {
       {{"--batch", "65536", "--keys", "100"}, "at most 65535 (the grid)"},
       {{"--batch", "3", "--keys", "1000000000"}, "at most 2147483647 cached keys in all"},
       {{"--batch", "two", "--keys", "100"}, "--batch"},
+      {{"--cache", "fp16"}, "--cache fp16: give bf16 or e4m3"},
   };
   for (const auto& [extra, expected] : cases) {
     std::vector<std::string> args{"decode"};

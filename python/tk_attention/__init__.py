@@ -10,6 +10,8 @@
     out = tk_attention.varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_q, max_k, causal=True)
     # decode over a paged KV cache, flash_attn_with_kvcache's layout (no append):
     out, lse = tk_attention.decode(q, k_cache, v_cache, block_table, cache_seqlens)
+    # the cache in float8_e4m3fn, a float32 scale per kv head for each of K and V:
+    out, lse = tk_attention.decode(q, k_cache, v_cache, block_table, cache_seqlens, k_scale=ks, v_scale=vs)
 
 Forward and backward are the `wgmma` kernels (sm_90a) of kernels/attention, reached through the C
 library the package carries (library.py), registered as the PyTorch operators tk_attention::forward
@@ -69,14 +71,19 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                               deterministic)[0]
 
 
-def decode(q, k_cache, v_cache, block_table, cache_seqlens, causal=False, max_seqlen_k=None):
+def decode(q, k_cache, v_cache, block_table, cache_seqlens, causal=False, max_seqlen_k=None, k_scale=None,
+           v_scale=None):
     """Attention of each sequence's new tokens q (B, T, H, D) against its cached keys: k_cache and
     v_cache (pages, page_size, Hkv, D), sequence b's key j in page block_table[b, j // page_size]
     (int32), cache_seqlens[b] keys (int32, the new tokens' included); causal: the new tokens see each
     other causally (bottom-right). Returns (out (B, T, H, D), lse float (B, H, T)). Nothing is read
     back to the host: a CUDA graph captures the call. max_seqlen_k bounds the lengths (None: the
-    table's capacity) and sets how the keys are split across the GPU."""
+    table's capacity) and sets how the keys are split across the GPU.
+    The caches are bf16, or both torch.float8_e4m3fn with k_scale and v_scale, float32 (Hkv,): a key
+    is its entry x k_scale[its kv head], a value likewise with v_scale. The kernel then multiplies in
+    fp16, so q must lie within fp16's range (|q| <= 65504; not checked)."""
     if torch is None:
         raise ImportError("tk_attention.decode needs PyTorch: install torch")
-    ops.decode_problem(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k)
-    return ops.decode(q, k_cache, v_cache, block_table, cache_seqlens, bool(causal), int(max_seqlen_k or 0))
+    ops.decode_problem(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k, k_scale, v_scale)
+    return ops.decode(q, k_cache, v_cache, block_table, cache_seqlens, bool(causal), int(max_seqlen_k or 0), k_scale,
+                      v_scale)

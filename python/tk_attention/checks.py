@@ -219,11 +219,14 @@ def check_varlen_call(q, k, v, cu_q, cu_k, max_seqlen_q, max_seqlen_k, causal=Fa
 
 
 DECODE_HEAD_DIMS = (64, 128)  # attention::decode::refusal's
-DECODE_SUPPORTED = ("supported: contiguous bf16 CUDA tensors q (B, T, H, D) and k_cache, v_cache (pages, page_size, "
-                    "Hkv, D), D 64 or 128, H a multiple of Hkv; block_table (B, pages_per_seq) and cache_seqlens (B,) "
-                    "contiguous int32 on q's device; max_seqlen_k None or at least 1")
+# The caches' dtypes and the C interface's cache_dtype for each (attention::decode::Cache).
+CACHE_DTYPES = {"bfloat16": 0, "float8_e4m3fn": 1}
+DECODE_SUPPORTED = ("supported: contiguous CUDA tensors q (B, T, H, D) bf16 and k_cache, v_cache (pages, page_size, "
+                    "Hkv, D) both bf16, or both float8_e4m3fn with k_scale and v_scale float32 (Hkv,); D 64 or 128, H "
+                    "a multiple of Hkv; block_table (B, pages_per_seq) and cache_seqlens (B,) contiguous int32 on q's "
+                    "device; max_seqlen_k None or at least 1")
 DecodeProblem = collections.namedtuple(
-    "DecodeProblem", "batch q_tokens heads kv_heads head_dim page_size pages_per_seq pages causal max_keys")
+    "DecodeProblem", "batch q_tokens heads kv_heads head_dim page_size pages_per_seq pages causal max_keys cache_dtype")
 
 
 def refuse_decode(why):
@@ -239,7 +242,8 @@ def contiguous_strides(shape):
 
 
 def decode_tensor_refusal(t, dims, dtype, device=None):
-    """Why t is no contiguous CUDA tensor of `dtype` and `dims` on `device` ("" when it is)."""
+    """Why t is no contiguous CUDA tensor of `dtype` and `dims` on `device` ("" when it is); q and the
+    caches (CACHE_DTYPES) also 16-byte aligned."""
     if t.device.split(":")[0] != "cuda" or (device is not None and t.device != device):
         return f"{t.name} is on {t.device}: give CUDA tensors of q's device"
     if t.dtype != dtype:
@@ -248,23 +252,53 @@ def decode_tensor_refusal(t, dims, dtype, device=None):
         return f"{t.name} has shape {tuple(t.shape)}: give {dims}, none of them 0"
     if tuple(t.stride) != contiguous_strides(t.shape):
         return f"{t.name} has strides {tuple(t.stride)}: give a contiguous tensor"
-    if dtype == "bfloat16" and t.address is not None and t.address % 16:
+    if dtype in CACHE_DTYPES and t.address is not None and t.address % 16:
         return f"{t.name}: its address is not 16-byte aligned (cp.async reads 16 bytes at a time)"
     return ""
 
 
-def check_decode_call(q, k_cache, v_cache, block_table, cache_seqlens, causal=False, max_seqlen_k=None):
+def cache_dtype(k_cache, v_cache, k_scale, v_scale):
+    """The C interface's cache_dtype of the caches: scales come with e4m3 caches, and with them alone."""
+    if k_cache.dtype not in CACHE_DTYPES or v_cache.dtype != k_cache.dtype:
+        refuse_decode(f"k_cache is {k_cache.dtype} and v_cache {v_cache.dtype}: give both bfloat16, or both "
+                      f"float8_e4m3fn")
+    e4m3 = k_cache.dtype == "float8_e4m3fn"
+    for name, scale in (("k_scale", k_scale), ("v_scale", v_scale)):
+        if e4m3 and scale is None:
+            refuse_decode(f"{name} is None with float8_e4m3fn caches: give k_scale and v_scale, float32 (Hkv,)")
+        if not e4m3 and scale is not None:
+            refuse_decode(f"{name} given with bfloat16 caches: scales are an e4m3 cache's alone (give None, or "
+                          f"float8_e4m3fn caches)")
+    return CACHE_DTYPES[k_cache.dtype]
+
+
+def check_scale(scale, kv_heads, device):
+    """An e4m3 cache's scales: float32 (kv_heads,), contiguous, on the cache's device."""
+    if why := decode_tensor_refusal(scale, "(Hkv,)", "float32", device):
+        refuse_decode(why)
+    if tuple(scale.shape) != (kv_heads,):
+        refuse_decode(f"{scale.name} has shape {tuple(scale.shape)}: give one scale per cache head, ({kv_heads},)")
+
+
+def check_decode_call(q, k_cache, v_cache, block_table, cache_seqlens, causal=False, max_seqlen_k=None, k_scale=None,
+                      v_scale=None):
     """The DecodeProblem a flash_attn_with_kvcache-style call describes (Tensor descriptions of each
-    argument), or Unsupported. Where a sequence's length is past max_seqlen_k or the table's capacity
-    the kernel reads only the table's pages; pages outside the pool read as zeros."""
-    for t, dims, dtype in ((q, "(B, T, H, D)", "bfloat16"), (k_cache, "(pages, page_size, Hkv, D)", "bfloat16"),
-                           (v_cache, "(pages, page_size, Hkv, D)", "bfloat16"),
-                           (block_table, "(B, pages_per_seq)", "int32"), (cache_seqlens, "(B,)", "int32")):
+    argument; k_scale and v_scale: an e4m3 cache's, else None), or Unsupported. Where a sequence's
+    length is past max_seqlen_k or the table's capacity the kernel reads only the table's pages;
+    pages outside the pool read as zeros."""
+    code = cache_dtype(k_cache, v_cache, k_scale, v_scale)
+    cache = "(pages, page_size, Hkv, D)"
+    for t, dims, dtype in ((q, "(B, T, H, D)", "bfloat16"), (k_cache, cache, k_cache.dtype),
+                           (v_cache, cache, v_cache.dtype), (block_table, "(B, pages_per_seq)", "int32"),
+                           (cache_seqlens, "(B,)", "int32")):
         if why := decode_tensor_refusal(t, dims, dtype, q.device if t is not q else None):
             refuse_decode(why)
     (b, tokens, h, d), (pages, page_size, kh, kd) = q.shape, k_cache.shape
     if tuple(v_cache.shape) != tuple(k_cache.shape):
         refuse_decode(f"k_cache is {tuple(k_cache.shape)} and v_cache {tuple(v_cache.shape)}: give one shape")
+    for scale in (k_scale, v_scale):
+        if scale is not None:
+            check_scale(scale, kh, k_cache.device)
     if d not in DECODE_HEAD_DIMS or kd != d:
         refuse_decode(f"q has head dim {d} and the cache {kd}: give one head dim, 64 or 128")
     if h % kh:
@@ -274,4 +308,5 @@ def check_decode_call(q, k_cache, v_cache, block_table, cache_seqlens, causal=Fa
                       f"{cache_seqlens.shape[0]} entries: give one per sequence")
     if max_seqlen_k is not None and max_seqlen_k < 1:
         refuse_decode(f"max_seqlen_k = {max_seqlen_k}: give at least 1, or None (the table's capacity)")
-    return DecodeProblem(b, tokens, h, kh, d, page_size, block_table.shape[1], pages, bool(causal), max_seqlen_k or 0)
+    return DecodeProblem(b, tokens, h, kh, d, page_size, block_table.shape[1], pages, bool(causal), max_seqlen_k or 0,
+                         code)

@@ -7,6 +7,7 @@ stream, and nothing waits for the GPU. A fake implementation makes its outputs a
 """
 import ctypes
 import functools
+from typing import Optional
 
 import torch
 
@@ -234,16 +235,19 @@ def _varlen_gradients(ctx, d_o, _):
 varlen_forward.register_autograd(_varlen_gradients, setup_context=_save_varlen)
 
 
-def decode_problem(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k, address=False):
-    names = ("q", "k_cache", "v_cache", "block_table", "cache_seqlens")
-    tensors = (q, k_cache, v_cache, block_table, cache_seqlens)
-    return check_decode_call(*(describe(n, t, address) for n, t in zip(names, tensors)), causal, max_seqlen_k or None)
+def decode_problem(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k, k_scale=None, v_scale=None,
+                   address=False):
+    """The DecodeProblem of a call; k_scale and v_scale an e4m3 cache's (None for bf16 caches)."""
+    names = ("q", "k_cache", "v_cache", "block_table", "cache_seqlens", "k_scale", "v_scale")
+    tensors = (q, k_cache, v_cache, block_table, cache_seqlens, k_scale, v_scale)
+    given = [None if t is None else describe(n, t, address) for n, t in zip(names, tensors)]
+    return check_decode_call(*given[:5], causal, max_seqlen_k or None, *given[5:])
 
 
 @functools.lru_cache(maxsize=256)
 def _decode_splits(device, shape):
-    """The splits the library's rule gives `shape` on `device`: asked once (an occupancy query), not
-    at every step of a serving loop."""
+    """The splits the library's rule gives `shape` (the cache's dtype its last entry) on `device`:
+    asked once (an occupancy query), not at every step of a serving loop."""
     with torch.cuda.device(device):
         splits = library.loaded().tk_attention_decode_splits(*shape, 0)
     if splits == 0:
@@ -255,26 +259,33 @@ def _decode_lse(q):
     return q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)  # [B][H][T]
 
 
+def _address(t):
+    return None if t is None else t.data_ptr()  # None: a null pointer
+
+
 @torch.library.custom_op("tk_attention::decode", mutates_args=())
 def decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
-           cache_seqlens: torch.Tensor, causal: bool, max_seqlen_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+           cache_seqlens: torch.Tensor, causal: bool, max_seqlen_k: int, k_scale: Optional[torch.Tensor],
+           v_scale: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """O (B, T, H, D) and the row logsumexp, float (B, H, T); the split's scratch from PyTorch's
-    allocator, so a CUDA graph captures the step."""
-    p = decode_problem(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k, address=True)
+    allocator, so a CUDA graph captures the step. k_scale, v_scale: an e4m3 cache's, else None."""
+    p = decode_problem(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k, k_scale, v_scale,
+                       address=True)
     o, lse = torch.empty_like(q), _decode_lse(q)
     lib = library.loaded()
     shape = (p.batch, p.q_tokens, p.heads, p.kv_heads, p.head_dim, p.page_size, p.pages_per_seq, p.pages,
-             int(p.causal), p.max_keys)
+             int(p.causal), p.max_keys, p.cache_dtype)
     splits = _decode_splits(q.device.index, shape)
     scratch_bytes = lib.tk_attention_decode_scratch_bytes(p.batch, p.q_tokens, p.heads, p.kv_heads, p.head_dim, splits)
     scratch = torch.empty(scratch_bytes, dtype=torch.uint8, device=q.device) if scratch_bytes else None
     _run(lib.tk_attention_decode_create, lib.tk_attention_decode_launch, lib.tk_attention_decode_destroy, q.device,
-         q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), block_table.data_ptr(), cache_seqlens.data_ptr(),
-         o.data_ptr(), lse.data_ptr(), *shape, splits, None if scratch is None else scratch.data_ptr())
+         q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), _address(k_scale), _address(v_scale),
+         block_table.data_ptr(), cache_seqlens.data_ptr(), o.data_ptr(), lse.data_ptr(), *shape, splits,
+         _address(scratch))
     return o, lse
 
 
 @decode.register_fake
-def _(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k):
-    decode_problem(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k)
+def _(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k, k_scale, v_scale):
+    decode_problem(q, k_cache, v_cache, block_table, cache_seqlens, causal, max_seqlen_k, k_scale, v_scale)
     return torch.empty_like(q), _decode_lse(q)

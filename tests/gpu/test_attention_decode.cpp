@@ -3,19 +3,22 @@
 // and 256 tokens scattered across the pool in random order, lengths no multiple of a page, caches
 // of 0 and 1 keys, a long sequence among short ones, 1 to 16 new tokens (causal among themselves),
 // grouped-query heads 4:1 and 8:1, head dims 64 and 128, and the keys in one block or split among
-// several (by the rule, and forced).
+// several (by the rule, and forced); bf16 caches and e4m3 ones with a scale per kv head.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/attention/decode.hpp"
+#include "kernels/attention/reference_fp8.hpp"
 #include "kernels/attention/reference_varlen.hpp"
 #include "src/device_buffer.hpp"
 #include "tests/gpu/fresh_rng.hpp"
@@ -37,7 +40,8 @@ constexpr int kUnusedEntry = INT_MAX;  // the table past a sequence's pages: nev
 std::string describe(const decode::Shape& s, const std::vector<int>& lengths, int splits) {
   std::ostringstream out;
   out << "H=" << s.heads << " HKV=" << s.kv_heads << " D=" << s.head_dim << " tokens=" << s.q_tokens
-      << " page=" << s.page_size << (s.causal ? " causal" : "") << " splits=" << splits << " lengths";
+      << (s.cache == decode::Cache::e4m3 ? " e4m3" : " bf16") << " page=" << s.page_size << (s.causal ? " causal" : "")
+      << " splits=" << splits << " lengths";
   for (int n : lengths) out << " " << n;
   return out.str();
 }
@@ -67,7 +71,8 @@ std::vector<int> scattered_table(const decode::Shape& s, const std::vector<int>&
   return table;
 }
 
-// A decode step's inputs on the GPU: random Q and caches, the scattered table.
+// A decode step's inputs on the GPU: random Q and caches (an e4m3 one quantized from bf16 with
+// e4m3_head_scales, K's and V's different), the scattered table.
 struct Step {
   Step(const decode::Shape& shape, std::vector<int> lens, std::mt19937_64& rng)
       : s(shape),
@@ -81,12 +86,19 @@ struct Step {
     for (const DeviceBuffer<bf16>* x : {&q, &k, &v}) check::fill_normal(x->get(), x->size(), rng(), nullptr);
     table_d.upload(table);
     lengths_d.upload(lengths);
+    if (s.cache == decode::Cache::e4m3) e4m3.emplace(k.get(), v.get(), k.size(), s.kv_heads, s.head_dim, nullptr);
+  }
+  decode::Tensors tensors(bf16* o, float* lse) const {
+    if (s.cache == decode::Cache::bf16) return {q.get(), k.get(), v.get(), table_d.get(), lengths_d.get(), o, lse};
+    return {q.get(), e4m3->k.get(), e4m3->v.get(),       table_d.get(),      lengths_d.get(),
+            o,       lse,           e4m3->k_scale.get(), e4m3->v_scale.get()};
   }
 
   decode::Shape s;
   std::vector<int> lengths, table;
   DeviceBuffer<bf16> q, k, v;
   DeviceBuffer<int> table_d, lengths_d;
+  std::optional<check::E4m3KvCache> e4m3;
 };
 
 // The step on poisoned outputs with `splits` (0: the rule's), against the reference.
@@ -97,7 +109,7 @@ void expect_step_matches(const Step& in, int splits) {
   DeviceBuffer<float> lse(std::size_t(s.batch) * s.heads * s.q_tokens);
   o.poison();
   lse.poison();
-  const decode::Tensors t{in.q.get(), in.k.get(), in.v.get(), in.table_d.get(), in.lengths_d.get(), o.get(), lse.get()};
+  const decode::Tensors t = in.tensors(o.get(), lse.get());
   const decode::Decode step(t, s, splits);
   SCOPED_TRACE(describe(s, in.lengths, step.splits()));
   if (splits > 0) {
@@ -152,6 +164,22 @@ TEST(DecodeAttention, LongCacheSplitsAcrossBlocks) {
       const Step step(shape_for(1, 8, 8, 64, 256, false, lengths), lengths, rng);
       expect_step_matches(step, splits);
     }
+}
+
+// An e4m3 cache: one and several new tokens (causal or not), GQA 4:1 and 8:1, head dims 64 and
+// 128, pages of 16 and 64, lengths no multiple of a page, an empty cache, split by the rule and
+// forced; the products in f16 (the queries too), so the bf16 forward's bounds hold.
+TEST(DecodeAttention, E4m3CacheMatchesTheReferenceOnItsDequantizedValues) {
+  auto rng = fresh_rng();
+  const std::vector<int> lengths = {1, 100, 0, 4097, 63, 2000};
+  for (int d : {64, 128})
+    for (int page : {16, 64})
+      for (auto [tokens, heads, causal] : {std::tuple{1, 32, false}, {5, 64, true}})
+        for (int splits : {0, 1, 5}) {
+          decode::Shape s = shape_for(tokens, heads, 8, d, page, causal, lengths);
+          s.cache = decode::Cache::e4m3;
+          expect_step_matches(Step(s, lengths, rng), splits);
+        }
 }
 
 // A contiguous cache: one page per sequence holding all its keys, the table b -> b.

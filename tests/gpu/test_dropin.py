@@ -236,6 +236,44 @@ def test_varlen_plan_replays_in_a_cuda_graph(torch, F):
     plan.close()
 
 
+def scattered_pages(torch, lengths, page, seed):
+    """(block table on the GPU, each sequence's pages, the pool's pages): each sequence's pages drawn
+    in random order from a pool twice the size they need, so no sequence's pages lie in order."""
+    widths = [-(-n // page) for n in lengths]
+    pool = 2 * sum(widths) + 1
+    order = torch.randperm(pool, generator=torch.Generator().manual_seed(seed)).tolist()
+    table = torch.zeros(len(lengths), max(widths), dtype=torch.int32)
+    for b, w in enumerate(widths):
+        table[b, :w] = torch.tensor(order[sum(widths[:b]):sum(widths[:b]) + w], dtype=torch.int32)
+    return table.cuda(), widths, pool
+
+
+def check_decode_step(torch, what, out, lse, q, caches, table, widths, lengths, causal):
+    """Each sequence's O against fp32 attention on its keys gathered from `caches` (the values of K
+    and V, (pages, page_size, Hkv, D)); an empty sequence O = 0 and LSE = inf."""
+    page = caches[0].shape[1]
+    for b, n in enumerate(lengths):
+        if n == 0:
+            assert bool((out[b] == 0).all()) and bool((lse[b] == float("inf")).all()), "an empty cache: O 0, LSE inf"
+            continue
+        rows = (table[b, :widths[b]].long()[:, None] * page + torch.arange(page, device="cuda")).flatten()[:n]
+        k, v = (c.flatten(0, 1)[rows].transpose(0, 1)[None].float() for c in caches)
+        want = attend_fp32(torch, q[b].transpose(0, 1)[None].float(), k, v, causal)[0].transpose(0, 1)
+        err, bound = error(out[b], want)
+        print(f"  decode {what} tokens={q.shape[1]} causal={causal} keys={n}: O {err:.2e} (bound {bound:.0e})")
+        assert err <= bound, f"decode {what} keys={n} tokens={q.shape[1]}: error {err:.3e} > {bound}"
+
+
+def replays_to_the_same_bits(torch, out, step):
+    """The decode `step` captured in a CUDA graph replays to `out`, its eager result."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        replayed, _ = step()
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(replayed, out), "the replayed decode step differs from the eager one"
+
+
 def test_decode_over_a_paged_cache(torch, F):
     """tk_attention.decode: each sequence's new tokens against its pages, scattered over the pool in
     random order, O and LSE against fp32 attention on the cache gathered per sequence (causal among
@@ -244,36 +282,59 @@ def test_decode_over_a_paged_cache(torch, F):
     g = torch.Generator(device="cuda").manual_seed(400)
     lengths, page, h, kvh, d = [1, 300, 0, 4097, 64], 16, 32, 8, 128
     for tokens, causal in ((1, False), (4, True)):
-        widths = [-(-n // page) for n in lengths]
-        pool = 2 * sum(widths) + 1
-        order = torch.randperm(pool, generator=torch.Generator().manual_seed(tokens)).tolist()
-        table = torch.zeros(len(lengths), max(widths), dtype=torch.int32)
-        for b, w in enumerate(widths):
-            table[b, :w] = torch.tensor(order[sum(widths[:b]):sum(widths[:b]) + w], dtype=torch.int32)
+        table, widths, pool = scattered_pages(torch, lengths, page, seed=tokens)
         q = torch.randn(len(lengths), tokens, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
         k_cache, v_cache = (torch.randn(pool, page, kvh, d, device="cuda", dtype=torch.bfloat16, generator=g)
                             for _ in range(2))
-        table, seqlens = table.cuda(), torch.tensor(lengths, dtype=torch.int32, device="cuda")
+        seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
         out, lse = tk_attention.decode(q, k_cache, v_cache, table, seqlens, causal=causal)
-        for b, n in enumerate(lengths):
-            if n == 0:
-                assert bool((out[b] == 0).all()) and bool((lse[b] == float("inf")).all()), "an empty cache: O 0, LSE inf"
-                continue
-            rows = (table[b, :widths[b]].long()[:, None] * page + torch.arange(page, device="cuda")).flatten()[:n]
-            k, v = (c.flatten(0, 1)[rows].transpose(0, 1)[None].float() for c in (k_cache, v_cache))
-            want = attend_fp32(torch, q[b].transpose(0, 1)[None].float(), k, v, causal)[0].transpose(0, 1)
-            err, bound = error(out[b], want)
-            print(f"  decode tokens={tokens} causal={causal} keys={n}: O {err:.2e} (bound {bound:.0e})")
-            assert err <= bound, f"decode keys={n} tokens={tokens}: error {err:.3e} > {bound}"
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            replayed, _ = tk_attention.decode(q, k_cache, v_cache, table, seqlens, causal=causal)
-        graph.replay()
-        torch.cuda.synchronize()
-        assert torch.equal(replayed, out), "the replayed decode step differs from the eager one"
+        check_decode_step(torch, "bf16", out, lse, q, (k_cache, v_cache), table, widths, lengths, causal)
+        replays_to_the_same_bits(torch, out, lambda: tk_attention.decode(q, k_cache, v_cache, table, seqlens,
+                                                                         causal=causal))
     expect_refused({"int64 table": lambda: tk_attention.decode(q, k_cache, v_cache, table.long(), seqlens),
                     "head dim 96": lambda: tk_attention.decode(q[..., :96].contiguous(), k_cache[..., :96].contiguous(),
                                                                v_cache[..., :96].contiguous(), table, seqlens)},
+                   "block_table (B, pages_per_seq)")
+
+
+def test_decode_over_an_e4m3_cache(torch, F):
+    """tk_attention.decode on a float8_e4m3fn cache with a float32 scale per kv head for K and for V
+    (powers of two that differ between heads and between K and V, and one that is none): O against
+    fp32 attention on the dequantized cache (entry x its head's scale), pages scattered, causal and
+    not, one and several tokens, head dims 128 and 64; a CUDA graph replays the step to the same
+    bits; scales missing, misshapen or elsewhere, or with a bf16 cache, are refused."""
+    g = torch.Generator(device="cuda").manual_seed(500)
+    lengths, page, h, kvh = [1, 300, 0, 4097, 64], 16, 32, 8
+    k_scale = 2.0 ** torch.tensor([-3, -2, -1, 0, 1, -2, -3, -1], device="cuda")
+    v_scale = 2.0 ** torch.tensor([1, 0, -1, -2, -3, 0, -1, -2], device="cuda")
+    k_scale[6] = 0.3  # no power of two, so scaling rounds: a scale applied in too low a precision shows
+    for tokens, causal, d in ((1, False, 128), (4, True, 128), (4, False, 64), (3, True, 64)):
+        table, widths, pool = scattered_pages(torch, lengths, page, seed=10 + tokens)
+        q = torch.randn(len(lengths), tokens, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        k_cache, v_cache = ((torch.randn(pool, page, kvh, d, device="cuda", generator=g) / s[:, None]
+                             ).to(torch.float8_e4m3fn) for s in (k_scale, v_scale))
+        seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+        step = lambda: tk_attention.decode(q, k_cache, v_cache, table, seqlens, causal=causal, k_scale=k_scale,
+                                           v_scale=v_scale)
+        out, lse = step()
+        dequantized = tuple(c.float() * s[None, None, :, None] for c, s in ((k_cache, k_scale), (v_cache, v_scale)))
+        # The bf16 cache's bound: fp16 holds e4m3 entries exactly and these bf16 queries all but exactly,
+        # and rounds P to 11 bits where bf16 rounds to 8, so the fp16 products add no larger error.
+        check_decode_step(torch, "e4m3", out, lse, q, dequantized, table, widths, lengths, causal)
+        replays_to_the_same_bits(torch, out, step)
+    expect_refused({"no scales": lambda: tk_attention.decode(q, k_cache, v_cache, table, seqlens),
+                    "no v_scale": lambda: tk_attention.decode(q, k_cache, v_cache, table, seqlens, k_scale=k_scale),
+                    "a bf16 scale": lambda: tk_attention.decode(q, k_cache, v_cache, table, seqlens,
+                                                                k_scale=k_scale.bfloat16(), v_scale=v_scale),
+                    "a scale per query head": lambda: tk_attention.decode(q, k_cache, v_cache, table, seqlens,
+                                                                          k_scale=k_scale.repeat(4), v_scale=v_scale),
+                    "a scale on the host": lambda: tk_attention.decode(q, k_cache, v_cache, table, seqlens,
+                                                                       k_scale=k_scale, v_scale=v_scale.cpu()),
+                    "a bf16 cache with scales": lambda: tk_attention.decode(q, k_cache.bfloat16(), v_cache.bfloat16(),
+                                                                            table, seqlens, k_scale=k_scale,
+                                                                            v_scale=v_scale),
+                    "k e4m3, v bf16": lambda: tk_attention.decode(q, k_cache, v_cache.bfloat16(), table, seqlens,
+                                                                  k_scale=k_scale, v_scale=v_scale)},
                    "block_table (B, pages_per_seq)")
 
 

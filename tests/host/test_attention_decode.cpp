@@ -3,13 +3,15 @@
 // keys are whole key tiles, in order, disjoint, covering exactly the keys its rows attend; the split
 // rule fills the GPU without splits shorter than kMinSplitKeys; the page walk finds each key's row
 // and refuses pages outside the pool; the running max's start rescales a keyless warp by exactly
-// 1; and the shapes the kernel refuses, each saying what is valid.
+// 1; the shapes the kernel refuses, each saying what is valid; an e4m3 cache without its scales.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention/decode.hpp"
@@ -171,4 +173,25 @@ TEST(AttentionDecode, RefusalsSayWhatIsValid) {
   wide.page_size = 1 << 16;
   wide.pages_per_seq = 1 << 16;
   EXPECT_NE(refusal(wide).find("fit an int"), std::string::npos);
+}
+
+// An e4m3 cache is a shape like any other; without its scales the step is refused before any CUDA
+// call (so here, without a GPU), naming what it needs. Its bytes per element count half a bf16's.
+TEST(AttentionDecode, E4m3CacheNeedsItsScales) {
+  Shape s = shape(1, 32, 8);
+  s.cache = Cache::e4m3;
+  EXPECT_EQ(refusal(s), "");
+  EXPECT_EQ(cache_element_bytes(s), 1);
+  EXPECT_EQ(cache_element_bytes(shape(1, 32, 8)), 2);
+  const float scale = 1;
+  for (auto [k_scale, v_scale] :
+       {std::pair<const float*, const float*>{nullptr, nullptr}, {&scale, nullptr}, {nullptr, &scale}}) {
+    const Tensors t{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, k_scale, v_scale};
+    try {
+      const Decode step(t, s);
+      ADD_FAILURE() << "an e4m3 cache without both scales was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("needs k_scale and v_scale"), std::string::npos) << e.what();
+    }
+  }
 }

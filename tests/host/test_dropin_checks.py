@@ -62,11 +62,18 @@ def library_calls(source_dir, library):
           lib.tk_attention_varlen_backward_scratch_bytes(decreasing, starts, 2, 8, 2, 64, 1, 2),
           lib.tk_attention_varlen_backward_create(*[1 << 20] * 9, starts, decreasing, 2, 8, 8, 128, 1, None, None, 0),
           lib.tk_attention_varlen_backward_create(*[1 << 20] * 9, starts, starts, 2, 8, 8, 96, 1, None, None, 0))
-    decode_shape = (2, 1, 32, 8, 128, 16, 4, 10, 0, 0)  # B, T, H, Hkv, D, page, pages per seq, pages, causal, max
+    # B, T, H, Hkv, D, page, pages per seq, pages, causal, max, cache dtype (bf16)
+    decode_shape = (2, 1, 32, 8, 128, 16, 4, 10, 0, 0, 0)
     print("decode", lib.tk_attention_decode_splits(*decode_shape[:4], 96, *decode_shape[5:], 0),
           lib.tk_attention_decode_splits(*decode_shape, 5), lib.tk_attention_decode_splits(*decode_shape, 100),
           lib.tk_attention_decode_scratch_bytes(2, 1, 32, 8, 128, 5), lib.tk_attention_decode_scratch_bytes(2, 1, 32, 8, 128, 1),
-          lib.tk_attention_decode_create(*[1 << 20] * 7, *decode_shape[:4], 96, *decode_shape[5:], 1, None))
+          lib.tk_attention_decode_create(*[1 << 20] * 3, None, None, *[1 << 20] * 4, *decode_shape[:4], 96,
+                                         *decode_shape[5:], 1, None))
+    e4m3_shape, unknown_cache = decode_shape[:-1] + (1,), decode_shape[:-1] + (2,)
+    print("decode e4m3", lib.tk_attention_decode_splits(*e4m3_shape, 5),
+          lib.tk_attention_decode_splits(*e4m3_shape[:4], 96, *e4m3_shape[5:], 0),
+          lib.tk_attention_decode_splits(*unknown_cache, 5),
+          lib.tk_attention_decode_create(*[1 << 20] * 9, *unknown_cache, 1, None))
 
 
 def check_library(where, failures):
@@ -82,8 +89,10 @@ def check_library(where, failures):
                 f"scratch fastest {2 * 8 * 4096 * 4 + 8 * 4096 * 128 * 4}", "bad path 0 0 None", "negative seq_k None", "varlen None None",
                 f"varlen backward {2 * 8 * 256 * 4} {2 * 8 * 256 * 4 + 8 * 256 * 64 * 4} 0 None None",
                 # decode: refused 0; forced splits (at most 64); 5 splits' O and LSE, (D + 1) floats per row
-                f"decode 0 5 64 {5 * 2 * 32 * 129 * 4} 0 None"]
-    if r.returncode != 0 or r.stdout.split("\n")[:13] != expected:
+                f"decode 0 5 64 {5 * 2 * 32 * 129 * 4} 0 None",
+                # an e4m3 cache: forced splits; head dim 96 refused as with bf16; cache_dtype 2 refused
+                "decode e4m3 5 0 0 None"]
+    if r.returncode != 0 or r.stdout.split("\n")[:len(expected)] != expected:
         failures.append(f"library calls: exit {r.returncode}, {r.stdout!r} {r.stderr}")
     for reason in ("tk_attention_create: q: head-dim stride 2: the head dim must be contiguous",
                    "tk_attention_backward_create: head dim = 96: the backward takes 64 or 128",
@@ -95,7 +104,8 @@ def check_library(where, failures):
                    "tk_attention_varlen_create: cu_seqlens_q: 0 offsets: give B + 1 >= 2",
                    "tk_attention_varlen_backward_create: cu_seqlens_k[2] = 3 < cu_seqlens_k[1] = 5: offsets must not decrease",
                    "tk_attention_varlen_backward_create: head dim = 96: the backward takes 64 or 128",
-                   "tk_attention_decode_create: head dim 96: give 64 or 128"):
+                   "tk_attention_decode_create: head dim 96: give 64 or 128",
+                   "tk_attention_decode_create: cache_dtype 2: give 0 (bf16) or 1 (e4m3)"):
         if reason not in r.stderr:
             failures.append(f"library: stderr lacks '{reason}': {r.stderr}")
 
@@ -183,24 +193,33 @@ def check_varlen(m, tensor, failures):
 
 
 def check_decode(m, failures):
-    """flash_attn_with_kvcache-style calls: contiguous q (B, T, H, D), paged caches, int32 tables."""
+    """flash_attn_with_kvcache-style calls: contiguous q (B, T, H, D), paged caches (bf16, or e4m3
+    with float32 scales per kv head), int32 tables."""
     def tensor(name, shape, dtype="bfloat16", device="cuda:0", address=0, stride=None):
         return m.Tensor(name, shape, stride or m.checks.contiguous_strides(shape), dtype, device, address)
 
     made = {"q": tensor("q", (2, 4, 32, 128)), "k_cache": tensor("k_cache", (10, 16, 8, 128)),
             "v_cache": tensor("v_cache", (10, 16, 8, 128)), "block_table": tensor("block_table", (2, 5), "int32"),
             "cache_seqlens": tensor("cache_seqlens", (2,), "int32")}
+    e4m3 = {"k_cache": tensor("k_cache", (10, 16, 8, 128), "float8_e4m3fn"),
+            "v_cache": tensor("v_cache", (10, 16, 8, 128), "float8_e4m3fn"),
+            "k_scale": tensor("k_scale", (8,), "float32"), "v_scale": tensor("v_scale", (8,), "float32")}
 
-    def call(max_seqlen_k=None, **changes):
+    def call(max_seqlen_k=None, k_scale=None, v_scale=None, **changes):
         given = dict(made, **changes)
-        return m.check_decode_call(*(given[n] for n in made), True, max_seqlen_k)
+        return m.check_decode_call(*(given[n] for n in made), True, max_seqlen_k, k_scale=k_scale, v_scale=v_scale)
 
     def refuses(what, expected, **kw):
         expect_refused(m, failures, f"decode {what}", expected, "block_table (B, pages_per_seq)", lambda: call(**kw))
 
     try:
-        if call(max_seqlen_k=70) != m.DecodeProblem(2, 4, 32, 8, 128, 16, 5, 10, True, 70):
+        if call(max_seqlen_k=70) != m.DecodeProblem(2, 4, 32, 8, 128, 16, 5, 10, True, 70, 0):
             failures.append(f"decode: problem {call(max_seqlen_k=70)}")
+        if call(**e4m3) != m.DecodeProblem(2, 4, 32, 8, 128, 16, 5, 10, True, 0, 1):
+            failures.append(f"decode e4m3: problem {call(**e4m3)}")
+        d64 = {n: tensor(n, (10, 16, 8, 64), "float8_e4m3fn") for n in ("k_cache", "v_cache")}
+        if call(**dict(e4m3, q=tensor("q", (2, 4, 32, 64)), **d64)).head_dim != 64:
+            failures.append("decode e4m3: head dim 64 is not its problem's")
     except m.Unsupported as e:
         failures.append(f"decode: refused: {e}")
     refuses("int64 table", "block_table is int64: give int32", block_table=tensor("block_table", (2, 5), "int64"))
@@ -216,6 +235,37 @@ def check_decode(m, failures):
     refuses("v shape", "give one shape", v_cache=tensor("v_cache", (10, 16, 4, 128)))
     refuses("fp16", "q is float16: give bfloat16", q=tensor("q", (2, 4, 32, 128), "float16"))
     refuses("max_seqlen_k", "max_seqlen_k = 0", max_seqlen_k=0)
+    check_decode_e4m3(tensor, refuses, e4m3)
+
+
+def check_decode_e4m3(tensor, refuses, e4m3):
+    """An e4m3 cache's refusals: scales missing, misshapen or elsewhere, scales with a bf16 cache,
+    caches of two dtypes."""
+    both = {"k_cache": e4m3["k_cache"], "v_cache": e4m3["v_cache"]}
+    refuses("e4m3 without scales", "k_scale is None with float8_e4m3fn caches: give k_scale and v_scale", **both)
+    refuses("e4m3 without v_scale", "v_scale is None with float8_e4m3fn caches", **both, k_scale=e4m3["k_scale"])
+    for what, expected, scale in (
+            ("a scale per query head", "k_scale has shape (32,): give one scale per cache head, (8,)",
+             tensor("k_scale", (32,), "float32")),
+            ("a 2-d scale", "k_scale has shape (1, 8): give (Hkv,)", tensor("k_scale", (1, 8), "float32")),
+            ("a bf16 scale", "k_scale is bfloat16: give float32", tensor("k_scale", (8,))),
+            ("a scale on the host", "k_scale is on cpu: give CUDA tensors of q's device",
+             tensor("k_scale", (8,), "float32", "cpu")),
+            ("a scale on another GPU", "k_scale is on cuda:1", tensor("k_scale", (8,), "float32", "cuda:1")),
+            ("a strided scale", "k_scale has strides (2,): give a contiguous tensor",
+             tensor("k_scale", (8,), "float32", stride=(2,)))):
+        refuses(what, expected, **dict(e4m3, k_scale=scale))
+    refuses("a v_scale per query head", "v_scale has shape (32,)", **dict(e4m3, v_scale=tensor("v_scale", (32,),
+                                                                                              "float32")))
+    refuses("a bf16 cache with k_scale", "k_scale given with bfloat16 caches: scales are an e4m3 cache's alone",
+            k_scale=e4m3["k_scale"])
+    refuses("a bf16 cache with v_scale", "v_scale given with bfloat16 caches", v_scale=e4m3["v_scale"])
+    refuses("k e4m3, v bf16", "k_cache is float8_e4m3fn and v_cache bfloat16: give both bfloat16, or both "
+            "float8_e4m3fn", **dict(e4m3, v_cache=tensor("v_cache", (10, 16, 8, 128))))
+    refuses("e5m2 caches", "k_cache is float8_e5m2 and v_cache float8_e5m2",
+            **{n: tensor(n, (10, 16, 8, 128), "float8_e5m2") for n in ("k_cache", "v_cache")})
+    refuses("misaligned e4m3", "v_cache: its address is not 16-byte aligned",
+            **dict(e4m3, v_cache=tensor("v_cache", (10, 16, 8, 128), "float8_e4m3fn", address=8)))
 
 
 def main():

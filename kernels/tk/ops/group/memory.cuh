@@ -4,7 +4,8 @@
 // tile's swizzled layout keeps them (st::offset), so ldmatrix reads the tile exactly as it reads
 // one the TMA wrote. Rows at and beyond `valid_rows` (past the end of a tensor whose length is
 // not a multiple of the tile's) are zeroed with plain shared stores and read nothing from global
-// memory: zeros rather than stale data, because 0 * NaN is NaN even where a mask follows.
+// memory: zeros rather than stale data, because 0 * NaN is NaN even where a mask follows. An e4m3
+// tile becomes f16 by the group's copy, for ldmatrix, which cannot convert.
 //
 //   using block = tk::group<4>;                        // a block of 4 warps
 //   block::load_async(k_tile, k + row0 * d, d, seq - row0);
@@ -17,9 +18,13 @@
 // before it reads the others', as for every shared-tile write in the DSL. The barrier is the
 // caller's because its id must be an immediate: a barrier named by a register makes ptxas
 // reserve all 16 of them, which costs occupancy.
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
 #include <cstdint>
 
 #include "tk/arch/cp_async.cuh"
+#include "tk/arch/fp8.cuh"
 #include "tk/arch/shared_memory.cuh"
 #include "tk/types/st.cuh"
 
@@ -92,6 +97,34 @@ struct group {
           arch::store_zero_16(to);
         }
       }
+    }
+  }
+
+  // dst = src, an e4m3 tile as f16 (exact: every e4m3 value is an f16), so warps read it with
+  // ldmatrix as any 16-bit tile: each thread converts 16 values (one 16-byte chunk) at a time into
+  // two chunks of dst. The caller syncs the group before (src landed) and after (dst written).
+  template <int R, int C>
+  __device__ static void copy(st<__half, R, C>& dst, const st<__nv_fp8_e4m3, R, C>& src) {
+    using From = st<__nv_fp8_e4m3, R, C>;
+    using To = st<__half, R, C>;
+    constexpr int chunk_elements = arch::kCpAsyncBytes, chunks = R * C / chunk_elements;
+    static_assert(C % chunk_elements == 0, "group::copy: a tile row must be whole 16-byte chunks of e4m3");
+#pragma unroll
+    for (int i = 0; i < (chunks + threads - 1) / threads; ++i) {
+      const int chunk = thread() + i * threads;
+      if (chunks % threads != 0 && chunk >= chunks) break;
+      const int row = chunk / (C / chunk_elements), col = chunk % (C / chunk_elements) * chunk_elements;
+      const uint4 bytes = *reinterpret_cast<const uint4*>(src.data + From::offset(row, col));
+      const std::uint32_t words[4] = {bytes.x, bytes.y, bytes.z, bytes.w};
+      __half2 halves[8];
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        halves[2 * w] = arch::half2_of_e4m3x2(std::uint16_t(words[w]));
+        halves[2 * w + 1] = arch::half2_of_e4m3x2(std::uint16_t(words[w] >> 16));
+      }
+      *reinterpret_cast<uint4*>(dst.data + To::offset(row, col)) = *reinterpret_cast<const uint4*>(&halves[0]);
+      *reinterpret_cast<uint4*>(dst.data + To::offset(row, col + chunk_elements / 2)) =
+          *reinterpret_cast<const uint4*>(&halves[4]);
     }
   }
 
