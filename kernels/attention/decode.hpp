@@ -40,9 +40,9 @@ inline constexpr int kMaxSplits = 64;
 // softmax's FFMA kNoScore x scale - round(kNoScore x scale) is exactly 0 and a warp that has seen
 // no key rescales its l = 0 by 2^0. (-1e30 left a rounding residue: 2^(+8e20) = inf at D = 64, NaN.)
 inline constexpr float kNoScore = -0x1p100f;
-// The fewest keys a split takes: eight key tiles, so a block's start (its query rows, the
+// The fewest keys a split takes: four key tiles, so a block's start (its query rows, the
 // pipeline's first tiles) and its share of the combine stay small against its reads.
-inline constexpr int kMinSplitKeys = 8 * kKeys;
+inline constexpr int kMinSplitKeys = 4 * kKeys;
 
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 

@@ -87,7 +87,7 @@ TEST(AttentionDecode, SplitRuleFillsTheGpuWithoutShortSplits) {
   EXPECT_EQ(splits_for(kResident * 4, 1 << 17, kResident), 1);
   EXPECT_EQ(splits_for(1, 1 << 17, kResident), kResident < kMaxSplits ? kResident : kMaxSplits);
   EXPECT_EQ(splits_for(8, 1 << 17, kResident), 33);  // batch 1, 8 kv heads: 33 x 8 = 264
-  EXPECT_EQ(splits_for(8, 8192, kResident), 16);     // no split under kMinSplitKeys = 512
+  EXPECT_EQ(splits_for(8, 8192, kResident), 32);     // no split under kMinSplitKeys = 256
   EXPECT_EQ(splits_for(128, 8192, kResident), 2);    // batch 16: 3 x 128 would start a second wave
   EXPECT_EQ(splits_for(8, kMinSplitKeys * 3, kResident), 3);
   EXPECT_EQ(splits_for(8, 1, kResident), 1);
