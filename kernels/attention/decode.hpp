@@ -3,7 +3,8 @@
 // it has cached. The layout is FlashAttention's flash_attn_with_kvcache's (and vLLM's):
 //   Q, O         [batch][q_tokens][heads][D] bf16 (LSE float [batch][heads][q_tokens])
 //   K, V caches  [pages][page_size][kv_heads][D] bf16, or e4m3 with a float scale per kv head for
-//                each (k_scale, v_scale: a key is its entry x k_scale[its head]): a pool of pages
+//                each (k_scale, v_scale: a key is its entry x k_scale[its head]; the products then
+//                run in f16, so queries must lie within its +-65504): a pool of pages
 //   block table  [batch][pages_per_seq] int32: sequence b's key j lies in page table[b][j / page_size],
 //                slot j % page_size
 //   lengths      [batch] int32: the keys each sequence holds, its new tokens included
