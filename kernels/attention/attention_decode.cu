@@ -21,7 +21,6 @@
 #include "kernels/attention/decode.hpp"
 #include "tk/arch/grid_dependency.cuh"
 #include "tk/group.cuh"
-#include "tk/ops/warp/fp8.cuh"
 
 namespace attention::decode {
 namespace {

@@ -107,7 +107,7 @@ struct group {
   __device__ static void copy(st<__half, R, C>& dst, const st<__nv_fp8_e4m3, R, C>& src) {
     using From = st<__nv_fp8_e4m3, R, C>;
     using To = st<__half, R, C>;
-    constexpr int chunk_elements = arch::kCpAsyncBytes, chunks = R * C / chunk_elements;
+    constexpr int chunk_elements = arch::kCpAsyncBytes / int(sizeof(__nv_fp8_e4m3)), chunks = R * C / chunk_elements;
     static_assert(C % chunk_elements == 0, "group::copy: a tile row must be whole 16-byte chunks of e4m3");
 #pragma unroll
     for (int i = 0; i < (chunks + threads - 1) / threads; ++i) {
