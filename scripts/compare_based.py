@@ -436,10 +436,10 @@ def errors(torch, o, want):
     return rel, worst
 
 
-def timed_in_turns(torch, runs, args, nvml, clock):
+def timed_in_turns(torch, runs, args, nvml, clock, before=None):
     """Every run warmed up, then timed in turns: {kernel: seconds a launch} and {kernel: SM MHz a
     launch}, round-major, so the i-th sample of every kernel comes from the same round and position;
-    and NVML before and after."""
+    and NVML before and after. `before` runs ahead of each timed launch, untimed."""
     for run in runs.values():
         for _ in range(args.warmup):
             run()
@@ -448,7 +448,7 @@ def timed_in_turns(torch, runs, args, nvml, clock):
     before = nvml.sample()
     for _ in range(args.rounds):
         for kernel, run in runs.items():
-            for launch_seconds, mhz in sdpa.timed_launches(torch, run, args.reps // args.rounds, clock):
+            for launch_seconds, mhz in sdpa.timed_launches(torch, run, args.reps // args.rounds, clock, before):
                 seconds[kernel].append(launch_seconds)
                 clocks[kernel].append(mhz)
     return seconds, clocks, (before, nvml.sample())

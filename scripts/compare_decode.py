@@ -30,8 +30,9 @@ keys, one new token; --quick its 1x16k and 32x1000; --batch with --keys one poin
 
 Timing as compare_based.py's: every kernel warmed up, then timed in turns (--rounds rounds of --reps /
 --rounds launches of each), CUDA events around each launch behind a spin kernel so they time the
-GPU, not the host's path to it, and the SM clock bracketed where libtk_clock_c lies beside --tk-lib.
-Each row: ms, GB/s and TFLOP/s per launch (median and spread); a peer's row also tk's speed over
+GPU, not the host's path to it, and the SM clock bracketed where libtk_clock_c lies beside --tk-lib;
+before each launch twice the L2 of other data is read, so every step starts with its cache out of
+the L2, as the decode probe's do. Each row: ms, GB/s and TFLOP/s per launch (median and spread); a peer's row also tk's speed over
 the peer's, launch by launch from the same rounds ("ratio": peer ms / tk ms, above 1 tk is faster).
 GB/s divides step_bytes(): the K and V of every attended key (sum over sequences of length x Hkv x
 D x 2 bytes, for K and for V) plus q read and o written. TFLOP/s divides step_flops(): 4 H D per
@@ -666,6 +667,15 @@ def prepared(torch, step, kernels, loaded):
     return ready, skipped
 
 
+def l2_eviction(torch):
+    """What runs before each timed step: a read of twice the L2 of other data (clean lines, so the
+    step's misses write nothing back), leaving none of the step's cache there, as in serving, where
+    the other layers run between two steps of one; the decode probe's samples start so too."""
+    l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+    other = torch.ones(2 * l2_bytes // 4, dtype=torch.float32, device="cuda")
+    return lambda: other.sum()
+
+
 def measure_shape(torch, shape, args, gpu, rng, clock, loaded):
     """Rows for every kernel on one step (same tensors, launches in turns, outputs checked) and the
     NVML span of the measured ones."""
@@ -673,7 +683,8 @@ def measure_shape(torch, shape, args, gpu, rng, clock, loaded):
     want_o, want_lse = reference(torch, step)
     ready, rows = prepared(torch, step, args.kernels, loaded)
     runs = {kernel: run for kernel, (run, _) in ready.items()}
-    seconds, clocks, span = based.timed_in_turns(torch, runs, args, gpu.nvml, clock) if runs else ({}, {}, None)
+    evict = l2_eviction(torch)
+    seconds, clocks, span = based.timed_in_turns(torch, runs, args, gpu.nvml, clock, evict) if runs else ({}, {}, None)
     work = step_bytes(shape, step.lengths), step_flops(shape, step.lengths)
     for kernel, (_, check) in ready.items():
         o, lse = check()

@@ -539,14 +539,17 @@ def sm_clock(torch, tk_lib):
     return NoClock()
 
 
-def timed_launches(torch, run, reps, clock=NoClock()):
+def timed_launches(torch, run, reps, clock=NoClock(), before=None):
     """(seconds, SM MHz or None) of each of `reps` launches, CUDA events around each. A spin kernel
     goes first, so the GPU is busy while the host enqueues the start event and the launch (PyTorch's
     dispatch, or ctypes): the events then time the kernel, not the host's path to it (nvbench's
-    blocking kernel). The clock's bracket lies outside the events."""
+    blocking kernel). The clock's bracket lies outside the events; so does `before` (e.g. an L2
+    eviction), ahead of the spin."""
     samples = []
     for _ in range(reps):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if before:
+            before()
         torch.cuda._sleep(BLOCKER_CYCLES)
         clock.begin()
         start.record()

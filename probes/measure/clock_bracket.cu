@@ -21,7 +21,18 @@ __global__ void close_window(const SmStamp* stamps, int slots, std::uint64_t gen
   *window = ClockWindow{stamped ? stamps[sm].stamp : now, now};
 }
 
+__global__ void spin_for(std::uint64_t ns) {
+  const std::uint64_t start = global_ns();
+  while (global_ns() - start < ns) {
+  }
+}
+
 }  // namespace
+
+void hold_stream(cudaStream_t stream, std::uint64_t ns) {
+  spin_for<<<1, 1, 0, stream>>>(ns);
+  TK_CUDA(cudaGetLastError());
+}
 
 SmClockBracket::SmClockBracket(int sms) : blocks_(kStampBlocksPerSm * sms), stamps_(kSlots), window_(1) {
   stamps_.poison(0);  // generation 0 is never used

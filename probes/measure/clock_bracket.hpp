@@ -21,6 +21,12 @@ struct SmStamp {
   std::uint64_t generation;
 };
 
+// Keeps `stream` busy for `ns` nanoseconds (one thread spinning on %globaltimer). Launched just
+// before a sample's start event, it lets the host enqueue the timed launch while the GPU still
+// works, so a launch of a few microseconds is timed without the host's path to it (nvbench's
+// blocking kernel; scripts/compare_*.py do the same with torch.cuda._sleep).
+void hold_stream(cudaStream_t stream, std::uint64_t ns);
+
 class SmClockBracket {
  public:
   explicit SmClockBracket(int sms);
