@@ -695,6 +695,7 @@ class AttentionProbe final : public Probe {
       const auto& e = m.energy;
       r.value(metric::energy_mj, e ? Json(1e3 * e->joules_per_call) : Json(nullptr));
       r.value(metric::power_w, e ? Json(e->watts) : Json(nullptr));
+      r.value(metric::energy_ms_per_call, e ? Json(1e3 * e->seconds_per_call) : Json(nullptr));
       r.value(metric::tflop_per_j, e ? Json(tflop_per_joule(tflop_per_call, *e)) : Json(nullptr));
     }
     const int flop_per_clock = flop_per_clock_per_sm(ctx.device, dtype);  // 0: no clock peak known here

@@ -158,11 +158,13 @@ TEST(AttentionProbe, TheSuiteHoldsTheDeterministicBackwardE4m3VarlenAndHeadDim25
 }
 
 // --energy on one shape that fills the GPU: the row's power lies between an idle card's and the power
-// limit, its energy per call is that power over the call's time (the timed rate's), and TFLOP per joule
-// is the FLOPs over that energy.
+// limit, its energy per call is that power over the call's time in the window, and TFLOP per joule
+// is the FLOPs over that energy. The window runs back to back for a second, so at the power cap its
+// calls are slower than the timed ones (12.5% on an H100 at 700 W), never faster, and no slower than
+// the clock's fall under the cap allows.
 TEST(AttentionProbe, EnergyPerCallIsTheMeanPowerOverTheCallsTime) {
   if (const std::string why = wgmma_why(); !why.empty()) GTEST_SKIP() << why;
-  constexpr double kIdleWatts = 50, kTimeAgreement = 0.1;
+  constexpr double kIdleWatts = 50, kTimedNoise = 0.97, kMaxCapSlowdown = 1.5;
   const int batch = 4, heads = 16, seq = 4096, dim = 128;
   const auto report = gpu_fixtures::run_probe(
       "attention", {"--kernel", "wgmma", "--batch", std::to_string(batch), "--heads", std::to_string(heads), "--seq",
@@ -174,8 +176,11 @@ TEST(AttentionProbe, EnergyPerCallIsTheMeanPowerOverTheCallsTime) {
   EXPECT_GT(watts, kIdleWatts);
   EXPECT_LT(watts, 1.1 * report["device"]["power_limit_w"].get<double>());
   const double tflop = 4.0 * batch * heads * double(seq) * seq * dim / 1e12;
-  const double seconds = tflop / gpu_fixtures::median(report["results"][0], "tflops");
-  EXPECT_NEAR(joules, watts * seconds, kTimeAgreement * joules) << "the window's time per call against the timed one";
+  const double timed_s = tflop / gpu_fixtures::median(report["results"][0], "tflops");
+  const double window_s = m["energy_ms_per_call"].get<double>() / 1e3;
+  EXPECT_NEAR(joules, watts * window_s, 1e-5 * joules);  // the report keeps six digits
+  EXPECT_GE(window_s, kTimedNoise * timed_s) << "back-to-back calls ran faster than the timed ones";
+  EXPECT_LE(window_s, kMaxCapSlowdown * timed_s) << "the window's calls against the timed ones";
   EXPECT_NEAR(m["tflop_per_j"].get<double>(), tflop / joules, 1e-6 * tflop / joules);
   EXPECT_NE(report["findings"].back()["text"].get<std::string>().find("TFLOP per joule"), std::string::npos);
 }
