@@ -50,6 +50,8 @@ struct Tiles {
   using q_tile = st<bf16, kTileRows, kSlice>;
   using kv_tile = st<CacheT, kKeys, kSlice>;
   using operand_tile = st<mma_t, kKeys, kSlice>;  // what the warps load K and V from
+  using convert_plan = block::copy_plan<kKeys, kSlice>;  // each thread's chunks of an e4m3 kv_tile
+  static_assert(convert_plan::strided, "the plan keeps one chunk's offsets a thread (3 registers), not each's");
   using q_reg = rt<mma_t, kTileRows, kSlice>;
   using k_reg = rt<mma_t, warp_keys, kSlice>;         // row_l N x K: mma_ABt's B
   using v_reg = rt<mma_t, warp_keys, kSlice, col_l>;  // col_l K x N: mma_AB's B
@@ -189,9 +191,10 @@ __device__ void merge_and_store(typename F::Partials& part, const Args& a, HeadS
 }
 
 // Key tile j as the products read it: its stage, or an e4m3 stage converted to f16 by the block
-// (the caller has synced the block since the stage landed; this syncs after converting).
+// where `plan` says (the caller has synced the block since the stage landed; this syncs after
+// converting).
 template <class F>
-__device__ const typename F::Operands& operands(typename F::Smem& sm, int j) {
+__device__ const typename F::Operands& operands(typename F::Smem& sm, int j, const typename F::convert_plan& plan) {
   const typename F::Stage& stage = sm.pipeline.stage[j % kStages];
   if constexpr (!F::scaled) {
     return stage;
@@ -199,8 +202,8 @@ __device__ const typename F::Operands& operands(typename F::Smem& sm, int j) {
     typename F::Operands& converted = sm.pipeline.converted;
 #pragma unroll
     for (int c = 0; c < F::slices; ++c) {
-      block::copy(converted.k[c], stage.k[c]);
-      block::copy(converted.v[c], stage.v[c]);
+      block::copy(converted.k[c], stage.k[c], plan);
+      block::copy(converted.v[c], stage.v[c], plan);
     }
     __syncthreads();
     return converted;
@@ -224,6 +227,9 @@ __device__ void load_queries(QReg& d, const QTile& q) {
 template <int D, int RowTiles, bool Causal, class CacheT>
 __global__ void __launch_bounds__(kThreads) decode_kernel(const Args a) {
   using F = Tiles<D, RowTiles, CacheT>;
+  // Once, not every key tile: the same for all (unused for bf16). First, before `a` is read: the
+  // compiler takes the plan's empty asm to write memory, and would read `a` anew after it.
+  const typename F::convert_plan plan;
   extern __shared__ std::uint8_t raw[];
   auto& sm = aligned_smem<typename F::Smem>(raw);
   const Shape& s = a.s;
@@ -275,7 +281,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const Args a) {
 #pragma unroll
       for (int c = 0; c < F::slices; ++c) load_queries(queries[c], sm.q[tile][c]);
     }
-    const typename F::Operands& kv = operands<F>(sm, j);
+    const typename F::Operands& kv = operands<F>(sm, j, plan);
     const int key0 = range.begin + j * kKeys + part * F::warp_keys;
     typename F::s_reg scores;
     warp::zero(scores);

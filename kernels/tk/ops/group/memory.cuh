@@ -100,21 +100,78 @@ struct group {
     }
   }
 
-  // dst = src, an e4m3 tile as f16 (exact: every e4m3 value is an f16), so warps read it with
-  // ldmatrix as any 16-bit tile: each thread converts 16 values (one 16-byte chunk) at a time into
-  // two chunks of dst. The caller syncs the group before (src landed) and after (dst written).
+  // Where this thread's 16-byte chunks of an R x C e4m3 tile lie in it, and the two halves each
+  // becomes in its f16 copy: the same for every tile of these types, so a loop that converts a tile
+  // a pass builds the plan once, before it, rather than swizzling the offsets anew each pass (about
+  // 25 integer instructions). Where each pass of the group over the tile moves both tiles on by
+  // whole swizzle repeats (the decode's 64 x 64 tiles: 32 rows a pass), a thread's later chunks lie
+  // a constant stride past its first, and the plan keeps the first's three offsets only. Build it
+  // before the loop and before the loads the loop reuses: the compiler takes its asm (below) to
+  // write memory, so it reads again after it what it had read before.
   template <int R, int C>
-  __device__ static void copy(st<__half, R, C>& dst, const st<__nv_fp8_e4m3, R, C>& src) {
+  struct copy_plan {
     using From = st<__nv_fp8_e4m3, R, C>;
     using To = st<__half, R, C>;
-    constexpr int chunk_elements = arch::kCpAsyncBytes / int(sizeof(__nv_fp8_e4m3)), chunks = R * C / chunk_elements;
-    static_assert(C % chunk_elements == 0, "group::copy: a tile row must be whole 16-byte chunks of e4m3");
+    static constexpr int chunk_elements = arch::kCpAsyncBytes / int(sizeof(__nv_fp8_e4m3));  // one uint4 load
+    static constexpr int half_chunk = chunk_elements / 2;  // the f16 values of one uint4 store
+    static constexpr int chunks_per_row = C / chunk_elements, chunks = R * chunks_per_row;
+    static constexpr int per_thread = (chunks + threads - 1) / threads;
+    static_assert(C % chunk_elements == 0, "group::copy_plan: a tile row must be whole 16-byte chunks of e4m3");
+
+    // Offsets (in elements) of chunk `chunk` in the e4m3 tile, and of its half `h` (8 values) in
+    // the f16 tile: the swizzle may put the second half before the first.
+    static constexpr std::uint32_t from_of(int chunk) {
+      return From::offset(chunk / chunks_per_row, chunk % chunks_per_row * chunk_elements);
+    }
+    static constexpr std::uint32_t to_of(int chunk, int h) {
+      return To::offset(chunk / chunks_per_row, chunk % chunks_per_row * chunk_elements + h * half_chunk);
+    }
+    static constexpr std::uint32_t from_stride = per_thread > 1 ? from_of(threads) - from_of(0) : 0;
+    static constexpr std::uint32_t to_stride = per_thread > 1 ? to_of(threads, 0) - to_of(0, 0) : 0;
+    // Whether every chunk lies a pass's stride past the one a pass before, in both tiles.
+    static constexpr bool is_strided() {
+      for (int chunk = threads; chunk < chunks; ++chunk) {
+        if (from_of(chunk) != from_of(chunk - threads) + from_stride) return false;
+        for (int h = 0; h < 2; ++h)
+          if (to_of(chunk, h) != to_of(chunk - threads, h) + to_stride) return false;
+      }
+      return true;
+    }
+    static constexpr bool strided = is_strided();
+    static constexpr int kept = strided ? 1 : per_thread;  // chunks whose offsets the plan holds
+
+    std::uint32_t from[kept], to[kept][2];
+
+    // Whether this thread has an i-th chunk: all do where the chunks divide among the group.
+    __device__ static bool has(int i) { return chunks % threads == 0 || thread() + i * threads < chunks; }
+    __device__ std::uint32_t from_offset(int i) const { return strided ? from[0] + i * from_stride : from[i]; }
+    __device__ std::uint32_t to_offset(int i, int h) const { return strided ? to[0][h] + i * to_stride : to[i][h]; }
+
+    __device__ copy_plan() {
 #pragma unroll
-    for (int i = 0; i < (chunks + threads - 1) / threads; ++i) {
-      const int chunk = thread() + i * threads;
-      if (chunks % threads != 0 && chunk >= chunks) break;
-      const int row = chunk / (C / chunk_elements), col = chunk % (C / chunk_elements) * chunk_elements;
-      const uint4 bytes = *reinterpret_cast<const uint4*>(src.data + From::offset(row, col));
+      for (int i = 0; i < kept; ++i) {
+        const int chunk = thread() + i * threads;  // consecutive threads, consecutive chunks
+        from[i] = from_of(chunk);
+        to[i][0] = to_of(chunk, 0);
+        to[i][1] = to_of(chunk, 1);
+        // Opaque to the compiler, which would otherwise rebuild them from tid.x where they are
+        // used (every pass of the caller's loop), judging that cheaper than keeping the registers.
+        asm("" : "+r"(from[i]), "+r"(to[i][0]), "+r"(to[i][1]));
+      }
+    }
+  };
+
+  // dst = src, an e4m3 tile as f16 (exact: every e4m3 value is an f16), so warps read it with
+  // ldmatrix as any 16-bit tile: each thread converts 16 values (one 16-byte chunk) at a time into
+  // two chunks of dst, where `plan` says. The caller syncs the group before (src landed) and after
+  // (dst written).
+  template <int R, int C>
+  __device__ static void copy(st<__half, R, C>& dst, const st<__nv_fp8_e4m3, R, C>& src, const copy_plan<R, C>& plan) {
+    using Plan = copy_plan<R, C>;
+#pragma unroll
+    for (int i = 0; i < Plan::per_thread; ++i) {
+      if (!Plan::has(i)) break;
+      const uint4 bytes = *reinterpret_cast<const uint4*>(src.data + plan.from_offset(i));
       const std::uint32_t words[4] = {bytes.x, bytes.y, bytes.z, bytes.w};
       __half2 halves[8];
 #pragma unroll
@@ -122,9 +179,8 @@ struct group {
         halves[2 * w] = arch::half2_of_e4m3x2(std::uint16_t(words[w]));
         halves[2 * w + 1] = arch::half2_of_e4m3x2(std::uint16_t(words[w] >> 16));
       }
-      *reinterpret_cast<uint4*>(dst.data + To::offset(row, col)) = *reinterpret_cast<const uint4*>(&halves[0]);
-      *reinterpret_cast<uint4*>(dst.data + To::offset(row, col + chunk_elements / 2)) =
-          *reinterpret_cast<const uint4*>(&halves[4]);
+      *reinterpret_cast<uint4*>(dst.data + plan.to_offset(i, 0)) = *reinterpret_cast<const uint4*>(&halves[0]);
+      *reinterpret_cast<uint4*>(dst.data + plan.to_offset(i, 1)) = *reinterpret_cast<const uint4*>(&halves[4]);
     }
   }
 
