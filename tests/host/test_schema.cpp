@@ -66,9 +66,10 @@ TEST(Schema, CommittedH200ReportsConform) {
 }
 
 // Issue 17's sizes: the committed reports (every *.json under results/h200; the plots are pictures,
-// not reports) under 400 KB together, the suite baseline, what `tkprobe all` writes, under 250 KB.
+// not reports) under 400 KB together, the suite baseline, what `tkprobe all` writes, under 300 KB
+// (250 KB held 588 rows; the decode, varlen, D = 256 and e4m3 rows make 645, 276 KB a run).
 TEST(Schema, CommittedH200ReportsFitTheirSizes) {
-  constexpr std::uintmax_t kAllBytes = 400 * 1000, kSuiteBytes = 250 * 1000;
+  constexpr std::uintmax_t kAllBytes = 400 * 1000, kSuiteBytes = 300 * 1000;
   const std::filesystem::path root = std::string(TKPROBE_SOURCE_DIR) + "/results/h200";
   std::vector<std::pair<std::uintmax_t, std::string>> files;
   std::uintmax_t total = 0;
