@@ -20,6 +20,10 @@
 // arrays of batch + 1 int32 offsets; `strides` null (contiguous) or {row, head} in elements per
 // tensor, q, k, v, o (backward: q, k, v, o, d_o, dq, dk, dv).
 //
+// The e4m3 forward (tk_attention_fp8_*: attention.hpp's Fp8Forward, sm_90a, D = 128): Q, K, V e4m3
+// contiguous (B, H, N, D) (K and V with kv_heads), each with one float scale (a stored value x
+// stands for x scale); O bf16 contiguous, LSE as the bf16 forward's.
+//
 // Decode (tk_attention_decode_*: kernels/attention/decode.hpp): Q, O [batch][q_tokens][heads][D],
 // K and V caches [pages][page_size][kv_heads][D], all contiguous; block_table [batch][pages_per_seq]
 // and lengths [batch] int32 device arrays; LSE float [batch][heads][q_tokens]; max_keys bounds every
@@ -159,6 +163,32 @@ int tk_attention_launch(void* forward, void* stream) {
 }
 
 void tk_attention_destroy(void* forward) { delete static_cast<attention::Forward*>(forward); }
+
+// A prepared e4m3 forward (its V^T scratch allocated). Free it with tk_attention_fp8_destroy.
+void* tk_attention_fp8_create(const void* q, const void* k, const void* v, float q_scale, float k_scale, float v_scale,
+                              void* o, float* lse, int batch, int heads, int kv_heads, int seq, int head_dim,
+                              int causal) {
+  using e4m3 = __nv_fp8_e4m3;
+  const attention::Shape s{batch, heads, kv_heads, seq, head_dim, causal != 0};
+  const attention::Fp8Tensors t{static_cast<const e4m3*>(q),
+                                static_cast<const e4m3*>(k),
+                                static_cast<const e4m3*>(v),
+                                q_scale,
+                                k_scale,
+                                v_scale,
+                                static_cast<bf16*>(o),
+                                lse};
+  return create_or_explain("tk_attention_fp8_create", attention::refusal(t, s),
+                           [&] { return new attention::Fp8Forward(t, s); });
+}
+
+// Launches it on `stream` (V^T, then the forward): 0 on success, 1 on a CUDA error.
+int tk_attention_fp8_launch(void* forward, void* stream) {
+  (*static_cast<attention::Fp8Forward*>(forward))(static_cast<cudaStream_t>(stream));
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+void tk_attention_fp8_destroy(void* forward) { delete static_cast<attention::Fp8Forward*>(forward); }
 
 // A prepared forward of a packed batch (the wgmma kernel, sm_90a). Free it with
 // tk_attention_varlen_destroy.

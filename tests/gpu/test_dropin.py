@@ -11,6 +11,7 @@ refusal. Exits 77
 usage: test_dropin.py [LIBRARY]   (default: the library the package carries; ctest gives the build's)
 """
 import contextlib
+import math
 import sys
 
 try:
@@ -19,6 +20,11 @@ except ImportError:
     tk_attention = None
 
 MAX_REL_ERROR = 1e-2
+# The e4m3 forward's bounds over O and for its worst row: P rounded to e4m3 for P V
+# (kernels/attention/reference_fp8.hpp).
+E4M3_MAX_REL_ERROR, E4M3_MAX_ROW_ERROR = 4e-2, 1e-1
+E4M3_MAX = 448.0  # e4m3's largest finite magnitude
+MAX_LSE_ERROR = 1e-2  # absolute, the forward's (probes/attention)
 # "No worse than PyTorch's flash backward on the same inputs" (issue 15), up to the rounding noise two
 # bf16 outputs of fp32 sums differ by: at most this multiple of flash's error, or below the floor
 # where both errors are the bf16 rounding of the output itself (2^-8 relative, at most).
@@ -336,6 +342,46 @@ def test_decode_over_an_e4m3_cache(torch, F):
                     "k e4m3, v bf16": lambda: tk_attention.decode(q, k_cache, v_cache.bfloat16(), table, seqlens,
                                                                   k_scale=k_scale, v_scale=v_scale)},
                    "block_table (B, pages_per_seq)")
+
+
+def quantized_e4m3(torch, x):
+    """x as e4m3 under one power-of-two scale that keeps its largest magnitude within e4m3's, and
+    that scale: a stored value y stands for y x scale."""
+    scale = 2.0 ** math.ceil(math.log2(x.abs().max().item() / E4M3_MAX))
+    return (x.float() / scale).to(torch.float8_e4m3fn), scale
+
+
+def test_e4m3_forward_through_the_c_interface(torch, F):
+    """tk_attention_fp8_create and _launch (the e4m3 forward as scripts time it) on e4m3 Q, K and V
+    with a scale each: O (poisoned first) against fp32 attention on the dequantized inputs, over
+    the tensor and row by row, and LSE; a length off the tile, causal and not, GQA 4:1."""
+    lib = tk_attention.library.loaded()
+    for b, h, kvh, n, causal in ((2, 4, 4, 1000, False), (1, 8, 2, 1000, True), (2, 4, 4, 63, True)):
+        q, k, v, _ = inputs(torch, (b, h, kvh, n, 128, causal), seed=600 + n + causal)
+        (q8, q_scale), (k8, k_scale), (v8, v_scale) = (quantized_e4m3(torch, t) for t in (q, k, v))
+        o = torch.full_like(q, float("nan"))
+        lse = torch.full((b, h, n), float("nan"), device="cuda")
+        forward = lib.tk_attention_fp8_create(q8.data_ptr(), k8.data_ptr(), v8.data_ptr(), q_scale, k_scale, v_scale,
+                                              o.data_ptr(), lse.data_ptr(), b, h, kvh, n, 128, int(causal))
+        assert forward, "tk_attention_fp8_create refused the shape (its reason is on stderr)"
+        try:
+            assert lib.tk_attention_fp8_launch(forward, torch.cuda.current_stream().cuda_stream) == 0
+            torch.cuda.synchronize()
+        finally:
+            lib.tk_attention_fp8_destroy(forward)
+        q, k, v = (t8.float() * scale for t8, scale in ((q8, q_scale), (k8, k_scale), (v8, v_scale)))
+        want = attend_fp32(torch, q, k, v, causal)
+        err = ((o.float() - want).norm() / want.norm()).item()
+        worst_row = ((o.float() - want).norm(dim=-1) / want.norm(dim=-1)).max().item()
+        group = h // kvh
+        scores = q @ k.repeat_interleave(group, dim=1).transpose(-1, -2) / math.sqrt(128)
+        if causal:
+            scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool, device="cuda").triu(1), float("-inf"))
+        lse_error = (lse - scores.logsumexp(-1)).abs().max().item()
+        print(f"  e4m3 B={b} H={h}/{kvh} N={n} causal={causal}: O {err:.2e}, worst row {worst_row:.2e}, "
+              f"LSE {lse_error:.2e}")
+        assert err < E4M3_MAX_REL_ERROR and worst_row < E4M3_MAX_ROW_ERROR and lse_error < MAX_LSE_ERROR, \
+            f"e4m3 B={b} N={n} causal={causal}: O {err:.3e}, worst row {worst_row:.3e}, LSE {lse_error:.3e}"
 
 
 def test_projection_layouts_are_read_in_place(torch, F):

@@ -54,6 +54,10 @@ def library_calls(source_dir, library):
           lib.tk_attention_backward_scratch_bytes_opts(1, 8, 2, 64, 0, 64, 0, -1),
           lib.tk_attention_backward_create_opts(*[1 << 20] * 9, 1, 8, 8, 64, 0, 64, 0, None, None, 7))
     print("negative seq_k", lib.tk_attention_create_strided(*[1 << 20] * 5, 2, 8, 8, 1000, -1, 128, 1, 0, None))
+    # the e4m3 forward: q k v, their scales, o lse, then B H Hkv N D causal
+    print("e4m3", lib.tk_attention_fp8_create(*[1 << 20] * 3, 1.0, 1.0, 1.0, *[1 << 20] * 2, 2, 8, 8, 1000, 64, 1),
+          lib.tk_attention_fp8_create(*[1 << 20] * 3, 1.0, 0.0, 1.0, *[1 << 20] * 2, 2, 8, 8, 1000, 128, 1),
+          lib.tk_attention_fp8_create(*[1 << 20] * 2, 8, 1.0, 1.0, 1.0, *[1 << 20] * 2, 2, 8, 8, 1000, 128, 0))
     decreasing, starts = (ctypes.c_int * 3)(0, 5, 3), (ctypes.c_int * 3)(0, 5, 9)
     print("varlen", lib.tk_attention_varlen_create(*[1 << 20] * 5, decreasing, starts, 2, 8, 8, 128, 1, None),
           lib.tk_attention_varlen_create(*[1 << 20] * 5, starts, starts, 0, 8, 8, 128, 1, None))
@@ -86,7 +90,7 @@ def check_library(where, failures):
     # 2 reducing, 0 refused.
     expected = ["scratch 131072", "forward None", "backward None", f"scratch reducing {131072 + 2 * 8 * 1024 * 128 * 4}",
                 "backward reducing None", "paths 2 2 2 2 2", "forced 2 1",
-                f"scratch fastest {2 * 8 * 4096 * 4 + 8 * 4096 * 128 * 4}", "bad path 0 0 None", "negative seq_k None", "varlen None None",
+                f"scratch fastest {2 * 8 * 4096 * 4 + 8 * 4096 * 128 * 4}", "bad path 0 0 None", "negative seq_k None", "e4m3 None None None", "varlen None None",
                 f"varlen backward {2 * 8 * 256 * 4} {2 * 8 * 256 * 4 + 8 * 256 * 64 * 4} 0 None None",
                 # decode: refused 0; forced splits (at most 64); 5 splits' O and LSE, (D + 1) floats per row
                 f"decode 0 5 64 {5 * 2 * 32 * 129 * 4} 0 None",
@@ -100,6 +104,9 @@ def check_library(where, failures):
                    "tk_attention: dq_path -1: give 0 (fastest), 1 (deterministic) or 2 (reducing)",
                    "tk_attention: dq_path 7: give 0 (fastest), 1 (deterministic) or 2 (reducing)",
                    "tk_attention_create: seq k = -1: give a positive number (0: as many as seq)",
+                   "tk_attention_fp8_create: head dim = 64: the e4m3 forward takes 128",
+                   "tk_attention_fp8_create: k_scale = 0.000000: give a positive finite scale",
+                   "tk_attention_fp8_create: v: null or not 16-byte aligned: the TMA needs a 16-byte aligned base",
                    "tk_attention_varlen_create: cu_seqlens_q[2] = 3 < cu_seqlens_q[1] = 5: offsets must not decrease",
                    "tk_attention_varlen_create: cu_seqlens_q: 0 offsets: give B + 1 >= 2",
                    "tk_attention_varlen_backward_create: cu_seqlens_k[2] = 3 < cu_seqlens_k[1] = 5: offsets must not decrease",
