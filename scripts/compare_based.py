@@ -241,6 +241,19 @@ def positive_ints(text):
     return values if values and all(v > 0 for v in values) else None
 
 
+def check_timing_options(parser, args):
+    """--reps, --rounds, --warmup and --seed (compare_decode.py's and compare_fp8.py's too)."""
+    if args.reps < 20:
+        parser.error(f"--reps {args.reps}: give 20 or more (quartiles need them)")
+    if args.rounds < 1 or args.reps % args.rounds:
+        parser.error(f"--rounds {args.rounds}: give a divisor of --reps ({args.reps}): each turn times "
+                     "--reps / --rounds launches of every kernel")
+    if args.warmup < 0:
+        parser.error(f"--warmup {args.warmup}: give 0 or more")
+    if args.seed is not None and args.seed < 0:
+        parser.error(f"--seed {args.seed}: give a non-negative integer")
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="where to write the tkprobe.report/2 JSON")
@@ -273,15 +286,7 @@ def parse_args(argv=None):
     if args.peers == "" or any(p not in PEERS for p in peers) or len(set(peers)) != len(peers):
         parser.error(f"--peers {args.peers}: give some of {', '.join(PEERS)} (comma-separated), or none")
     args.peer_kernels = peers
-    if args.reps < 20:
-        parser.error(f"--reps {args.reps}: give 20 or more (quartiles need them)")
-    if args.rounds < 1 or args.reps % args.rounds:
-        parser.error(f"--rounds {args.rounds}: give a divisor of --reps ({args.reps}): each turn times "
-                     "--reps / --rounds launches of every kernel")
-    if args.warmup < 0:
-        parser.error(f"--warmup {args.warmup}: give 0 or more")
-    if args.seed is not None and args.seed < 0:
-        parser.error(f"--seed {args.seed}: give a non-negative integer")
+    check_timing_options(parser, args)
     if not os.path.isfile(args.tk_lib):
         parser.error(f"--tk-lib {args.tk_lib}: no such file (build it: ninja -C build tk_based_c)")
     out_dir = os.path.dirname(os.path.abspath(args.out))

@@ -59,8 +59,6 @@ plain Python (tests/host/test_compare_decode.py runs it without torch).
 """
 import argparse
 import gc
-import importlib.util
-import json
 import math
 import os
 import random
@@ -71,9 +69,8 @@ sys.path.insert(0, HERE)
 import compare_based as based  # noqa: E402 (timing in turns, paired ratios, the telemetry section)
 import compare_sdpa as sdpa  # noqa: E402 (GpuSession, statistics, atomic write)
 import sdpa_varlen  # noqa: E402 (the cuDNN frontend and its handle, loaded once)
-import tkreport  # noqa: E402 (the report's rounding and text, as tkprobe writes)
+import peer_table  # noqa: E402 (rows, findings, report and options shared with compare_fp8.py)
 
-SCHEMA = "tkprobe.report/2"
 PROBE = "decode-peers"
 OURS = "tk"
 PEERS = ("flashinfer", "cudnn-paged", "torch-sdpa")
@@ -197,21 +194,9 @@ def describe(p):
     return "B={batch} keys={keys} T={q_tokens} H={heads}/{kv_heads} D={head_dim} page={page_size}".format(**p)
 
 
-def passed(errors):
-    """Within every bound; False on NaN (an element left unwritten)."""
-    lse = errors.get("lse_error")
-    return errors["rel_error"] < MAX_REL_ERROR and errors["worst_row_error"] < MAX_ROW_ERROR and \
-        (lse is None or lse < MAX_LSE_ERROR)
-
-
-def check_of(errors):
-    number = based.number
-    check = {"what": CHECK_WHAT, "value": number(errors["rel_error"]), "max": MAX_REL_ERROR,
-             "worst_row_error": number(errors["worst_row_error"]), "worst_row_max": MAX_ROW_ERROR}
-    if errors.get("lse_error") is not None:
-        check.update(lse_error=number(errors["lse_error"]), lse_max=MAX_LSE_ERROR)
-    check["passed"] = passed(errors)
-    return check
+TABLE = peer_table.PeerTable(PROBE, OURS, PEERS, params, describe, rate=("gbps", "GB/s", "{:.0f}"),
+                             check_what=CHECK_WHAT, bounds=(MAX_REL_ERROR, MAX_ROW_ERROR, MAX_LSE_ERROR))
+skipped_row, kernel_findings, report = TABLE.skipped_row, TABLE.kernel_findings, TABLE.report
 
 
 def measured_row(kernel, shape, seconds, work, errors, ratios=None, span=(None, None), clocks=()):
@@ -219,81 +204,15 @@ def measured_row(kernel, shape, seconds, work, errors, ratios=None, span=(None, 
     (bytes, FLOPs) of one step), the checked launch's errors ({rel_error, worst_row_error, and for tk
     lse_error}), for a peer the paired ratios, and the SM clock under its launches."""
     step_b, step_f = work
-    metrics = {"ms": sdpa.summarize([s * 1e3 for s in seconds], "ms", "lower"),
-               "gbps": sdpa.summarize([step_b / s / 1e9 for s in seconds], "GB/s", "higher"),
-               "tflops": sdpa.summarize([step_f / s / 1e12 for s in seconds], "TFLOP/s", "higher"),
-               "bytes": step_b, "rel_error": based.number(errors["rel_error"]),
-               "worst_row_error": based.number(errors["worst_row_error"])}
-    if errors.get("lse_error") is not None:
-        metrics["lse_error"] = based.number(errors["lse_error"])
-    if ratios is not None:
-        metrics["ratio"] = sdpa.summarize(ratios, "x", "higher")  # tk over this peer: above 1, tk is faster
-    row = {"probe": PROBE, "params": params(kernel, shape), "status": "ok" if passed(errors) else "failed",
-           "metrics": metrics, "primary": "gbps", "check": check_of(errors)}
-    telemetry = sdpa.with_clock(based.row_telemetry(*span) or {}, clocks)
-    if telemetry:
-        row["telemetry"] = telemetry
-    return as_peer_where_due(kernel, row)
-
-
-def skipped_row(kernel, shape, reason):
-    return as_peer_where_due(kernel, {"probe": PROBE, "params": params(kernel, shape), "status": "skipped",
-                                      "reason": reason, "metrics": {}})
-
-
-def as_peer_where_due(kernel, row):
-    """The peers' rows: `tkprobe compare` reports them and never judges them."""
-    if kernel in PEERS:
-        row["peer"] = True
-    return row
-
-
-def kernel_findings(kernel, rows):
-    """A line of the kernel's GB/s over the shapes, and for a peer one of tk's paired speed over it."""
-    median = lambda r, m: r["metrics"][m]["median"]
-    mine = [r for r in rows if r["params"]["kernel"] == kernel]
-    timed = [r for r in mine if "gbps" in r["metrics"]]
-    skipped = [r for r in mine if r["status"] == "skipped"]
-    if not timed:
-        return [f"{kernel}: skipped ({based.plural(len(skipped), 'shape')}): {skipped[0]['reason']}"] if skipped else []
-    best, worst = (f(timed, key=lambda r: median(r, "gbps")) for f in (max, min))
-    failed = sum(1 for r in timed if r["status"] == "failed")
-    lines = [f"{kernel}: {median(worst, 'gbps'):.0f}..{median(best, 'gbps'):.0f} GB/s over "
-             f"{based.plural(len(timed), 'shape')}; best {describe(best['params'])} = {median(best, 'ms'):.4f} ms; "
-             f"slowest {describe(worst['params'])}; {failed} failed the check, {len(skipped)} skipped"]
-    ratios = [median(r, "ratio") for r in timed if "ratio" in r["metrics"]]
-    if ratios:
-        lines.append(f"{OURS} over {kernel}, paired launch by launch: {min(ratios):.2f}x..{max(ratios):.2f}x over "
-                     f"{based.plural(len(ratios), 'shape')} (above 1: tk is faster)")
-    return lines
-
-
-def report(tool, host, device, rows, spans):
-    """The tkprobe.report/2 document. `spans`: the NVML readings (before, after) of each measured row."""
-    rows = json.loads(json.dumps(rows))  # the caller's rows stay whole
-    tkreport.drop_repeated_check_texts(rows)
-    findings = [{"probe": PROBE, "text": text} for kernel in KERNELS for text in kernel_findings(kernel, rows)]
-    doc = {"schema": SCHEMA, "tool": dict(tool, probes=[PROBE]), "host": host, "device": device,
-           "telemetry": {PROBE: based.probe_telemetry(spans)}, "results": rows, "findings": findings}
-    return tkreport.round_significant(doc)
+    rates = {"gbps": sdpa.summarize([step_b / s / 1e9 for s in seconds], "GB/s", "higher"),
+             "tflops": sdpa.summarize([step_f / s / 1e12 for s in seconds], "TFLOP/s", "higher"), "bytes": step_b}
+    return TABLE.measured_row(kernel, shape, seconds, rates, errors, ratios, span, clocks)
 
 
 def markdown(doc):
     """A line a row: time, rates, errors, tk's paired speed over the peer's, status."""
-    lines = ["| shape | kernel | ms | GB/s | TFLOP/s | rel. error | worst row | tk / it (paired) | status |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
-    error = lambda m, name: "-" if name not in m else ("NaN" if m[name] is None else f"{m[name]:.2e}")
-    for r in doc["results"]:
-        p, m = r["params"], r["metrics"]
-        status = {"ok": "ok", "failed": "FAILED"}.get(r["status"]) or f"skipped: {r.get('reason', '')}"
-        if "gbps" not in m:
-            lines.append(f"| {describe(p)} | {p['kernel']} | - | - | - | - | - | - | {status} |")
-            continue
-        ratio = f"{m['ratio']['median']:.3f}" if "ratio" in m else "-"
-        lines.append(f"| {describe(p)} | {p['kernel']} | {m['ms']['median']:.4f} | {m['gbps']['median']:.0f} | "
-                     f"{m['tflops']['median']:.2f} | {error(m, 'rel_error')} | {error(m, 'worst_row_error')} | "
-                     f"{ratio} | {status} |")
-    return "\n".join(lines) + "\n"
+    return TABLE.markdown(doc, [("GB/s", lambda m: f"{m['gbps']['median']:.0f}"),
+                                ("TFLOP/s", lambda m: f"{m['tflops']['median']:.2f}")])
 
 
 # ---- options ----
@@ -306,13 +225,6 @@ def positive_int(parser, name, text):
     if value < 1:
         parser.error(f"--{name} {text}: give a positive integer")
     return value
-
-
-def parse_kernels(parser, text):
-    kernels = text.split(",")
-    if any(k not in KERNELS for k in kernels) or len(set(kernels)) != len(kernels):
-        parser.error(f"--kernels {text}: give some of {','.join(KERNELS)}, comma-separated, each once")
-    return kernels
 
 
 def check_shape_options(parser, args):
@@ -346,23 +258,6 @@ def check_points(parser, args):
                          f"max(q-tokens, keys - page-size + 1) to keys ends mid-page: give --keys above --q-tokens")
 
 
-def check_run_options(parser, args):
-    if args.reps < 20:
-        parser.error(f"--reps {args.reps}: give 20 or more (quartiles need them)")
-    if args.rounds < 1 or args.reps % args.rounds:
-        parser.error(f"--rounds {args.rounds}: give a divisor of --reps ({args.reps}): each turn times "
-                     "--reps / --rounds launches of every kernel")
-    if args.warmup < 0:
-        parser.error(f"--warmup {args.warmup}: give 0 or more")
-    if args.seed is not None and args.seed < 0:
-        parser.error(f"--seed {args.seed}: give a non-negative integer")
-    if OURS in args.kernels and not os.path.isfile(args.tk_lib):
-        parser.error(f"--tk-lib {args.tk_lib}: no such file (build it: cmake --build build --target tk_attention_c; "
-                     "or leave tk out of --kernels)")
-    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
-        parser.error(f"--json {args.json}: its folder does not exist")
-
-
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="where to write the tkprobe report (default: the table alone)")
@@ -376,18 +271,13 @@ def parse_args(argv=None):
     parser.add_argument("--page-size", default=str(PAGE_SIZE), help="keys per cache page")
     parser.add_argument("--q-tokens", default=str(Q_TOKENS), help=f"new tokens per sequence, 1 to {MAX_Q_TOKENS}, "
                                                                   "causal among themselves where more than one")
-    parser.add_argument("--kernels", default=",".join(KERNELS), help=f"of {','.join(KERNELS)}, comma-separated")
-    parser.add_argument("--tk-lib", default=DEFAULT_TK_LIB, help="the DSL's attention library (default: "
-                                                                 "build/kernels/libtk_attention_c.so)")
-    parser.add_argument("--reps", type=int, default=50, help="timed launches per kernel and shape (>= 20)")
-    parser.add_argument("--rounds", type=int, default=25, help="turns the kernels' launches are split into")
-    parser.add_argument("--warmup", type=int, default=5, help="untimed launches first")
+    peer_table.add_run_options(parser, KERNELS, DEFAULT_TK_LIB,
+                               "the DSL's attention library (default: build/kernels/libtk_attention_c.so)")
     parser.add_argument("--seed", type=int, help="seed for the inputs, lengths and tables (default: drawn, recorded)")
     args = parser.parse_args(argv)
-    args.kernels = parse_kernels(parser, args.kernels)
     check_shape_options(parser, args)
     check_points(parser, args)
-    check_run_options(parser, args)
+    peer_table.check_run_options(parser, args, OURS, KERNELS)
     return args
 
 
@@ -699,47 +589,16 @@ def measure_shape(torch, shape, args, gpu, rng, clock, loaded):
 
 def run_all(args):
     import torch
-    if not torch.cuda.is_available():
-        no_device("no CUDA device for PyTorch")
-    gpu = sdpa.GpuSession(torch, args.seed)
+    gpu, loaded, tool, clock = peer_table.start(torch, args, load_kernels)
     rng = random.Random(gpu.seed)  # lengths and tables: the same seed makes the same steps
-    loaded, versions = load_kernels(args.kernels, args.tk_lib)
-    for kernel, (module, why) in loaded.items():
-        if module is None:
-            print(f"compare_decode.py: {kernel} skipped: {why}", file=sys.stderr)
-    tool = gpu.tool(f"compare_decode.py (torch {torch.__version__}" + "".join(f", {v}" for v in versions) + ")")
-    clock = sdpa.sm_clock(torch, args.tk_lib)
-    rows, spans = [], []
-    for shape in shapes(args.points, args.heads, args.kv_heads, args.head_dim, args.page_size, args.q_tokens):
-        more, more_spans = measure_shape(torch, shape, args, gpu, rng, clock, loaded)
-        rows += more
-        spans += more_spans
-        for row in more:
-            print(json.dumps(row["params"]), row["status"], row.get("reason", ""), file=sys.stderr)
-        gc.collect()
-        torch.cuda.empty_cache()
+    steps = shapes(args.points, args.heads, args.kv_heads, args.head_dim, args.page_size, args.q_tokens)
+    rows, spans = peer_table.measure_all(torch, steps,
+                                         lambda shape: measure_shape(torch, shape, args, gpu, rng, clock, loaded))
     return report(tool, gpu.host, gpu.device, rows, spans)
 
 
-def no_device(why):
-    """tkprobe's exit code 3: nothing here to measure with."""
-    print(f"compare_decode.py: {why}", file=sys.stderr)
-    sys.exit(3)
-
-
 def main(argv=None):
-    args = parse_args(argv)
-    if importlib.util.find_spec("torch") is None:
-        no_device("needs PyTorch with CUDA (e.g. pip install torch)")
-    try:
-        doc = run_all(args)
-    except RuntimeError as e:  # a CUDA error: tkprobe's exit code 4
-        print(f"compare_decode.py: {based.first_line(e)}", file=sys.stderr)
-        return 4
-    if args.json:
-        sdpa.write_atomic(args.json, tkreport.text(doc))
-    print(markdown(doc), end="")
-    return 1 if any(r["status"] == "failed" for r in doc["results"]) else 0
+    return peer_table.main(parse_args(argv), run_all, markdown, sdpa.write_atomic)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@
 #   (mutants: MUTANTS=GLOB narrows them, as in mutants.sh)
 #   peers     scripts/compare_sdpa.py: PyTorch's SDPA backends beside the DSL's attention, one process;
 #             scripts/compare_based.py: fla's Based kernels beside the DSL's (skipped rows without fla);
-#             scripts/compare_decode.py: FlashInfer's and cuDNN's paged decode beside the DSL's
+#             scripts/compare_decode.py: FlashInfer's and cuDNN's paged decode beside the DSL's;
+#             scripts/compare_fp8.py: cuDNN's fp8 SDPA beside the DSL's e4m3 forward
 # Steps run in this order whatever order they are named in, the timed ones (gate) before the
 # open-ended ones (sanitize, then mutants, which rebuilds); everything lands under $OUT; a step past DEADLINE (seconds since the
 # start) is skipped, and the archive is always written.
@@ -188,5 +189,9 @@ if want peers; then
     --tk-lib build/kernels/libtk_attention_c.so > "$OUT/decode-peers.md" 2> "$OUT/decode-peers.log"
   echo "compare_decode rc=$?" >> "$OUT/run.log"
   cat "$OUT/decode-peers.md"
+  TKPROBE_GIT_SHA="$sha" timeout "$(left)" python3 scripts/compare_fp8.py --json "$OUT/fp8-peers.json" \
+    --tk-lib build/kernels/libtk_attention_c.so > "$OUT/fp8-peers.md" 2> "$OUT/fp8-peers.log"
+  echo "compare_fp8 rc=$?" >> "$OUT/run.log"
+  cat "$OUT/fp8-peers.md"
 fi
 cat "$OUT/run.log"

@@ -23,14 +23,6 @@ from checklist import Checklist
 PROBE_KEYS = {"kernel", "seq", "batch", "heads", "feature_dim", "value_dim", "normalize", "dtype"}
 
 
-def load_script(source_dir):
-    path = os.path.join(source_dir, "scripts", "compare_based.py")
-    spec = importlib.util.spec_from_file_location("compare_based", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def flops(shape):
     """based::flops as based.hpp states it: per row, 2 x 64 x Dk + 2 x 64 x Dv' + 2 x (2 x 273 x Dv')."""
     dv = shape["value_dim"] + (1 if shape["normalize"] else 0)
@@ -39,17 +31,13 @@ def flops(shape):
                                                              4 * features * dv)
 
 
-def reading(sm, power, temp, reasons):
-    return {"sm": sm, "power": power, "temp": temp, "reasons": reasons}
-
-
 def sample_rows(m):
     """Every row kind the script writes, over two shapes, with the NVML spans of the measured ones."""
     s1, s2 = m.shapes([1024, 16384], 16, 16, 64, True)
     ours = [1e-4 * (1 + i / 100) for i in range(20)]  # seconds a launch
     peer = [2e-4 * (1 + i / 100) for i in range(20)]
-    calm = (reading(1980, 300.0, 40, 0x0), reading(1970, 650.0, 52, 0x1))
-    capped = (reading(1980, 300.0, 40, 0x0), reading(1600, 690.0, 55, 0x4))
+    calm = (header.reading(1980, 300.0, 40, 0x0), header.reading(1970, 650.0, 52, 0x1))
+    capped = (header.reading(1980, 300.0, 40, 0x0), header.reading(1600, 690.0, 55, 0x4))
     w1, w2 = flops(s1), flops(s2)
     rows = [m.measured_row("tk", s1, ours, w1, 2.3e-3, 5.5e-3, span=calm),
             m.measured_row("fla-fused", s1, peer, w1, 3e-3, 7e-3, m.paired_ratios(ours, peer), calm),
@@ -106,7 +94,7 @@ def check_rows(m, checks):
     checks.expect(m.tkreport.round_significant({"a": [1 / 3, 7, True, None]}) == {"a": [0.333333, 7, True, None]},
                   "numbers to 6 significant digits, integers and booleans as they are")
     checks.expect(rows[1]["check"].get("what"), "the report leaves the caller's rows whole")
-    ours, calm = [1e-4] * 20, (reading(1980, 300.0, 40, 0x0), reading(1970, 650.0, 52, 0x1))
+    ours, calm = [1e-4] * 20, (header.reading(1980, 300.0, 40, 0x0), header.reading(1970, 650.0, 52, 0x1))
     clocked = m.measured_row("tk", s1, ours, flops(s1), 2.3e-3, 5.5e-3, span=calm,
                              clocks=[1700.0, None, 1650.0, 1750.0])
     unclocked = m.measured_row("tk", s1, ours, flops(s1), 2.3e-3, 5.5e-3, span=calm, clocks=[None])
@@ -184,7 +172,7 @@ def check_options(source_dir, lib_path, checks):
 
 def main():
     validate, tkprobe, lib_path, source_dir = sys.argv[1:5]
-    m = load_script(source_dir)
+    m = header.load_script(source_dir, "compare_based")
     checks = Checklist("compare_based")
     doc = check_rows(m, checks)
     check_reader(m, doc, validate, tkprobe, source_dir, checks)

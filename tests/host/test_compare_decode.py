@@ -8,8 +8,6 @@ validate_report and tkprobe, the report must pass tkprobe's schema and reader an
 
 usage: test_compare_decode.py SOURCE_DIR [VALIDATE_REPORT TKPROBE]
 """
-import importlib.util
-import json
 import os
 import random
 import subprocess
@@ -21,14 +19,6 @@ from checklist import Checklist
 
 # The decode probe's row keys (probes/decode/decode.cpp), the kernel and the dtype.
 PROBE_KEYS = {"kernel", "batch", "keys", "q_tokens", "heads", "kv_heads", "head_dim", "page_size", "dtype"}
-
-
-def load_script(source_dir):
-    path = os.path.join(source_dir, "scripts", "compare_decode.py")
-    spec = importlib.util.spec_from_file_location("compare_decode", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def shape(batch, keys, q_tokens, heads, kv_heads, head_dim, page_size):
@@ -81,17 +71,13 @@ def check_tables(m, checks):
                   == (False, True, True), "SDPA's mask only where lengths differ or the new tokens are causal")
 
 
-def reading(sm, power, temp, reasons):
-    return {"sm": sm, "power": power, "temp": temp, "reasons": reasons}
-
-
 def sample_rows(m):
     """Every row kind the script writes, on the hand-worked step and one more, with the NVML spans."""
     small, big = shape(2, 40, 1, 4, 2, 64, 16), shape(16, 8192, 1, 32, 8, 128, 64)
     work = (m.step_bytes(small, [33, 7]), m.step_flops(small, [33, 7]))
     ours, peer = [1e-4] * 20, [2e-4] * 20  # seconds a launch
-    calm = (reading(1980, 300.0, 40, 0x0), reading(1970, 650.0, 52, 0x1))
-    capped = (reading(1980, 300.0, 40, 0x0), reading(1600, 690.0, 55, 0x4))
+    calm = (header.reading(1980, 300.0, 40, 0x0), header.reading(1970, 650.0, 52, 0x1))
+    capped = (header.reading(1980, 300.0, 40, 0x0), header.reading(1600, 690.0, 55, 0x4))
     ratios = m.based.paired_ratios(ours, peer)
     nan = float("nan")
     rows = [m.measured_row("tk", small, ours, work, {"rel_error": 2e-3, "worst_row_error": 4e-3, "lse_error": 1e-5},
@@ -163,74 +149,46 @@ def check_rows(m, checks):
 
 
 def check_reader(m, doc, tools, source_dir, checks):
-    """The report as tkprobe reads it: its schema, its reader, `tkprobe compare`."""
-    if tools is None:
-        print("test_compare_decode: no VALIDATE_REPORT and TKPROBE given: the schema and reader checks did not run")
+    """The report as tkprobe reads it: its schema, its reader, `tkprobe compare`; on its passing rows
+    alone, compare passes."""
+    written = header.check_written_report(m.peer_table.tkreport.text(doc), tools, source_dir, checks, "flashinfer")
+    if written is None:
         return
-    validate, tkprobe = tools
-    schema = os.path.join(source_dir, "results", "report.schema.json")
+    checks.expect(m.peer_table.tkreport.decoded(written) == doc, "version 3 decodes to the version 2 document")
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "decode-peers.json")
-        m.sdpa.write_atomic(path, m.tkreport.text(doc))
-        with open(path) as f:
-            text = f.read()
-        checks.expect(json.loads(text)["schema"] == "tkprobe.report/3" and m.tkreport.decoded(json.loads(text)) == doc,
-                      "written as tkprobe writes: version 2 in columns")
-        v = subprocess.run([validate, schema, path], capture_output=True, text=True)
-        checks.expect(v.returncode == 0, f"validate_report: {v.stderr}")
-        c = subprocess.run([tkprobe, "compare", path, path], capture_output=True, text=True)
-        # The failed rows fail compare (exit 1); the reader must not refuse the report (2).
-        checks.expect(c.returncode == 1 and "flashinfer" in c.stdout, f"tkprobe compare: {c.returncode} {c.stderr}")
         clean = os.path.join(tmp, "clean.json")
-        m.sdpa.write_atomic(clean, m.tkreport.text(dict(doc, results=[r for r in doc["results"]
-                                                                       if r["status"] != "failed"])))
-        c = subprocess.run([tkprobe, "compare", clean, clean], capture_output=True, text=True)
+        m.sdpa.write_atomic(clean, m.peer_table.tkreport.text(dict(doc, results=[r for r in doc["results"]
+                                                                                 if r["status"] != "failed"])))
+        c = subprocess.run([tools[1], "compare", clean, clean], capture_output=True, text=True)
         checks.expect(c.returncode == 0, f"tkprobe compare on passing rows: {c.returncode} {c.stdout} {c.stderr}")
 
 
 def check_options(source_dir, checks):
     """Bad options exit 2 with a message saying what is valid; valid ones without torch exit 3."""
     script = os.path.join(source_dir, "scripts", "compare_decode.py")
-    with tempfile.TemporaryDirectory() as tmp:
-        run = lambda *args: subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
-        for bad, says in ((["--head-dim", "96"], "--head-dim 96: give 64 or 128"),
-                          (["--q-tokens", "17"], "--q-tokens 17: give 1 to 16"),
-                          (["--q-tokens", "0"], "--q-tokens 0: give 1 to 16"),
-                          (["--heads", "32", "--kv-heads", "6"], "give heads a multiple of kv-heads"),
-                          (["--page-size", "0"], "--page-size 0: give a positive integer"),
-                          (["--batch", "4"], "--batch, --keys: give both"),
-                          (["--keys", "100"], "--batch, --keys: give both"),
-                          (["--batch", "x", "--keys", "100"], "--batch x: give a positive integer"),
-                          (["--batch", "1", "--keys", "0"], "--keys 0: give a positive integer"),
-                          (["--batch", "1", "--keys", "16", "--q-tokens", "16", "--page-size", "16"],
-                           "ends mid-page: give --keys above --q-tokens"),
-                          (["--batch", "65536", "--keys", "65536"], "at most 2147483647 cached keys"),
-                          (["--kernels", "flash-attn"], "give some of tk,flashinfer,cudnn-paged,torch-sdpa"),
-                          (["--kernels", "tk,tk"], "each once"),
-                          (["--kernels", ""], "--kernels : give some of"),
-                          (["--reps", "10"], "--reps 10: give 20 or more"),
-                          (["--rounds", "7"], "--rounds 7: give a divisor of --reps"),
-                          (["--warmup", "-1"], "--warmup -1: give 0 or more"),
-                          (["--seed", "-1"], "--seed -1: give a non-negative integer"),
-                          (["--tk-lib", os.path.join(tmp, "none.so")], "no such file"),
-                          (["--kernels", "torch-sdpa", "--json", os.path.join(tmp, "no", "x.json")],
-                           "its folder does not exist")):
-            r = run(*bad)
-            checks.expect(r.returncode == 2 and says in r.stderr, f"{bad}: exit {r.returncode} {r.stderr}")
-        if importlib.util.find_spec("torch") is None:  # else a valid run would measure
-            out = os.path.join(tmp, "x.json")
-            r = run("--kernels", "torch-sdpa", "--quick", "--json", out, "--tk-lib", os.path.join(tmp, "none.so"))
-            checks.expect(r.returncode == 3 and "PyTorch" in r.stderr and not os.path.exists(out),
-                          f"no torch: exit 3 and no report (and no library asked for without tk): {r.returncode} "
-                          f"{r.stderr}")
+    header.check_bad_options(script, (
+        (["--head-dim", "96"], "--head-dim 96: give 64 or 128"),
+        (["--q-tokens", "17"], "--q-tokens 17: give 1 to 16"),
+        (["--q-tokens", "0"], "--q-tokens 0: give 1 to 16"),
+        (["--heads", "32", "--kv-heads", "6"], "give heads a multiple of kv-heads"),
+        (["--page-size", "0"], "--page-size 0: give a positive integer"),
+        (["--batch", "4"], "--batch, --keys: give both"),
+        (["--keys", "100"], "--batch, --keys: give both"),
+        (["--batch", "x", "--keys", "100"], "--batch x: give a positive integer"),
+        (["--batch", "1", "--keys", "0"], "--keys 0: give a positive integer"),
+        (["--batch", "1", "--keys", "16", "--q-tokens", "16", "--page-size", "16"],
+         "ends mid-page: give --keys above --q-tokens"),
+        (["--batch", "65536", "--keys", "65536"], "at most 2147483647 cached keys"),
+        (["--kernels", ""], "--kernels : give some of")), checks)
+    header.check_run_options(script, "tk,flashinfer,cudnn-paged,torch-sdpa", "torch-sdpa", checks)
 
 
 def main():
-    if len(sys.argv) not in (2, 4):
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+    given = header.arguments(__doc__.strip().splitlines()[-1])
+    if given is None:
         return 2
-    source_dir, tools = sys.argv[1], (sys.argv[2:4] if len(sys.argv) == 4 else None)
-    m = load_script(source_dir)
+    source_dir, tools = given
+    m = header.load_script(source_dir, "compare_decode")
     checks = Checklist("compare_decode")
     check_counting(m, checks)
     check_tables(m, checks)

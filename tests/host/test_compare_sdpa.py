@@ -10,7 +10,6 @@ usage: test_compare_sdpa.py VALIDATE_REPORT TKPROBE SOURCE_DIR
 """
 import argparse
 import ctypes
-import importlib.util
 import json
 import math
 import os
@@ -28,13 +27,6 @@ PROBE_KEYS = {"kernel", "head_dim", "seq", "batch", "heads", "kv_heads", "causal
 VARLEN_KEYS = {"kernel", "pass", "varlen", "sequences", "tokens", "head_dim", "heads", "kv_heads", "causal", "dtype"}
 # random:1's lengths, as probes/attention/varlen_lengths.hpp draws them (host_test.cpp pins the same list).
 RANDOM_1 = [548, 1677, 6836, 255, 255, 1866, 3811, 418, 94, 624]
-
-
-def load_script(source_dir):
-    spec = importlib.util.spec_from_file_location("compare_sdpa", os.path.join(source_dir, "scripts", "compare_sdpa.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def sample_report(m):
@@ -59,7 +51,7 @@ def sample_report(m):
 
 def main():
     validate, tkprobe, source_dir, clock_lib = sys.argv[1:5]
-    m = load_script(source_dir)
+    m = header.load_script(source_dir, "compare_sdpa")
     checks = Checklist("compare_sdpa")
 
     doc, v1 = sample_report(m)
