@@ -153,9 +153,18 @@ def prepare_tk(torch, shape, inputs, tk):
     return run, check, lambda: lib.tk_attention_fp8_destroy(handle)
 
 
+def sdpa_fp8_node(g, **arguments):
+    """The graph's fp8 SDPA node without softmax stats (inference): the frontend names that
+    `generate_stats=False` in its newer versions, `is_inference=True` in older ones."""
+    try:
+        return g.sdpa_fp8(generate_stats=False, **arguments)
+    except TypeError:
+        return g.sdpa_fp8(is_inference=True, **arguments)
+
+
 def prepare_cudnn(torch, shape, inputs, frontend):
     """(run, check): cuDNN's fp8 SDPA graph on the shape's tensors: e4m3 in, the scales as device
-    scalars, P at scale P_SCALE, bf16 O, amax of O (an output the graph requires)."""
+    scalars, P at scale P_SCALE, bf16 O, and O's amax bound as the frontend's own fp8 tests bind it."""
     cudnn, handle = frontend
     g = cudnn.pygraph(io_data_type=cudnn.data_type.FP8_E4M3, intermediate_data_type=cudnn.data_type.FLOAT,
                       compute_data_type=cudnn.data_type.FLOAT, handle=handle)
@@ -166,8 +175,8 @@ def prepare_cudnn(torch, shape, inputs, frontend):
                      "scale_s": P_SCALE, "descale_s": 1 / P_SCALE, "scale_o": 1.0}
     scalars = {name: g.tensor(name=name, dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], data_type=cudnn.data_type.FLOAT)
                for name in scalar_values}
-    o, _, _, amax_o = g.sdpa_fp8(name="sdpa_fp8", **stored, **scalars, generate_stats=False,
-                                 attn_scale=1 / math.sqrt(shape["head_dim"]), use_causal_mask=shape["causal"])
+    o, _, _, amax_o = sdpa_fp8_node(g, name="sdpa_fp8", **stored, **scalars,
+                                    attn_scale=1 / math.sqrt(shape["head_dim"]), use_causal_mask=shape["causal"])
     out = torch.empty(inputs.e4m3[0].shape, dtype=torch.bfloat16, device="cuda")
     o.set_output(True).set_dim(list(out.shape)).set_stride(list(out.stride())).set_data_type(cudnn.data_type.BFLOAT16)
     amax = torch.empty(1, 1, 1, 1, dtype=torch.float32, device="cuda")

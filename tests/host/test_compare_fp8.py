@@ -32,6 +32,28 @@ def check_shapes_and_scales(m, checks):
                   "the fp8 peak twice bf16's, none where no datasheet is known")
 
 
+class NewerFrontendGraph:
+    """A graph whose sdpa_fp8 takes generate_stats, as newer nvidia-cudnn-frontend releases' do."""
+
+    def sdpa_fp8(self, generate_stats, **arguments):
+        return generate_stats, arguments
+
+
+class OlderFrontendGraph:
+    """A graph whose sdpa_fp8 takes is_inference, as older releases' do."""
+
+    def sdpa_fp8(self, is_inference, **arguments):
+        return is_inference, arguments
+
+
+def check_frontend_versions(m, checks):
+    """The fp8 node asks for no softmax stats in either spelling the frontend has had."""
+    checks.expect(m.sdpa_fp8_node(NewerFrontendGraph(), name="n") == (False, {"name": "n"}),
+                  "generate_stats=False where taken")
+    checks.expect(m.sdpa_fp8_node(OlderFrontendGraph(), name="n") == (True, {"name": "n"}),
+                  "is_inference=True where generate_stats is not a keyword")
+
+
 def sample_rows(m):
     """Every row kind the script writes, with the NVML spans."""
     (small, small_causal), (first, _, big) = m.shapes(True), m.shapes(False)[:3]
@@ -100,6 +122,7 @@ def main():
     m = header.load_script(source_dir, "compare_fp8")
     checks = Checklist("compare_fp8")
     check_shapes_and_scales(m, checks)
+    check_frontend_versions(m, checks)
     doc = check_rows(m, checks)
     header.check_written_report(m.peer_table.tkreport.text(doc), tools, source_dir, checks, "cudnn-fp8")
     header.check_run_options(os.path.join(source_dir, "scripts", "compare_fp8.py"), "tk,cudnn-fp8", "cudnn-fp8",
