@@ -560,12 +560,19 @@ def main(argv=None):
         import torch  # noqa: F401 (only to say clearly what is missing)
     except ImportError:
         no_device("needs PyTorch with CUDA (e.g. pip install torch)")
+    return reported(run_all, args, markdown, args.out)
+
+
+def reported(run_all, args, markdown, out):
+    """run_all(args)'s report written to `out` whole or not at all (None: not written) and its
+    table printed; the exit code: 4 on a CUDA error, 1 where a row failed its check, else 0."""
     try:
         doc = run_all(args)
     except RuntimeError as e:  # a CUDA error: tkprobe's exit code 4
-        print(f"compare_based.py: {first_line(e)}", file=sys.stderr)
+        print(f"{os.path.basename(sys.argv[0])}: {first_line(e)}", file=sys.stderr)
         return 4
-    sdpa.write_atomic(args.out, tkreport.text(doc))
+    if out:
+        sdpa.write_atomic(out, tkreport.text(doc))
     print(markdown(doc), end="")
     return 1 if any(r["status"] == "failed" for r in doc["results"]) else 0
 

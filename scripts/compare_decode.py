@@ -566,14 +566,13 @@ def l2_eviction(torch):
     return lambda: other.sum()
 
 
-def measure_shape(torch, shape, args, gpu, rng, clock, loaded):
-    """Rows for every kernel on one step (same tensors, launches in turns, outputs checked) and the
-    NVML span of the measured ones."""
+def measure_shape(torch, shape, args, gpu, rng, clock, loaded, evict):
+    """Rows for every kernel on one step (same tensors, launches in turns, each launch after `evict`,
+    outputs checked) and the NVML span of the measured ones."""
     step = Step(torch, shape, rng, gpu.generator)
     want_o, want_lse = reference(torch, step)
     ready, rows = prepared(torch, step, args.kernels, loaded)
     runs = {kernel: run for kernel, (run, _) in ready.items()}
-    evict = l2_eviction(torch)
     seconds, clocks, span = based.timed_in_turns(torch, runs, args, gpu.nvml, clock, evict) if runs else ({}, {}, None)
     work = step_bytes(shape, step.lengths), step_flops(shape, step.lengths)
     for kernel, (_, check) in ready.items():
@@ -591,14 +590,15 @@ def run_all(args):
     import torch
     gpu, loaded, tool, clock = peer_table.start(torch, args, load_kernels)
     rng = random.Random(gpu.seed)  # lengths and tables: the same seed makes the same steps
+    evict = l2_eviction(torch)  # its buffer made once for every step
     steps = shapes(args.points, args.heads, args.kv_heads, args.head_dim, args.page_size, args.q_tokens)
-    rows, spans = peer_table.measure_all(torch, steps,
-                                         lambda shape: measure_shape(torch, shape, args, gpu, rng, clock, loaded))
+    rows, spans = peer_table.measure_all(
+        torch, steps, lambda shape: measure_shape(torch, shape, args, gpu, rng, clock, loaded, evict))
     return report(tool, gpu.host, gpu.device, rows, spans)
 
 
 def main(argv=None):
-    return peer_table.main(parse_args(argv), run_all, markdown, sdpa.write_atomic)
+    return peer_table.main(parse_args(argv), run_all, markdown)
 
 
 if __name__ == "__main__":

@@ -281,7 +281,7 @@ def run_all(args):
 
 
 def main(argv=None):
-    return peer_table.main(parse_args(argv), run_all, markdown, sdpa.write_atomic)
+    return peer_table.main(parse_args(argv), run_all, markdown)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""The rows, findings, report and options the one-process peer comparisons share (compare_decode.py,
-compare_fp8.py): a row per kernel and shape, timed in turns and checked against bounds; the peers'
-rows marked so `tkprobe compare` reports them and never judges them. Plain Python: no torch."""
+"""What the one-process peer comparisons share (compare_decode.py, compare_fp8.py): the rows (one per
+kernel and shape, timed in turns, checked against bounds; the peers' marked so `tkprobe compare`
+reports and never judges them), findings, report, table, options and the run's frame. It imports no
+torch: the run takes the caller's."""
 import gc
 import json
 import os
@@ -9,9 +10,6 @@ import sys
 import compare_based as based  # the telemetry section, plural, NaN as null
 import compare_sdpa as sdpa  # statistics, the SM clock's telemetry
 import tkreport  # the report's rounding, as tkprobe writes
-
-SCHEMA = "tkprobe.report/2"
-
 
 class PeerTable:
     """One script's table: its probe name, our kernel and the peers, each row's params and words, the
@@ -95,7 +93,7 @@ class PeerTable:
         tkreport.drop_repeated_check_texts(rows)
         findings = [{"probe": self.probe, "text": text} for kernel in self.kernels
                     for text in self.kernel_findings(kernel, rows)]
-        doc = {"schema": SCHEMA, "tool": dict(tool, probes=[self.probe]), "host": host, "device": device,
+        doc = {"schema": based.SCHEMA, "tool": dict(tool, probes=[self.probe]), "host": host, "device": device,
                "telemetry": {self.probe: based.probe_telemetry(spans)}, "results": rows, "findings": findings}
         return tkreport.round_significant(doc)
 
@@ -188,18 +186,10 @@ def no_device(why):
     sys.exit(3)
 
 
-def main(args, run_all, markdown, write_atomic):
+def main(args, run_all, markdown):
     """Measures (run_all(args) -> the report), writes --json whole or not at all, prints the table.
     Exit 0; 1 where a row failed its check; 3 without PyTorch; 4 on a CUDA error."""
     import importlib.util
     if importlib.util.find_spec("torch") is None:
         no_device("needs PyTorch with CUDA (e.g. pip install torch)")
-    try:
-        doc = run_all(args)
-    except RuntimeError as e:  # a CUDA error: tkprobe's exit code 4
-        print(f"{os.path.basename(sys.argv[0])}: {based.first_line(e)}", file=sys.stderr)
-        return 4
-    if args.json:
-        write_atomic(args.json, tkreport.text(doc))
-    print(markdown(doc), end="")
-    return 1 if any(r["status"] == "failed" for r in doc["results"]) else 0
+    return based.reported(run_all, args, markdown, args.json)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import tempfile
 
+from checklist import Checklist
+
 TOOL = {"version": "test", "git_sha": "0000000", "command_line": "test", "started_at": "2026-01-01T00:00:00Z",
         "seed": 1}
 HOST = {"hostname": "test", "driver": "unavailable", "cuda_runtime": "13.0"}
@@ -85,10 +87,14 @@ def check_run_options(script, kernels, peer, checks):
                                      os.path.join(tmp, "none.so")], out, checks)
 
 
-def arguments(usage):
-    """SOURCE_DIR and (VALIDATE_REPORT, TKPROBE) or None from the command line; None after printing
-    `usage` where it is neither."""
+def main(name, usage, check):
+    """A peers test's entry point: SOURCE_DIR [VALIDATE_REPORT TKPROBE] from the command line (else
+    `usage` on stderr and exit 2), scripts/NAME.py loaded, check(module, source_dir, tools or None,
+    checks) run; the checks' exit code."""
     if len(sys.argv) not in (2, 4):
         print(usage, file=sys.stderr)
-        return None
-    return sys.argv[1], (sys.argv[2:4] if len(sys.argv) == 4 else None)
+        return 2
+    source_dir, tools = sys.argv[1], (sys.argv[2:4] if len(sys.argv) == 4 else None)
+    checks = Checklist(name)
+    check(load_script(source_dir, name), source_dir, tools, checks)
+    return checks.exit_code()

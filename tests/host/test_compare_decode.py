@@ -15,7 +15,6 @@ import sys
 import tempfile
 
 import sample_header as header
-from checklist import Checklist
 
 # The decode probe's row keys (probes/decode/decode.cpp), the kernel and the dtype.
 PROBE_KEYS = {"kernel", "batch", "keys", "q_tokens", "heads", "kv_heads", "head_dim", "page_size", "dtype"}
@@ -183,20 +182,13 @@ def check_options(source_dir, checks):
     header.check_run_options(script, "tk,flashinfer,cudnn-paged,torch-sdpa", "torch-sdpa", checks)
 
 
-def main():
-    given = header.arguments(__doc__.strip().splitlines()[-1])
-    if given is None:
-        return 2
-    source_dir, tools = given
-    m = header.load_script(source_dir, "compare_decode")
-    checks = Checklist("compare_decode")
+def check_all(m, source_dir, tools, checks):
     check_counting(m, checks)
     check_tables(m, checks)
     doc = check_rows(m, checks)
     check_reader(m, doc, tools, source_dir, checks)
     check_options(source_dir, checks)
-    return checks.exit_code()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(header.main("compare_decode", __doc__.strip().splitlines()[-1], check_all))
