@@ -202,6 +202,14 @@ std::string device_line(const Json& report) {
   return device_text(d) + " · " + host;
 }
 
+// How long `probe` ran (telemetry's `seconds`), or -1 where the report does not say (several
+// devices: each device's telemetry has its own).
+double probe_seconds(const Json& report, const std::string& probe) {
+  const Json* section =
+      report.contains("telemetry") && report["telemetry"].contains(probe) ? &report["telemetry"][probe] : nullptr;
+  return section && section->contains("seconds") ? (*section)["seconds"].get<double>() : -1;
+}
+
 }  // namespace
 
 void print_report(std::ostream& out, const Json& report, Format format) {
@@ -235,6 +243,8 @@ void print_report(std::ostream& out, const Json& report, Format format) {
       const std::string device = f.contains("device") ? fmt::format("device {}: ", f["device"].get<int>()) : "";
       out << (format == Format::markdown ? "- " : "  * ") << device << f["text"].get<std::string>() << '\n';
     }
+    if (const double s = probe_seconds(report, probe); s >= 0)
+      out << (format == Format::markdown ? fmt::format("\n_ran {:.1f} s_\n", s) : fmt::format("  ran {:.1f} s\n", s));
   }
 }
 

@@ -74,7 +74,13 @@ Json to_json(const Report& report) {
   Json findings = Json::array();
   for (const auto& f : report.findings) findings.push_back({{"probe", f.probe}, {"text", f.text}});
   j["findings"] = std::move(findings);
-  return compact_report(std::move(j));
+  Json compact = compact_report(std::move(j));
+  for (const auto& [probe, seconds] : report.seconds) {
+    Json& section = compact["telemetry"][probe];
+    if (section.is_null()) section = {{"rows", 0}, {"throttled_rows", 0}};  // no row took NVML readings
+    section["seconds"] = std::round(seconds * 10) / 10;
+  }
+  return compact;
 }
 
 namespace {

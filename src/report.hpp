@@ -2,6 +2,7 @@
 // The versioned JSON report (results/README.md documents it; results/report.schema.json
 // is the machine-checked form). Every command builds one of these; --json writes it.
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,7 @@ struct Report {
   Json device = nullptr;
   std::vector<Result> results;
   std::vector<Finding> findings;  // plain-language conclusions a probe draws from its numbers
+  std::map<std::string, double> seconds;  // wall time each probe ran, by probe: telemetry's `seconds`
 };
 
 Json stats_json(const Stats& s, std::string_view unit, Better better);

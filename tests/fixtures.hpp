@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -40,7 +41,8 @@ inline tkprobe::Result clocked_result(double pct_clock_peak, double tflops) {
   return r;
 }
 
-inline tkprobe::Json report(const std::vector<tkprobe::Result>& results, const std::string& gpu = "NVIDIA H200") {
+inline tkprobe::Json report(const std::vector<tkprobe::Result>& results, const std::string& gpu = "NVIDIA H200",
+                            std::map<std::string, double> seconds = {}) {
   tkprobe::Report rep;
   rep.tool = tkprobe::tool_section({"tkprobe", "test"});
   rep.tool["seed"] = 1;
@@ -56,6 +58,7 @@ inline tkprobe::Json report(const std::vector<tkprobe::Result>& results, const s
                 {"mem_clock_mhz", 3201},
                 {"power_limit_w", 700.0}};
   rep.results = results;
+  rep.seconds = std::move(seconds);
   return tkprobe::to_json(rep);
 }
 

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -96,8 +97,9 @@ std::string why_not(const Probe& p, const ProbeContext& ctx) {
 }
 
 // Every probe in turn: one that cannot run here gets a `skipped` row saying why, one that meets a
-// CUDA error a `failed` row. A probe asked for that cannot run makes the exit 3; the suite (`suite`:
-// `tkprobe all` without --probes) runs what this GPU can, and exits 3 only where that is nothing.
+// CUDA error a `failed` row; each one that ran, its wall time. A probe asked for that cannot run makes
+// the exit 3; the suite (`suite`: `tkprobe all` without --probes) runs what this GPU can, and exits 3
+// only where that is nothing.
 Outcome run_each(const std::vector<Probe*>& probes, ProbeContext& ctx, std::ostream& err, bool suite) {
   Outcome outcome;
   bool skipped_any = false, ran_any = false;
@@ -108,6 +110,7 @@ Outcome run_each(const std::vector<Probe*>& probes, ProbeContext& ctx, std::ostr
       continue;
     }
     ran_any = true;
+    const auto start = std::chrono::steady_clock::now();
     try {
       p->run(ctx);
     } catch (const CudaError& e) {
@@ -115,6 +118,7 @@ Outcome run_each(const std::vector<Probe*>& probes, ProbeContext& ctx, std::ostr
       ctx.add(without_figures(*p, Status::failed, e.what()));
       err << "tkprobe: " << p->name() << ": " << e.what() << '\n';
     }
+    ctx.report.seconds[p->name()] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   outcome.lacked_device = skipped_any && (!suite || !ran_any);
   return outcome;

@@ -2,7 +2,7 @@
 """--devices on real GPUs, through the tkprobe binary (each device's run starts the binary again, so
 this cannot run inside gpu_tests): `--devices all` on every GPU of the machine, one device or many,
 gives one report whose rows each name their device, as many per device as a run of one device gives,
-and which `compare` reads back. With two or more GPUs, `fleet` holds the devices of one report as
+each device's telemetry the probe's wall time, and which `compare` reads back. With two or more GPUs, `fleet` holds the devices of one report as
 cards (identical cards pass) and `tkprobe all --devices all` adds p2p's rows, which name no device.
 Exits 77 (skipped) without a GPU.
 
@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 TKPROBE = sys.argv[1]
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
@@ -41,10 +42,18 @@ def main():
         expect(devices == list(range(len(devices))) and devices, f"devices {devices}")
         expect("device" not in doc, "a report of several devices has no device section")
         expect(all(row.get("device") in devices for row in doc["results"]), "every row names a listed device")
+        for d in doc.get("devices", []):
+            took = d.get("telemetry", {}).get("smem-latency", {}).get("seconds")
+            expect(took is not None, f"device {d['device']['index']}: the probe's wall time in its telemetry")
+        start = time.monotonic()
         r = run("smem-latency", "--quick", "--device", "0", "--json", one)
+        elapsed = time.monotonic() - start
         expect(r.returncode == 0, f"smem-latency --device 0: exit {r.returncode}\n{r.stderr}")
         single = tkreport.load(one)
         expect("devices" not in single and "device" in single, "a run of one device is as before")
+        took = single["telemetry"].get("smem-latency", {}).get("seconds", -1)
+        expect(0 <= took <= elapsed, f"smem-latency ran {took} s by its telemetry, within the {elapsed:.1f} s the "
+               "command took")
         for d in devices:
             rows = [row for row in doc["results"] if row["device"] == d]
             expect(len(rows) == len(single["results"]), f"device {d}: {len(rows)} rows, a run of one has "

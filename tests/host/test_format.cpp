@@ -62,6 +62,22 @@ TEST(Format, CsvOfASuiteIsOneTableWithReasons) {
   EXPECT_NE(text.find("r,,,ok,,cycles,yes,3,"), std::string::npos) << text;
 }
 
+// A probe's wall time closes its section, where the report has it (a recorded report may not).
+TEST(Format, EachProbeSaysHowLongItRan) {
+  const auto report =
+      fixtures::report({fixtures::timed_result("p", {}, 15, 0.02), fixtures::timed_result("q", {}, 3, 0.1)},
+                       "NVIDIA H200", {{"p", 61.24}});
+  std::ostringstream table, markdown;
+  tkprobe::print_report(table, report, Format::table);
+  tkprobe::print_report(markdown, report, Format::markdown);
+  const std::string text = table.str();
+  EXPECT_NE(text.find("  ran 61.2 s\n"), std::string::npos) << text;
+  EXPECT_LT(text.find("ran 61.2 s"), text.find("== q ==")) << "under p's table, not q's";
+  EXPECT_EQ(text.find("ran", text.find("== q ==")), std::string::npos) << "q's time is not known:\n" << text;
+  EXPECT_NE(markdown.str().find("\n_ran 61.2 s_\n"), std::string::npos) << markdown.str();
+  EXPECT_EQ(render(Format::table).find(" ran "), std::string::npos) << "no time without the report's";
+}
+
 TEST(Format, JsonIsTheReport) {
   const auto text = render(Format::json);
   EXPECT_EQ(tkprobe::Json::parse(text)["schema"], "tkprobe.report/3");  // version 2 in columns

@@ -43,6 +43,23 @@ TEST(Report, ConstructedReportMatchesTheSchema) {
   EXPECT_TRUE(errors.empty()) << errors.front();
 }
 
+// Each probe that ran says how long it took, in its telemetry section; one whose rows took no NVML
+// readings gets a section of its own for it.
+TEST(Report, EachProbesWallTimeIsInItsTelemetry) {
+  auto read = fixtures::timed_result("p", {{"stride", 1}}, 30, 0.01);
+  read.telemetry = {{"sm_clock_mhz", {1980.0, 1980.0}}};
+  const Json j =
+      fixtures::report({read, fixtures::timed_result("q", {}, 3, 0.01)}, "NVIDIA H200", {{"p", 12.345}, {"q", 0.26}});
+  EXPECT_EQ(j["telemetry"]["p"]["seconds"], 12.3);
+  EXPECT_EQ(j["telemetry"]["p"]["rows"], 1) << "the rows' readings stay beside it";
+  EXPECT_EQ(j["telemetry"]["q"], Json({{"rows", 0}, {"throttled_rows", 0}, {"seconds", 0.3}}));
+  const auto errors = tkprobe::validate_schema(report_schema(), j);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  const auto dir = fixtures::temp_dir("seconds");
+  tkprobe::write_file_atomic(dir / "r.json", tkprobe::report_text(j));
+  EXPECT_EQ(tkprobe::read_report(dir / "r.json")["telemetry"], j["telemetry"]);
+}
+
 TEST(Report, WriteThenReadRoundTrips) {
   const auto dir = fixtures::temp_dir("roundtrip");
   const Json j = fixtures::report({fixtures::timed_result("p", {{"stride", 1}}, 30, 0.01)});
