@@ -26,7 +26,7 @@ pages, shuffled over the sequences' table rows; each sequence's length drawn fro
 below --keys (keys - page_size + 1 to keys), never a multiple of the page size, so every sequence
 ends mid-page and lengths differ between sequences. The points (batch x keys) are the decode probe's:
 1x8k, 1x32k, 1x128k, 16x8k, 64x2k, 64x8k, 256x1k at 32 query heads over 8, D = 128, pages of 64
-keys, one new token; --quick its 1x16k and 32x1000; --batch with --keys one point.
+keys, one new token; --quick its 1x16k, 1x64k and 32x1000; --batch with --keys one point.
 
 Timing as compare_based.py's: every kernel warmed up, then timed in turns (--rounds rounds of --reps /
 --rounds launches of each), CUDA events around each launch behind a spin kernel so they time the
@@ -78,7 +78,7 @@ KERNELS = (OURS, *PEERS)
 # The decode probe's model (probes/decode/decode.cpp): Llama-3 8B's attention, 64-token pages.
 HEADS, KV_HEADS, HEAD_DIM, PAGE_SIZE, Q_TOKENS = 32, 8, 128, 64, 1
 SWEEP = ((1, 8192), (1, 32768), (1, 131072), (16, 8192), (64, 2048), (64, 8192), (256, 1024))
-QUICK = ((1, 16384), (32, 1000))  # the probe's --quick points
+QUICK = ((1, 16384), (1, 65536), (32, 1000))  # the probe's --quick points
 HEAD_DIMS = (64, 128)  # what tk_attention.decode takes (checks.DECODE_HEAD_DIMS)
 MAX_Q_TOKENS = 16
 MAX_INT = 2 ** 31 - 1  # the kernels index keys with ints

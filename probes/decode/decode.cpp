@@ -16,7 +16,9 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -26,6 +28,7 @@
 #include "kernels/attention/reference_fp8.hpp"
 #include "kernels/attention/reference_varlen.hpp"
 #include "probes/decode/metrics.hpp"
+#include "probes/decode/step_fit.hpp"
 #include "probes/measure/clock_bracket.hpp"
 #include "probes/timed_kernels/bandwidth_kernels.hpp"
 #include "src/device_buffer.hpp"
@@ -54,7 +57,11 @@ struct Point {
 };
 constexpr Shape2d kSweep[] = {{1, 8192},  {1, 32768}, {1, 131072}, {16, 8192}, {16, 32768},
                               {64, 2048}, {64, 8192}, {256, 1024}, {256, 4096}};
-constexpr Point kQuick[] = {{1, 16384, dec::Cache::bf16}, {32, 1000, dec::Cache::bf16}, {32, 1000, dec::Cache::e4m3}};
+// Two lengths of one sequence, so a quick run fits a step's fixed cost too.
+constexpr Point kQuick[] = {{1, 16384, dec::Cache::bf16},
+                            {1, 65536, dec::Cache::bf16},
+                            {32, 1000, dec::Cache::bf16},
+                            {32, 1000, dec::Cache::e4m3}};
 constexpr dec::Cache kCaches[] = {dec::Cache::bf16, dec::Cache::e4m3};
 
 constexpr const char* cache_name(dec::Cache c) { return c == dec::Cache::e4m3 ? "e4m3" : "bf16"; }
@@ -62,6 +69,9 @@ constexpr std::size_t kCeilingL2s = 16;  // the ceiling's buffer: this many L2s,
 constexpr std::size_t kEvictL2s = 2;     // a sample's eviction reads this many L2s of the ceiling's buffer
 constexpr std::uint64_t kHoldNs = 50'000;  // longer than the host takes to enqueue a step (two launches, two events)
 constexpr double kMaxRelError = 5e-3, kMaxRowError = 1e-2, kMaxLseError = 1e-2;  // the forward's bounds
+// The share of the HBM ceiling a long cache's step should read at: the batch-1 fit's finding says
+// from how many keys it does.
+constexpr double kBarShare = 0.85;
 
 // K and V bytes of every cached key: what the step must read.
 double cache_bytes(const dec::Shape& s, int keys) {
@@ -148,7 +158,12 @@ class DecodeProbe final : public Probe {
   void run(ProbeContext& ctx) override {
     HbmBuffer hbm(ctx);
     const double ceiling_gbps = measure_ceiling(ctx, hbm);
-    for (const Point& p : points(ctx.options.quick)) measure(ctx, hbm, p, ceiling_gbps);
+    std::map<dec::Cache, std::vector<decode_fit::Sample>> one_sequence;  // the batch-1 steps, by cache
+    for (const Point& p : points(ctx.options.quick)) {
+      const decode_fit::Sample step = measure(ctx, hbm, p, ceiling_gbps);
+      if (p.batch == 1) one_sequence[p.cache].push_back(step);
+    }
+    for (const auto& [cache, steps] : one_sequence) add_fit_finding(ctx, cache, steps, ceiling_gbps);
   }
 
  private:
@@ -238,7 +253,26 @@ class DecodeProbe final : public Probe {
     return best->stats.median;
   }
 
-  void measure(ProbeContext& ctx, const HbmBuffer& hbm, const Point& p, double ceiling_gbps) {
+  // A finding from the batch-1 steps of two or more lengths: the fixed cost of a step, the rate of
+  // its reads beyond it, and from how many keys a sequence reads at kBarShare of the ceiling.
+  void add_fit_finding(ProbeContext& ctx, dec::Cache cache, const std::vector<decode_fit::Sample>& steps,
+                       double ceiling_gbps) const {
+    const auto f = decode_fit::fit(steps);
+    if (!f) return;
+    const double ceiling = ceiling_gbps * 1e9, rate_share = f->bytes_per_second / ceiling;
+    const double bytes = decode_fit::bytes_for_share(*f, ceiling, kBarShare);
+    const double bytes_per_key = cache_bytes(shape({1, 1, cache}), 1);
+    ctx.finding(name(),
+                fmt::format("decode B=1 {}: over {} lengths, a step costs {:.1f} us plus its cache read at {:.0f} GB/s "
+                            "({:.1f}% of the ceiling); {:.0f}% of the ceiling {}",
+                            cache_name(cache), steps.size(), f->fixed_seconds * 1e6, f->bytes_per_second / 1e9,
+                            100 * rate_share, 100 * kBarShare,
+                            std::isinf(bytes) ? std::string("is beyond that rate")
+                                              : fmt::format("from {:.0f}k keys on", bytes / bytes_per_key / 1024)));
+  }
+
+  // The step's bytes and median time, for the batch-1 fit.
+  decode_fit::Sample measure(ProbeContext& ctx, const HbmBuffer& hbm, const Point& p, double ceiling_gbps) {
     const dec::Shape s = shape(p);
     const cudaStream_t stream = ctx.harness.stream();
     Step step(s, p.keys, ctx.rng, stream);
@@ -288,6 +322,7 @@ class DecodeProbe final : public Probe {
                             "({} split{}, {:.0f} MiB of cache)",
                             p.batch, p.keys, cache_name(p.cache), m.stats.median, 100 * m.stats.median / ceiling_gbps,
                             ceiling_gbps, decode.splits(), decode.splits() == 1 ? "" : "s", bytes / (1 << 20)));
+    return {bytes, bytes / (m.stats.median * 1e9)};
   }
 };
 

@@ -1,7 +1,10 @@
 // decode on a real GPU, through the real command line: the ceiling row checked, every step checked
 // against the fp32 reference with the forward's bounds, its share of the ceiling its own GB/s, its
-// SM clock measured.
+// SM clock measured; the batch-1 fit of a step's fixed cost and rate in a finding.
 #include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
 
 #include "tests/gpu/gpu_fixtures.hpp"
 #include "tests/gpu/kernel_bounds.hpp"
@@ -12,7 +15,7 @@ using kernel_bounds::attention_forward::kMaxRowError;
 
 TEST(DecodeProbe, QuickRunPassesItsChecks) {
   const auto report = gpu_fixtures::run_probe("decode");
-  ASSERT_EQ(report["results"].size(), 4u) << "--quick: the ceiling and three steps (two bf16 caches, one e4m3)";
+  ASSERT_EQ(report["results"].size(), 5u) << "--quick: the ceiling and four steps (three bf16 caches, one e4m3)";
   const auto& ceiling = report["results"][0];
   ASSERT_EQ(ceiling["status"], "ok") << ceiling["check"].dump();
   const double ceiling_gbps = gpu_fixtures::median(ceiling, "gbps");
@@ -33,6 +36,18 @@ TEST(DecodeProbe, QuickRunPassesItsChecks) {
     EXPECT_GT(pct, 0);
     EXPECT_GT(r["telemetry"].value("kernel_sm_clock_mhz", 0.0), 0) << "each step's SM clock, bracketed";
   }
-  EXPECT_EQ(report["results"][3]["params"]["cache"], "e4m3");
-  EXPECT_EQ(report["findings"].size(), 3u);
+  EXPECT_EQ(report["results"][4]["params"]["cache"], "e4m3");
+  ASSERT_EQ(report["findings"].size(), 5u) << "a step's each, then the batch-1 fit's";
+  // The two batch-1 bf16 steps, fitted: a step's fixed cost (a launch, the first loads' latency, the
+  // combine) some microseconds, its read rate near the ceiling.
+  const std::string fit = report["findings"][4]["text"];
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(fit, m,
+                                std::regex(R"(B=1 bf16: over 2 lengths, a step costs ([0-9.]+) us plus its )"
+                                           R"(cache read at ([0-9]+) GB/s)")))
+      << fit;
+  EXPECT_GT(std::stod(m[1]), 1) << fit;
+  EXPECT_LT(std::stod(m[1]), 50) << fit;
+  EXPECT_GT(std::stod(m[2]), 0.7 * ceiling_gbps) << fit;
+  EXPECT_LT(std::stod(m[2]), 1.3 * ceiling_gbps) << fit;
 }
