@@ -196,7 +196,44 @@ def describe(p):
 
 TABLE = peer_table.PeerTable(PROBE, OURS, PEERS, params, describe, rate=("gbps", "GB/s", "{:.0f}"),
                              check_what=CHECK_WHAT, bounds=(MAX_REL_ERROR, MAX_ROW_ERROR, MAX_LSE_ERROR))
-skipped_row, kernel_findings, report = TABLE.skipped_row, TABLE.kernel_findings, TABLE.report
+skipped_row, kernel_findings = TABLE.skipped_row, TABLE.kernel_findings
+
+
+def step_fit(samples):
+    """(fixed seconds, bytes per second) of a step from (bytes, seconds) samples of two or more sizes,
+    by least squares (the decode probe's fit, probes/decode/step_fit.hpp); None without two sizes or a
+    time that grows with the bytes."""
+    if len(samples) < 2:
+        return None
+    mean_b = sum(b for b, _ in samples) / len(samples)
+    mean_s = sum(s for _, s in samples) / len(samples)
+    sbb = sum((b - mean_b) ** 2 for b, _ in samples)
+    sbs = sum((b - mean_b) * (s - mean_s) for b, s in samples)
+    if sbb <= 0 or sbs <= 0:
+        return None
+    slope = sbs / sbb
+    return mean_s - slope * mean_b, 1 / slope
+
+
+def fit_findings(rows):
+    """Per kernel, its batch-1 steps (checked, timed) fitted as a fixed cost plus a read rate: what a
+    short cache pays each step whatever it reads."""
+    lines = []
+    for kernel in KERNELS:
+        steps = [(r["metrics"]["bytes"], r["metrics"]["ms"]["median"] / 1e3) for r in rows
+                 if r["params"]["kernel"] == kernel and r["params"]["batch"] == 1 and r["status"] == "ok"]
+        fit = step_fit(steps)
+        if fit:
+            lines.append(f"{kernel} B=1: over {len(steps)} lengths, a step costs {fit[0] * 1e6:.1f} us plus its "
+                         f"bytes at {fit[1] / 1e9:.0f} GB/s")
+    return lines
+
+
+def report(tool, host, device, rows, spans):
+    """The peers table's report, with each kernel's batch-1 fit among its findings."""
+    doc = TABLE.report(tool, host, device, rows, spans)
+    doc["findings"] += [{"probe": PROBE, "text": text} for text in fit_findings(doc["results"])]
+    return doc
 
 
 def measured_row(kernel, shape, seconds, work, errors, ratios=None, span=(None, None), clocks=()):

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """scripts/compare_decode.py without torch or a GPU: the bytes and FLOPs a decode step is credited
 with (hand-worked cases), the lengths, block tables and FlashInfer's page lists made from them, the
-rows (tk's and the peers', passing, failing, skipped) and the report and table built of them; bad
-options exit 2 naming what is valid, and valid ones without torch exit 3. Given tkprobe's
+rows (tk's and the peers', passing, failing, skipped), the batch-1 fit, and the report and table
+built of them; bad options exit 2 naming what is valid, and valid ones without torch exit 3. Given tkprobe's
 validate_report and tkprobe, the report must pass tkprobe's schema and reader and be readable by
 `tkprobe compare`.
 
@@ -147,6 +147,34 @@ def check_rows(m, checks):
     return doc
 
 
+def check_step_fit(m, checks):
+    """Batch-1 steps of 10 us plus their bytes at 2 TB/s come back as that; one length, a failed
+    step or a batch of two gives no fit."""
+    calm = (header.reading(1980, 300.0, 40, 0x0), header.reading(1970, 650.0, 52, 0x1))
+    good = {"rel_error": 2e-3, "worst_row_error": 4e-3, "lse_error": 1e-5}
+    rows = []
+    for keys in (1024, 4096, 16384):
+        one = shape(1, keys, 1, 4, 2, 64, 16)
+        step_b = m.step_bytes(one, [keys])
+        rows.append(m.measured_row("tk", one, [10e-6 + step_b / 2e12] * 20, (step_b, 1), good, span=calm))
+    two = shape(2, 4096, 1, 4, 2, 64, 16)
+    rows.append(m.measured_row("flashinfer", shape(1, 1024, 1, 4, 2, 64, 16), [1e-5] * 20, (1, 1), good, [1.0], calm))
+    rows.append(m.measured_row("flashinfer", two, [2e-5] * 20, (2, 1), good, [1.0], calm))
+    rows.append(m.measured_row("torch-sdpa", shape(1, 1024, 1, 4, 2, 64, 16), [1e-5] * 20, (1, 1),
+                               {"rel_error": 1.0, "worst_row_error": 1.0}, [1.0], calm))
+    rows.append(m.measured_row("torch-sdpa", shape(1, 4096, 1, 4, 2, 64, 16), [2e-5] * 20, (2, 1), good, [1.0], calm))
+    fixed, rate = m.step_fit([(1e6, 10e-6 + 1e6 / 2e12), (4e6, 10e-6 + 4e6 / 2e12)])
+    checks.expect(abs(fixed - 10e-6) < 1e-12 and abs(rate / 2e12 - 1) < 1e-9, f"the fit: {fixed} s, {rate} B/s")
+    checks.expect((m.step_fit([(1e6, 1e-5)]), m.step_fit([(1e6, 1e-5), (1e6, 2e-5)]),
+                   m.step_fit([(1e6, 2e-5), (2e6, 1e-5)])) == (None, None, None),
+                  "no fit of one step, one size twice, or less time for more bytes")
+    texts = m.fit_findings(rows)
+    checks.expect(texts == ["tk B=1: over 3 lengths, a step costs 10.0 us plus its bytes at 2000 GB/s"],
+                  f"tk's fit alone (flashinfer's one batch-1 length, torch-sdpa's failed step): {texts}")
+    doc = sample_report(m, rows, [calm] * len(rows))
+    checks.expect(doc["findings"][-1]["text"] == texts[0], "the report's findings end with the fit")
+
+
 def check_reader(m, doc, tools, source_dir, checks):
     """The report as tkprobe reads it: its schema, its reader, `tkprobe compare`; on its passing rows
     alone, compare passes."""
@@ -186,6 +214,7 @@ def check_all(m, source_dir, tools, checks):
     check_counting(m, checks)
     check_tables(m, checks)
     doc = check_rows(m, checks)
+    check_step_fit(m, checks)
     check_reader(m, doc, tools, source_dir, checks)
     check_options(source_dir, checks)
 
