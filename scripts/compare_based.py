@@ -450,13 +450,13 @@ def timed_in_turns(torch, runs, args, nvml, clock, before=None):
             run()
     torch.cuda.synchronize()
     seconds, clocks = {kernel: [] for kernel in runs}, {kernel: [] for kernel in runs}
-    before = nvml.sample()
+    first_reading = nvml.sample()
     for _ in range(args.rounds):
         for kernel, run in runs.items():
             for launch_seconds, mhz in sdpa.timed_launches(torch, run, args.reps // args.rounds, clock, before):
                 seconds[kernel].append(launch_seconds)
                 clocks[kernel].append(mhz)
-    return seconds, clocks, (before, nvml.sample())
+    return seconds, clocks, (first_reading, nvml.sample())
 
 
 def first_line(e):

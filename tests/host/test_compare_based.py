@@ -3,7 +3,8 @@
 errors (ours and fla's rows, passing, failing, skipped) must pass tkprobe's own schema and reader
 (validate_report) and be readable by `tkprobe compare`; its rows carry the based probe's params and
 the kernel, fla's as peers; the C library's count is based::flops; bad options exit 2 naming the
-option, and valid ones without torch exit 3.
+option, and valid ones without torch exit 3; timing in turns (a stand-in torch) runs `before` ahead
+of each timed launch and keeps the NVML readings apart from it.
 
 usage: test_compare_based.py VALIDATE_REPORT TKPROBE TK_BASED_LIB SOURCE_DIR
 """
@@ -170,6 +171,72 @@ def check_options(source_dir, lib_path, checks):
                           f"no torch: exit 3 and no report: {r.returncode} {r.stderr}")
 
 
+class FakeCuda:
+    """torch.cuda as timed_in_turns uses it, on a clock that moves 1 ms a launch; `log` records the
+    order of what ran."""
+
+    def __init__(self, log):
+        self.log, self.now = log, 0.0
+        cuda = self
+
+        class Event:
+            def __init__(self, enable_timing):
+                self.at = None
+
+            def record(self):
+                self.at = cuda.now
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, other):
+                return other.at - self.at
+
+        self.Event = Event
+
+    def synchronize(self):
+        pass
+
+    def _sleep(self, cycles):
+        self.log.append("spin")
+
+
+class FakeNvml:
+    def __init__(self):
+        self.readings = 0
+
+    def sample(self):
+        self.readings += 1
+        return f"reading {self.readings}"
+
+
+def check_timed_in_turns(m, checks):
+    """`before` runs ahead of every timed launch (and never in the warm-up), the NVML span is the
+    readings before and after; without `before` nothing else runs."""
+    log = []
+    torch = type("FakeTorch", (), {})()
+    torch.cuda = FakeCuda(log)
+
+    def launch(name):
+        def run():
+            log.append(name)
+            torch.cuda.now += 1.0
+        return run
+
+    args = type("Args", (), dict(warmup=1, rounds=2, reps=4))()
+    runs = {"tk": launch("tk"), "peer": launch("peer")}
+    seconds, clocks, span = m.timed_in_turns(torch, runs, args, FakeNvml(), m.sdpa.NoClock(),
+                                             lambda: log.append("evict"))
+    timed = log[2:]  # after one warm-up launch of each
+    checks.expect(log[:2] == ["tk", "peer"] and timed == ["evict", "spin", "tk"] * 2 + ["evict", "spin", "peer"] * 2
+                  + ["evict", "spin", "tk"] * 2 + ["evict", "spin", "peer"] * 2, f"the order: {log}")
+    checks.expect(seconds == {"tk": [1e-3] * 4, "peer": [1e-3] * 4} and span == ("reading 1", "reading 2"),
+                  f"seconds {seconds}, span {span}")
+    log.clear()
+    m.timed_in_turns(torch, runs, args, FakeNvml(), m.sdpa.NoClock())
+    checks.expect("evict" not in log and log.count("spin") == 8, f"no `before`: {log}")
+
+
 def main():
     validate, tkprobe, lib_path, source_dir = sys.argv[1:5]
     m = header.load_script(source_dir, "compare_based")
@@ -178,6 +245,7 @@ def main():
     check_reader(m, doc, validate, tkprobe, source_dir, checks)
     check_library(m, lib_path, checks)
     check_options(source_dir, lib_path, checks)
+    check_timed_in_turns(m, checks)
     return checks.exit_code()
 
 
