@@ -324,14 +324,6 @@ class Skipped(Exception):
     """A kernel that cannot run here (not installed, refused the shape): its row says why."""
 
 
-def load_tk(path):
-    """This checkout's tk_attention package on the library at `path`."""
-    sys.path.insert(0, os.path.join(ROOT, "python"))  # this checkout's package, not an installed one
-    import tk_attention
-    tk_attention.load(path)
-    return tk_attention, None
-
-
 def load_flashinfer():
     import flashinfer
     return flashinfer, f"flashinfer {getattr(flashinfer, '__version__', 'unknown')}"
@@ -356,7 +348,7 @@ INSTALL = {"flashinfer": "pip install flashinfer-python", "cudnn-paged": "pip in
 
 def load_kernels(kernels, tk_lib):
     """{kernel: (module, None) or (None, why)} and the versions of those that loaded."""
-    loaders = dict(PEER_LOADERS, **{OURS: lambda: load_tk(tk_lib)})
+    loaders = dict(PEER_LOADERS, **{OURS: lambda: (peer_table.load_tk_attention(tk_lib), None)})
     loaded, versions = {}, []
     for kernel in kernels:
         try:

@@ -219,11 +219,8 @@ def load_kernels(kernels, tk_lib):
     loaded, versions = {}, []
     for kernel in kernels:
         if kernel == OURS:
-            sys.path.insert(0, os.path.join(ROOT, "python"))  # this checkout's package, not an installed one
             try:
-                import tk_attention
-                tk_attention.load(tk_lib)
-                loaded[kernel] = tk_attention, None
+                loaded[kernel] = peer_table.load_tk_attention(tk_lib), None
             except Exception as e:  # a library that does not load: its rows say so
                 loaded[kernel] = None, f"not loadable ({based.first_line(e)})"
             continue

@@ -136,6 +136,14 @@ def start(torch, args, load_kernels):
     return gpu, loaded, tool, sdpa.sm_clock(torch, args.tk_lib)
 
 
+def load_tk_attention(path):
+    """This checkout's tk_attention package (not an installed one) on the library at `path`."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+    import tk_attention
+    tk_attention.load(path)
+    return tk_attention
+
+
 def measure_all(torch, shapes, measure_shape):
     """Every shape's rows and NVML spans (measure_shape(shape) -> (rows, spans)), a line a row on
     stderr as it is made, the GPU's memory let go between shapes."""
